@@ -1,0 +1,32 @@
+// The CPU device's kernel table: one function per OpKind, filled by one registration function
+// per op family (devices/cpu/kernels_<family>.cpp). Kernels read op.inputs/op.outputs for
+// shapes and dtypes and use oneTBB for parallelism through parallel.h.
+#pragma once
+#include <array>
+
+#include "devices/device.h"
+#include "ops/registry.h"
+
+namespace kiln::cpu {
+
+using Kernel = void (*)(const OpIr& op, const KernelArgs& args);
+
+struct KernelTable {
+  std::array<Kernel, kOpCount> kernels{};
+  void set(OpKind k, Kernel fn) { kernels[static_cast<std::size_t>(k)] = fn; }
+  Kernel operator[](OpKind k) const { return kernels[static_cast<std::size_t>(k)]; }
+};
+
+void register_creation_kernels(KernelTable& t);
+void register_elementwise_kernels(KernelTable& t);
+void register_reduce_kernels(KernelTable& t);
+void register_linalg_kernels(KernelTable& t);
+void register_layout_kernels(KernelTable& t);
+void register_index_kernels(KernelTable& t);
+
+template <class T> T* out_ptr(const KernelArgs& a, std::size_t i) { return static_cast<T*>(a.outputs[i]->data()); }
+template <class T> const T* in_ptr(const KernelArgs& a, std::size_t i) {
+  return static_cast<const T*>(a.inputs[i]->data());
+}
+
+}  // namespace kiln::cpu

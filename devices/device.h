@@ -1,0 +1,41 @@
+// devices/: the one interface every device implements — memory, host transfers, running an op,
+// synchronizing — and its implementations (cpu/, later vulkan/). Nothing outside devices/ names
+// a BLAS or Vulkan type. Kernels receive the op message and one buffer per input and output.
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+
+#include "memory/memory.h"
+#include "ops/ir.h"
+
+namespace kiln {
+
+struct DeviceInfo {
+  std::string name;  // "cpu", "vulkan:0 (NVIDIA H100)"
+  std::string kind;  // "cpu", "vulkan"
+};
+
+// The buffers an op runs on, in the order of op.inputs and op.outputs. An output may be the
+// same buffer as an input (in-place reuse); kernels of ops marked inplace_ok must allow that.
+struct KernelArgs {
+  std::span<Buffer* const> inputs;
+  std::span<Buffer* const> outputs;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual MemoryPool& memory() = 0;
+  virtual void write(Buffer& dst, const void* src, std::size_t bytes) = 0;
+  virtual void read(const Buffer& src, void* dst, std::size_t bytes) = 0;
+  // Runs one op; throws (kiln::Error, OutOfMemory) on failure.
+  virtual void run(const OpIr& op, const KernelArgs& args) = 0;
+  // Waits for everything this device has been given.
+  virtual void synchronize() = 0;
+};
+
+std::unique_ptr<DeviceBackend> make_cpu_device();
+
+}  // namespace kiln

@@ -1,0 +1,20 @@
+// Device: a value naming where a tensor lives. The CPU device always exists.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+enum class DeviceKind : std::uint8_t { cpu, vulkan };
+
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;
+
+  static Device cpu() { return {DeviceKind::cpu, 0}; }
+  static Device vulkan(int index = 0) { return {DeviceKind::vulkan, index}; }
+  std::string str() const { return kind == DeviceKind::cpu ? "cpu" : "vulkan:" + std::to_string(index); }
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+}  // namespace kiln

@@ -1,0 +1,19 @@
+// kiln: tensors on the CPU and on Vulkan GPUs, where every op is asynchronous.
+//
+//   Tensor   — a handle to an entity on a device; ops on it return new handles at once
+//   Device   — where a tensor lives (Device::cpu(), Device::vulkan(i))
+//   Future   — what reading values or syncing a device returns
+//   ops      — creation, elementwise, reduce, linalg, layout, index
+//   engine   — sync, memory statistics and limits, scheduler counters
+#pragma once
+
+#include "engine/creation.h"
+#include "engine/device.h"
+#include "engine/elementwise.h"
+#include "engine/engine.h"
+#include "engine/future.h"
+#include "engine/index.h"
+#include "engine/layout.h"
+#include "engine/linalg.h"
+#include "engine/reduce.h"
+#include "engine/tensor.h"

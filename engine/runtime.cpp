@@ -1,0 +1,95 @@
+#include "engine/runtime.h"
+
+#include "engine/engine.h"
+#include "ops/log.h"
+
+namespace kiln {
+
+namespace {
+std::atomic<bool> g_alive{false};
+}
+
+Engine& Engine::get() {
+  static Engine engine;
+  return engine;
+}
+
+bool Engine::alive() { return g_alive.load(std::memory_order_acquire); }
+
+Engine::Engine() {
+  auto cpu = std::make_unique<DeviceRuntime>();
+  cpu->device = Device::cpu();
+  cpu->backend = make_cpu_device();
+  cpu->executor = std::make_unique<Executor>(*cpu->backend);
+  runtimes_.push_back(std::move(cpu));
+  scheduler_ = std::make_unique<Scheduler>();
+  for (auto& r : runtimes_) scheduler_->attach(r->stream, *r->executor);
+  g_alive.store(true, std::memory_order_release);
+  if (log_enabled(spdlog::level::info)) logger().info("engine started with {} device(s)", runtimes_.size());
+}
+
+Engine::~Engine() {
+  g_alive.store(false, std::memory_order_release);
+  scheduler_.reset();
+}
+
+DeviceRuntime& Engine::runtime(Device device, const char* op) {
+  for (auto& r : runtimes_)
+    if (r->device == device) return *r;
+  throw Error(op, "device " + device.str() + " is not available");
+}
+
+std::vector<Device> Engine::devices() const {
+  std::vector<Device> out;
+  for (auto& r : runtimes_) out.push_back(r->device);
+  return out;
+}
+
+// ---- public controls (engine/engine.h) ----
+
+namespace {
+class SyncCompletion final : public Completion {
+ public:
+  std::promise<void> promise;
+  void complete(const std::byte*, std::size_t) override { promise.set_value(); }
+  void fail(std::exception_ptr e) override { promise.set_exception(e); }
+};
+}  // namespace
+
+Future<void> sync(Device device) {
+  auto& rt = Engine::get().runtime(device, "sync");
+  auto c = std::make_shared<SyncCompletion>();
+  Future<void> f(c->promise.get_future());
+  OpIr op;
+  op.kind = OpKind::sync;
+  op.completion = std::move(c);
+  rt.stream.submit(std::move(op));
+  return f;
+}
+
+MemoryStats memory_stats(Device device) { return Engine::get().runtime(device, "memory_stats").backend->memory().stats(); }
+void reset_peak_memory(Device device) { Engine::get().runtime(device, "reset_peak_memory").backend->memory().reset_peak(); }
+void set_memory_limit(Device device, std::size_t bytes) {
+  Engine::get().runtime(device, "set_memory_limit").backend->memory().set_limit(bytes);
+}
+void release_cached_memory(Device device) {
+  Engine::get().runtime(device, "release_cached_memory").backend->memory().release_cached();
+}
+
+EngineCounters counters(Device device) {
+  auto& rt = Engine::get().runtime(device, "counters");
+  const ExecutorCounters& c = rt.executor->counters();
+  EngineCounters out;
+  out.ops_submitted = rt.stream.submitted();
+  out.ops_run = c.ops_run.load();
+  out.kernels_launched = c.kernels_launched.load();
+  out.inplace_reuses = c.inplace_reuses.load();
+  out.ops_failed = c.ops_failed.load();
+  out.batches = c.batches.load();
+  return out;
+}
+
+std::vector<Device> devices() { return Engine::get().devices(); }
+std::string device_name(Device device) { return Engine::get().runtime(device, "device_name").backend->info().name; }
+
+}  // namespace kiln

@@ -1,0 +1,129 @@
+#include "engine/submit.h"
+
+#include <atomic>
+
+#include "engine/runtime.h"
+#include "ops/registry.h"
+
+namespace kiln::detail {
+
+TensorState::~TensorState() {
+  if (consumed || !Engine::alive()) return;
+  OpIr op;
+  op.kind = OpKind::drop;
+  op.inputs.push_back(TensorIr{id, {}, dtype, TensorStatus::ReadWrite});
+  Engine::get().runtime(device, "drop").stream.submit(std::move(op));
+}
+
+namespace {
+
+// The one path from an op call to its message. Writes the output handles into `outs`.
+void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, Device device, Tensor* outs,
+                 std::size_t out_capacity) {
+  const char* name = op_name(kind);
+  OpIr op;
+  op.kind = kind;
+  op.attrs = std::move(attrs);
+  op.inputs.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    KILN_CHECK(inputs[i].defined(), name, "input #" + std::to_string(i) + " is an undefined tensor");
+    const TensorState& s = *inputs[i].state();
+    if (i == 0) {
+      device = s.device;
+    } else {
+      KILN_CHECK(s.device == device, name,
+                 "inputs are on different devices: input #0 is on " + device.str() + ", input #" + std::to_string(i) +
+                     " (" + dtype_name(s.dtype) + s.shape.str() + ") is on " + s.device.str());
+    }
+    op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});
+  }
+  DeviceRuntime& rt = Engine::get().runtime(device, name);
+  std::vector<TensorIr> metas = infer_outputs(op);
+  KILN_CHECK(metas.size() <= out_capacity, name, "internal error: too many outputs");
+
+  // Ownership: an input whose handle is the last one (the caller moved it in) is handed over.
+  // The acquire fence pairs with the release in the other handles' destruction, so everything
+  // those threads submitted is sequenced before this message.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (inputs[i].state().use_count() == 1) op.inputs[i].status = TensorStatus::ReadWrite;
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+
+  Engine& engine = Engine::get();
+  op.outputs.reserve(metas.size());
+  for (std::size_t o = 0; o < metas.size(); ++o) {
+    TensorIr& m = metas[o];
+    m.id = engine.new_id();
+    m.status = TensorStatus::NotInit;
+    outs[o] = Tensor(std::make_shared<TensorState>(m.id, m.shape, m.dtype, device));
+    op.outputs.push_back(m);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (op.inputs[i].status == TensorStatus::ReadWrite) inputs[i].state()->consumed = true;
+  rt.stream.submit(std::move(op));
+}
+
+}  // namespace
+
+std::vector<Tensor> submit(OpKind kind, Tensor* inputs, std::size_t n_inputs, OpAttrs attrs, Device device) {
+  Tensor outs[4];
+  submit_core(kind, inputs, n_inputs, std::move(attrs), device, outs, 4);
+  std::vector<Tensor> result;
+  for (auto& t : outs)
+    if (t.defined()) result.push_back(std::move(t));
+  return result;
+}
+
+Tensor submit0(OpKind kind, OpAttrs attrs, Device device) {
+  Tensor out;
+  submit_core(kind, nullptr, 0, std::move(attrs), device, &out, 1);
+  return out;
+}
+
+Tensor submit1(OpKind kind, Tensor a, OpAttrs attrs) {
+  Tensor out;
+  submit_core(kind, &a, 1, std::move(attrs), Device::cpu(), &out, 1);
+  return out;
+}
+
+Tensor submit2(OpKind kind, Tensor a, Tensor b, OpAttrs attrs) {
+  Tensor in[2] = {std::move(a), std::move(b)};
+  Tensor out;
+  submit_core(kind, in, 2, std::move(attrs), Device::cpu(), &out, 1);
+  return out;
+}
+
+Tensor submit3(OpKind kind, Tensor a, Tensor b, Tensor c, OpAttrs attrs) {
+  Tensor in[3] = {std::move(a), std::move(b), std::move(c)};
+  Tensor out;
+  submit_core(kind, in, 3, std::move(attrs), Device::cpu(), &out, 1);
+  return out;
+}
+
+Tensor submit_upload(std::shared_ptr<const std::vector<std::byte>> bytes, const Shape& shape, DType dtype,
+                     Device device) {
+  DeviceRuntime& rt = Engine::get().runtime(device, "upload");
+  OpIr op;
+  op.kind = OpKind::upload;
+  op.host_data = std::move(bytes);
+  TensorIr meta{Engine::get().new_id(), shape, dtype, TensorStatus::NotInit};
+  Tensor out(std::make_shared<TensorState>(meta.id, shape, dtype, device));
+  op.outputs.push_back(meta);
+  rt.stream.submit(std::move(op));
+  return out;
+}
+
+void submit_read(const Tensor& t, const char* op_label, DType expected, std::shared_ptr<Completion> completion) {
+  KILN_CHECK(t.defined(), op_label, "the tensor is undefined");
+  const TensorState& s = *t.state();
+  KILN_CHECK(s.dtype == expected, op_label,
+             std::string("the tensor is ") + dtype_name(s.dtype) + s.shape.str() + " but its values were asked as " +
+                 dtype_name(expected));
+  OpIr op;
+  op.kind = OpKind::read;
+  op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});
+  op.completion = std::move(completion);
+  Engine::get().runtime(s.device, op_label).stream.submit(std::move(op));
+}
+
+}  // namespace kiln::detail

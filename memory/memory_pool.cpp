@@ -1,0 +1,94 @@
+#include <algorithm>
+#include <bit>
+
+#include "memory/memory.h"
+
+namespace kiln {
+
+Buffer::~Buffer() {
+  if (block_.bytes) pool_->give_back(block_);
+}
+
+MemoryPool::MemoryPool(std::unique_ptr<RawAllocator> allocator) : allocator_(std::move(allocator)) {}
+
+MemoryPool::~MemoryPool() { release_cached(); }
+
+std::size_t MemoryPool::size_class(std::size_t bytes) {
+  if (bytes == 0) return 0;
+  constexpr std::size_t kMinClass = 256;
+  if (bytes <= 4096) return std::max(kMinClass, std::bit_ceil(bytes));
+  // Eight classes per power of two: waste stays under 12.5% and blocks still get reused.
+  const std::size_t pow2 = std::bit_floor(bytes);
+  const std::size_t step = pow2 / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+BufferPtr MemoryPool::allocate(std::size_t bytes) {
+  const std::size_t cls = size_class(bytes);
+  if (cls == 0) return std::make_shared<Buffer>(this, Block{}, 0);
+  Block block;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = free_.find(cls);
+    if (it != free_.end() && !it->second.empty()) {
+      block = it->second.back();
+      it->second.pop_back();
+      ++stats_.served_from_pool;
+    } else {
+      if (limit_ && stats_.bytes_reserved + cls > limit_) release_cached_locked();
+      if (limit_ && stats_.bytes_reserved + cls > limit_) throw OutOfMemory(bytes);
+      try {
+        block = allocator_->allocate(cls);
+      } catch (const OutOfMemory&) {
+        // The device is full: give back what the pool caches and try once more.
+        release_cached_locked();
+        block = allocator_->allocate(cls);
+      }
+      stats_.bytes_reserved += cls;
+      stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.bytes_reserved);
+    }
+    ++stats_.allocations;
+    stats_.bytes_in_use += cls;
+    stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.bytes_in_use);
+  }
+  return std::make_shared<Buffer>(this, block, bytes);
+}
+
+void MemoryPool::give_back(const Block& block) {
+  std::lock_guard lock(mutex_);
+  stats_.bytes_in_use -= block.bytes;
+  free_[block.bytes].push_back(block);
+}
+
+MemoryStats MemoryPool::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void MemoryPool::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_in_use = stats_.bytes_in_use;
+  stats_.peak_reserved = stats_.bytes_reserved;
+}
+
+void MemoryPool::release_cached() {
+  std::lock_guard lock(mutex_);
+  release_cached_locked();
+}
+
+void MemoryPool::release_cached_locked() {
+  for (auto& [cls, blocks] : free_) {
+    for (const Block& b : blocks) {
+      allocator_->release(b);
+      stats_.bytes_reserved -= b.bytes;
+    }
+    blocks.clear();
+  }
+}
+
+void MemoryPool::set_limit(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  limit_ = bytes;
+}
+
+}  // namespace kiln

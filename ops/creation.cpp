@@ -1,0 +1,27 @@
+// Shape rules of the creation family: the output shape comes from attrs.ints, the dtype from
+// attrs.dtype.
+#include "ops/registry.h"
+
+namespace kiln {
+
+namespace {
+void creation_rule(const OpIr& op, std::vector<TensorIr>& out) {
+  Shape shape;
+  for (std::int64_t d : op.attrs.ints) {
+    KILN_CHECK(d >= 0, op_name(op.kind), "negative dimension " + std::to_string(d) + " in the requested shape");
+    shape.push_back(d);
+  }
+  const DType t = op.attrs.dtype;
+  KILN_CHECK(t == DType::f32 || t == DType::i64 || t == DType::bool_, op_name(op.kind),
+             std::string("dtype ") + dtype_name(t) + " is not supported on this path");
+  out.push_back(TensorIr{0, shape, t, TensorStatus::NotInit});
+}
+}  // namespace
+
+void register_creation_ops(OpRegistry& r) {
+  for (OpKind k : {OpKind::full, OpKind::arange, OpKind::linspace, OpKind::eye, OpKind::rand_uniform,
+                   OpKind::rand_normal, OpKind::rand_bernoulli})
+    r.at(k).shape_rule = creation_rule;
+}
+
+}  // namespace kiln

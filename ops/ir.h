@@ -1,0 +1,73 @@
+// The op message: plain data that names an operation, its input and output entities and its
+// attributes. User threads build one per op and push it onto a device stream; the scheduler
+// and devices only ever read it. Nothing here knows about devices, memory or threads.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include "ops/dtype.h"
+#include "ops/shape.h"
+
+namespace kiln {
+
+enum class OpKind : std::uint16_t {
+#define KILN_OP(name, family) name,
+#include "ops/op_list.def"
+#undef KILN_OP
+  count_
+};
+inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::count_);
+
+using EntityId = std::uint64_t;
+
+// How an op may use an input: ReadWrite means the caller handed over its last reference, so
+// the op may write its output into that input's buffer. Outputs are NotInit.
+enum class TensorStatus : std::uint8_t { ReadOnly, ReadWrite, NotInit };
+
+struct TensorIr {
+  EntityId id = 0;
+  Shape shape;
+  DType dtype = DType::f32;
+  TensorStatus status = TensorStatus::NotInit;
+  std::int64_t numel() const { return shape.numel(); }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype); }
+};
+
+// Where a scalar operand of a binary op sits: `x + 2` is Rhs, `2 - x` is Lhs.
+enum class ScalarSide : std::uint8_t { None, Rhs, Lhs };
+
+// Attributes; each op documents in ops/op_list.def which fields it reads.
+struct OpAttrs {
+  std::vector<std::int64_t> ints;
+  double scalar = 0.0;
+  double scalar2 = 0.0;
+  std::int64_t dim = 0;
+  bool keepdim = false;
+  bool flag = false;
+  DType dtype = DType::f32;
+  ScalarSide scalar_side = ScalarSide::None;
+  std::uint64_t seed = 0;
+};
+
+// Receives the result of a read or sync message on the scheduler's thread.
+class Completion {
+ public:
+  virtual ~Completion() = default;
+  virtual void complete(const std::byte* data, std::size_t bytes) = 0;
+  virtual void fail(std::exception_ptr error) = 0;
+};
+
+struct OpIr {
+  OpKind kind = OpKind::sync;
+  std::uint64_t seq = 0;  // position in its stream, set at submission
+  std::vector<TensorIr> inputs;
+  std::vector<TensorIr> outputs;
+  OpAttrs attrs;
+  std::shared_ptr<const std::vector<std::byte>> host_data;  // upload
+  std::shared_ptr<Completion> completion;                   // read, sync
+};
+
+}  // namespace kiln

@@ -1,0 +1,155 @@
+#include "scheduler/executor.h"
+
+#include <array>
+
+#include "ops/log.h"
+#include "ops/registry.h"
+
+namespace kiln {
+
+Executor::Executor(DeviceBackend& device) : device_(device) { slots_.reserve(1024); }
+Executor::~Executor() = default;
+
+Executor::Slot* Executor::find(EntityId id) {
+  auto it = slots_.find(id);
+  return it == slots_.end() ? nullptr : &it->second;
+}
+
+void Executor::run_batch(std::span<OpIr> ops) {
+  counters_.batches.fetch_add(1, std::memory_order_relaxed);
+  if (log_enabled(spdlog::level::debug)) logger().debug("{}: running a batch of {} ops", device_.info().name, ops.size());
+  for (OpIr& op : ops) run_one(op);
+}
+
+void Executor::run_one(OpIr& op) {
+  counters_.ops_run.fetch_add(1, std::memory_order_relaxed);
+  switch (op.kind) {
+    case OpKind::drop:
+      slots_.erase(op.inputs[0].id);
+      return;
+    case OpKind::read:
+      run_read(op);
+      return;
+    case OpKind::sync:
+      try {
+        device_.synchronize();
+        op.completion->complete(nullptr, 0);
+      } catch (...) {
+        op.completion->fail(std::current_exception());
+      }
+      return;
+    default:
+      run_compute(op);
+  }
+}
+
+void Executor::run_read(OpIr& op) {
+  Slot* slot = find(op.inputs[0].id);
+  if (!slot) {
+    op.completion->fail(std::make_exception_ptr(Error("read", "unknown tensor (internal error)")));
+  } else if (slot->error) {
+    op.completion->fail(slot->error);
+  } else {
+    try {
+      const std::size_t bytes = op.inputs[0].bytes();
+      std::vector<std::byte> host(bytes);
+      device_.read(*slot->buffer, host.data(), bytes);
+      op.completion->complete(host.data(), bytes);
+    } catch (...) {
+      op.completion->fail(std::current_exception());
+    }
+  }
+  if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
+}
+
+void Executor::fail_outputs(const OpIr& op, std::exception_ptr error) {
+  counters_.ops_failed.fetch_add(1, std::memory_order_relaxed);
+  for (const TensorIr& out : op.outputs) slots_[out.id] = Slot{nullptr, error};
+}
+
+void Executor::run_compute(OpIr& op) {
+  const OpInfo& info = op_info(op.kind);
+  constexpr std::size_t kInline = 8;
+  std::array<Buffer*, kInline> in_small{}, out_small{};
+  std::vector<Buffer*> in_big, out_big;
+  Buffer** in = in_small.data();
+  Buffer** out = out_small.data();
+  if (op.inputs.size() > kInline) in = (in_big.resize(op.inputs.size()), in_big.data());
+  if (op.outputs.size() > kInline) out = (out_big.resize(op.outputs.size()), out_big.data());
+
+  // An op whose input failed fails the same way: every dependent future sees the first error.
+  std::array<Slot*, kInline> in_slots_small{};
+  std::vector<Slot*> in_slots_big;
+  Slot** in_slots = in_slots_small.data();
+  if (op.inputs.size() > kInline) in_slots = (in_slots_big.resize(op.inputs.size()), in_slots_big.data());
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+    Slot* s = find(op.inputs[i].id);
+    if (!s) {
+      fail_outputs(op, std::make_exception_ptr(Error(info.name, "input entity is unknown (internal error)")));
+      return;
+    }
+    if (s->error) {
+      fail_outputs(op, s->error);
+      for (const TensorIr& t : op.inputs)
+        if (t.status == TensorStatus::ReadWrite) slots_.erase(t.id);
+      return;
+    }
+    in_slots[i] = s;
+    in[i] = s->buffer.get();
+  }
+
+  try {
+    std::array<BufferPtr, kInline> out_buffers_small;
+    std::vector<BufferPtr> out_buffers_big;
+    BufferPtr* out_buffers = out_buffers_small.data();
+    if (op.outputs.size() > kInline) out_buffers = (out_buffers_big.resize(op.outputs.size()), out_buffers_big.data());
+
+    std::uint32_t donated_mask = 0;  // inputs whose buffer an output took
+    for (std::size_t o = 0; o < op.outputs.size(); ++o) {
+      const TensorIr& meta = op.outputs[o];
+      if (info.view) {
+        out_buffers[o] = in_slots[0]->buffer;
+      } else {
+        if (info.inplace_ok) {
+          // In place only when the caller handed the input over and no other entity (a view)
+          // shares its buffer: then nothing can observe the overwrite.
+          for (std::size_t i = 0; i < op.inputs.size() && i < 32; ++i) {
+            const TensorIr& t = op.inputs[i];
+            if (t.status == TensorStatus::ReadWrite && !(donated_mask >> i & 1u) && t.dtype == meta.dtype &&
+                t.shape == meta.shape && in_slots[i]->buffer.use_count() == 1 && meta.bytes() > 0) {
+              out_buffers[o] = in_slots[i]->buffer;
+              donated_mask |= 1u << i;
+              counters_.inplace_reuses.fetch_add(1, std::memory_order_relaxed);
+              break;
+            }
+          }
+        }
+        if (!out_buffers[o]) out_buffers[o] = device_.memory().allocate(meta.bytes());
+      }
+      out[o] = out_buffers[o].get();
+    }
+
+    if (!info.view) {
+      if (op.kind == OpKind::upload) {
+        device_.write(*out[0], op.host_data->data(), op.outputs[0].bytes());
+      } else {
+        const KernelArgs args{std::span<Buffer* const>(in, op.inputs.size()),
+                              std::span<Buffer* const>(out, op.outputs.size())};
+        device_.run(op, args);
+        counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    for (std::size_t o = 0; o < op.outputs.size(); ++o) slots_[op.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr};
+  } catch (const Error&) {
+    fail_outputs(op, std::current_exception());
+  } catch (const std::exception& e) {
+    // Device-level failures (out of memory, device lost) gain the op's name on their way out.
+    fail_outputs(op, std::make_exception_ptr(Error(info.name, e.what())));
+  }
+  // Handed-over inputs end their life with this op.
+  for (const TensorIr& t : op.inputs)
+    if (t.status == TensorStatus::ReadWrite) slots_.erase(t.id);
+  if (log_enabled(spdlog::level::trace)) logger().trace("ran {} (seq {})", info.name, op.seq);
+}
+
+}  // namespace kiln

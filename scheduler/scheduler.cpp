@@ -1,0 +1,94 @@
+#include "scheduler/scheduler.h"
+
+#include <tbb/flow_graph.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+
+#include <deque>
+#include <optional>
+#include <thread>
+
+#include "ops/log.h"
+
+namespace kiln {
+
+namespace {
+
+// Restores sequence order: messages from different threads may leave the queue out of order,
+// and a message whose predecessor is still between fetch_add and enqueue must wait for it.
+class StreamRunner {
+ public:
+  StreamRunner(Stream& stream, Executor& executor) : stream_(stream), executor_(executor) {}
+
+  void step() {
+    stream_.begin_drain();
+    incoming_.clear();
+    stream_.drain(incoming_);
+    for (OpIr& op : incoming_) {
+      const std::uint64_t pos = op.seq - next_seq_;
+      if (pos >= window_.size()) window_.resize(pos + 1);
+      window_[pos].emplace(std::move(op));
+    }
+    ready_.clear();
+    while (!window_.empty() && window_.front().has_value()) {
+      ready_.push_back(std::move(*window_.front()));
+      window_.pop_front();
+      ++next_seq_;
+    }
+    if (!ready_.empty()) executor_.run_batch(ready_);
+    ready_.clear();  // drops payloads (host data, completions) on this thread
+    if (!window_.empty() && log_enabled(spdlog::level::debug))
+      logger().debug("stream waits for seq {} ({} later ops queued)", next_seq_, window_.size() - 1);
+  }
+
+ private:
+  Stream& stream_;
+  Executor& executor_;
+  std::uint64_t next_seq_ = 0;
+  std::deque<std::optional<OpIr>> window_;
+  std::vector<OpIr> incoming_;
+  std::vector<OpIr> ready_;
+};
+
+using DrainNode = tbb::flow::function_node<tbb::flow::continue_msg, tbb::flow::continue_msg, tbb::flow::queueing>;
+
+int worker_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+}  // namespace
+
+struct Scheduler::Impl {
+  // The arena reserves no slot for an external thread: user threads wait on futures, so every
+  // core must be available to TBB workers.
+  tbb::global_control workers{tbb::global_control::max_allowed_parallelism,
+                              static_cast<std::size_t>(worker_count() + 1)};
+  tbb::task_arena arena{worker_count(), 0};
+  std::unique_ptr<tbb::flow::graph> graph;
+  std::vector<std::unique_ptr<StreamRunner>> runners;
+  std::vector<std::unique_ptr<DrainNode>> nodes;
+};
+
+Scheduler::Scheduler() : impl_(std::make_unique<Impl>()) {
+  impl_->arena.execute([&] { impl_->graph = std::make_unique<tbb::flow::graph>(); });
+}
+
+Scheduler::~Scheduler() {
+  impl_->arena.execute([&] { impl_->graph->wait_for_all(); });
+}
+
+void Scheduler::attach(Stream& stream, Executor& executor) {
+  auto runner = std::make_unique<StreamRunner>(stream, executor);
+  StreamRunner* r = runner.get();
+  std::unique_ptr<DrainNode> node;
+  impl_->arena.execute([&] {
+    node = std::make_unique<DrainNode>(*impl_->graph, tbb::flow::serial, [r](tbb::flow::continue_msg) {
+      r->step();
+      return tbb::flow::continue_msg{};
+    });
+  });
+  DrainNode* n = node.get();
+  stream.set_wake([n] { n->try_put(tbb::flow::continue_msg{}); });
+  impl_->runners.push_back(std::move(runner));
+  impl_->nodes.push_back(std::move(node));
+}
+
+}  // namespace kiln

@@ -1,0 +1,29 @@
+// scheduler/: the oneTBB flow graph that drains device streams. Each device stream gets one
+// serial function_node; submitting to an idle stream puts one message into its node, which
+// drains the stream, restores sequence order and hands ready ops to the device's executor.
+// Kernels run inside the scheduler's task arena, so their parallel_for uses every core.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "scheduler/executor.h"
+#include "streams/stream.h"
+
+namespace kiln {
+
+class Scheduler {
+ public:
+  Scheduler();
+  ~Scheduler();  // waits for the graph to go idle
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Serves `stream` with `executor` from now on; both must outlive the scheduler.
+  void attach(Stream& stream, Executor& executor);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,43 @@
+// streams/: the asynchronous stream of one device. Any number of threads submit op messages
+// through a lock-free queue (moodycamel::ConcurrentQueue); each message gets a sequence number
+// at submission, and the scheduler runs a stream's messages in that order. Because a thread can
+// only use a tensor after the op that makes it was submitted, sequence order is a valid
+// dependency order even when tensors move between threads.
+#pragma once
+#include <atomic>
+#include <concurrentqueue/concurrentqueue.h>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "ops/ir.h"
+
+namespace kiln {
+
+class Stream {
+ public:
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // The scheduler installs this before the first submission: called when work arrives on an
+  // idle stream.
+  void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
+
+  // Lock-free; returns the message's sequence number.
+  std::uint64_t submit(OpIr&& op);
+
+  // Scheduler side: clear the idle flag, then take what is queued (any order; sort by seq).
+  void begin_drain() { armed_.store(false, std::memory_order_seq_cst); }
+  std::size_t drain(std::vector<OpIr>& into);
+
+  std::uint64_t submitted() const { return next_seq_.load(std::memory_order_relaxed); }
+
+ private:
+  moodycamel::ConcurrentQueue<OpIr> queue_;
+  std::atomic<std::uint64_t> next_seq_{0};
+  std::atomic<bool> armed_{false};
+  std::function<void()> wake_;
+};
+
+}  // namespace kiln

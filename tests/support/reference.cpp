@@ -1,0 +1,135 @@
+#include "support/reference.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <mutex>
+
+namespace kiln::test {
+
+std::vector<RefCase> load_cases(const std::string& file) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<RefCase>> cache;
+  std::lock_guard lock(mutex);
+  auto it = cache.find(file);
+  if (it != cache.end()) return it->second;
+  const std::string path = std::string(KILN_TEST_DATA_DIR) + "/" + file;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("reference file missing: " + path + " (run its generator in tests/data)");
+  Json j = Json::parse(in);
+  std::vector<RefCase> cases;
+  for (const Json& c : j.at("cases")) {
+    RefCase rc;
+    rc.name = c.at("name").get<std::string>();
+    rc.op = c.at("op").get<std::string>();
+    rc.attrs = c.value("attrs", Json::object());
+    for (const Json& t : c.at("inputs")) rc.inputs.push_back(t);
+    for (const Json& t : c.at("outputs")) rc.outputs.push_back(t);
+    cases.push_back(std::move(rc));
+  }
+  cache[file] = cases;
+  return cases;
+}
+
+std::vector<RefCase> cases_for(const std::string& file, const std::string& op) {
+  std::vector<RefCase> out;
+  for (auto& c : load_cases(file))
+    if (c.op == op) out.push_back(c);
+  return out;
+}
+
+DType parse_dtype(const std::string& s) {
+  if (s == "f32") return DType::f32;
+  if (s == "i64") return DType::i64;
+  if (s == "bool") return DType::bool_;
+  throw std::runtime_error("unknown dtype in reference data: " + s);
+}
+
+Shape json_shape(const Json& t) {
+  Shape s;
+  for (const Json& d : t.at("shape")) s.push_back(d.get<std::int64_t>());
+  return s;
+}
+
+std::vector<double> json_values(const Json& t) {
+  std::vector<double> v;
+  for (const Json& x : t.at("data")) {
+    if (x.is_string()) {
+      const std::string s = x.get<std::string>();
+      if (s == "nan") v.push_back(std::numeric_limits<double>::quiet_NaN());
+      else if (s == "inf") v.push_back(std::numeric_limits<double>::infinity());
+      else if (s == "-inf") v.push_back(-std::numeric_limits<double>::infinity());
+      else throw std::runtime_error("bad value in reference data: " + s);
+    } else if (x.is_boolean()) {
+      v.push_back(x.get<bool>() ? 1.0 : 0.0);
+    } else {
+      v.push_back(x.get<double>());
+    }
+  }
+  return v;
+}
+
+Tensor make_tensor(const Json& t, Device device) {
+  const Shape shape = json_shape(t);
+  const DType dtype = parse_dtype(t.at("dtype").get<std::string>());
+  const std::vector<double> v = json_values(t);
+  switch (dtype) {
+    case DType::f32: return from_vector(std::vector<float>(v.begin(), v.end()), shape, device);
+    case DType::i64: {
+      std::vector<std::int64_t> iv;
+      for (double x : v) iv.push_back(static_cast<std::int64_t>(x));
+      return from_vector(std::move(iv), shape, device);
+    }
+    case DType::bool_: {
+      std::vector<bool> bv;
+      for (double x : v) bv.push_back(x != 0.0);
+      return from_vector(bv, shape, device);
+    }
+    default: throw std::runtime_error("unsupported dtype");
+  }
+}
+
+::testing::AssertionResult matches(const Tensor& actual, const Json& expected, Tolerance tol) {
+  const Shape want_shape = json_shape(expected);
+  const DType want_dtype = parse_dtype(expected.at("dtype").get<std::string>());
+  if (actual.shape() != want_shape)
+    return ::testing::AssertionFailure() << "shape " << actual.shape().str() << ", expected " << want_shape.str();
+  if (actual.dtype() != want_dtype)
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << ", expected "
+                                         << dtype_name(want_dtype);
+  std::vector<double> got;
+  switch (actual.dtype()) {
+    case DType::f32:
+      for (float x : actual.to_vector<float>().get()) got.push_back(x);
+      break;
+    case DType::i64:
+      for (auto x : actual.to_vector<std::int64_t>().get()) got.push_back(static_cast<double>(x));
+      break;
+    case DType::bool_:
+      for (bool x : actual.to_vector<bool>().get()) got.push_back(x ? 1.0 : 0.0);
+      break;
+    default: return ::testing::AssertionFailure() << "unsupported dtype";
+  }
+  const std::vector<double> want = json_values(expected);
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "element count differs";
+  const bool exact = actual.dtype() != DType::f32;
+  int bad = 0;
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  std::string report;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    bool ok;
+    if (std::isnan(w)) ok = std::isnan(g);
+    else if (std::isinf(w)) ok = g == w;
+    else if (exact) ok = g == w;
+    else ok = std::abs(g - w) <= tol.atol + tol.rtol * std::abs(w);
+    if (!ok && ++bad <= 5) report += " [" + std::to_string(i) + "] got " + std::to_string(g) + " want " + std::to_string(w);
+  }
+  if (bad) return ::testing::AssertionFailure() << bad << " of " << got.size() << " values differ:" << report;
+  return ::testing::AssertionSuccess();
+}
+
+std::vector<Device> test_devices() { return devices(); }
+
+}  // namespace kiln::test

@@ -1,0 +1,54 @@
+// Reference data for op tests. tests/data/gen_<family>.py (run with a Python that has torch)
+// writes tests/data/<family>.json: a list of cases, each with named inputs, attributes and the
+// outputs PyTorch computed. The helpers here turn those into kiln tensors and compare results.
+//
+// JSON layout of one case:
+//   {"name": "add_broadcast", "op": "add", "attrs": {...},
+//    "inputs":  [{"shape": [2, 3], "dtype": "f32", "data": [...]}, ...],
+//    "outputs": [{"shape": [2, 3], "dtype": "f32", "data": [...]}, ...]}
+// Non-finite floats are written as the strings "nan", "inf" and "-inf".
+#pragma once
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/kiln.h"
+
+namespace kiln::test {
+
+using Json = nlohmann::json;
+
+struct RefCase {
+  std::string name;
+  std::string op;
+  Json attrs;
+  std::vector<Json> inputs;
+  std::vector<Json> outputs;
+};
+
+// Loads tests/data/<file>; fails the test with a clear message if it is missing.
+std::vector<RefCase> load_cases(const std::string& file);
+// Cases of one file whose "op" is `op`.
+std::vector<RefCase> cases_for(const std::string& file, const std::string& op);
+
+DType parse_dtype(const std::string& s);
+Shape json_shape(const Json& t);
+// A kiln tensor on `device` holding the values of a JSON tensor.
+Tensor make_tensor(const Json& t, Device device = Device::cpu());
+std::vector<double> json_values(const Json& t);
+
+// Tolerances for comparing floats; integers and bools must match exactly.
+struct Tolerance {
+  double rtol = 1e-5;
+  double atol = 1e-6;
+};
+
+// Waits for `actual` and compares shape, dtype and every value with the JSON tensor.
+::testing::AssertionResult matches(const Tensor& actual, const Json& expected, Tolerance tol = {});
+
+// All devices the engine offers: op suites are instantiated once per device.
+std::vector<Device> test_devices();
+
+}  // namespace kiln::test
