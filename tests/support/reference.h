@@ -52,3 +52,14 @@ struct Tolerance {
 std::vector<Device> test_devices();
 
 }  // namespace kiln::test
+
+namespace kiln::test {
+// Names device-parameterized tests "cpu", "vulkan0", ...
+inline std::string device_param_name(const ::testing::TestParamInfo<Device>& info) {
+  std::string s = info.param.str();
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+}  // namespace kiln::test
