@@ -1,0 +1,83 @@
+// MemoryPool on its own: size classes, reuse of freed blocks, statistics, the limit.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "memory/memory.h"
+
+namespace kiln {
+namespace {
+
+class CountingAllocator final : public RawAllocator {
+ public:
+  explicit CountingAllocator(int* live) : live_(live) {}
+  Block allocate(std::size_t bytes) override {
+    ++*live_;
+    return Block{std::malloc(bytes), 0, bytes};
+  }
+  void release(const Block& b) override {
+    --*live_;
+    std::free(b.ptr);
+  }
+
+ private:
+  int* live_;
+};
+
+TEST(MemoryPool, SizeClassesBoundWaste) {
+  EXPECT_EQ(MemoryPool::size_class(0), 0u);
+  EXPECT_EQ(MemoryPool::size_class(1), 256u);
+  EXPECT_EQ(MemoryPool::size_class(300), 512u);
+  EXPECT_EQ(MemoryPool::size_class(4096), 4096u);
+  for (std::size_t n : {4097ul, 10000ul, 1ul << 20, (1ul << 26) + 3, 123456789ul}) {
+    const std::size_t c = MemoryPool::size_class(n);
+    EXPECT_GE(c, n);
+    EXPECT_LE(c, n + n / 8) << n;
+  }
+  EXPECT_EQ(MemoryPool::size_class(64ul << 20), 64ul << 20);
+}
+
+TEST(MemoryPool, ReusesFreedBlocksAndCountsThem) {
+  int live = 0;
+  MemoryPool pool(std::make_unique<CountingAllocator>(&live));
+  { BufferPtr a = pool.allocate(1000); EXPECT_EQ(live, 1); }
+  MemoryStats s = pool.stats();
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.bytes_reserved, 1024u);
+  BufferPtr b = pool.allocate(900);  // same class: served from the pool
+  EXPECT_EQ(live, 1);
+  s = pool.stats();
+  EXPECT_EQ(s.allocations, 2u);
+  EXPECT_EQ(s.served_from_pool, 1u);
+  EXPECT_EQ(s.bytes_in_use, 1024u);
+  EXPECT_EQ(s.peak_in_use, 1024u);
+  BufferPtr c = pool.allocate(1 << 20);
+  EXPECT_EQ(pool.stats().peak_in_use, 1024u + (1u << 20));
+  c.reset();
+  pool.release_cached();
+  EXPECT_EQ(live, 1);
+  EXPECT_EQ(pool.stats().bytes_reserved, 1024u);
+}
+
+TEST(MemoryPool, LimitFailsWithOutOfMemory) {
+  int live = 0;
+  MemoryPool pool(std::make_unique<CountingAllocator>(&live));
+  pool.set_limit(1 << 20);
+  BufferPtr a = pool.allocate(512 << 10);
+  EXPECT_THROW(pool.allocate(768 << 10), OutOfMemory);
+  a.reset();
+  // The cached block is given back to make room.
+  BufferPtr b = pool.allocate(768 << 10);
+  EXPECT_EQ(live, 1);
+}
+
+TEST(MemoryPool, ZeroBytesNeedNoBlock) {
+  int live = 0;
+  MemoryPool pool(std::make_unique<CountingAllocator>(&live));
+  BufferPtr z = pool.allocate(0);
+  EXPECT_EQ(z->data(), nullptr);
+  EXPECT_EQ(live, 0);
+}
+
+}  // namespace
+}  // namespace kiln
