@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/future.h"
+
 namespace kiln {
 
 enum class DeviceKind : std::uint8_t { cpu, vulkan };
@@ -14,6 +16,8 @@ struct Device {
   static Device cpu() { return {DeviceKind::cpu, 0}; }
   static Device vulkan(int index = 0) { return {DeviceKind::vulkan, index}; }
   std::string str() const { return kind == DeviceKind::cpu ? "cpu" : "vulkan:" + std::to_string(index); }
+  // Completes when every op submitted to this device before the call has run.
+  Future<void> sync() const;
   friend bool operator==(const Device&, const Device&) = default;
 };
 

@@ -21,8 +21,9 @@ struct EngineCounters {
   std::uint64_t batches = 0;
 };
 
-// Waits for every op submitted to `device` before this call.
-Future<void> sync(Device device = Device::cpu());
+// Completes when every op submitted to `device` before this call has run (same as
+// device.sync()). No default device: a bare sync() would clash with POSIX sync().
+Future<void> sync(Device device);
 MemoryStats memory_stats(Device device = Device::cpu());
 void reset_peak_memory(Device device = Device::cpu());
 // Caps the bytes the device's pool may reserve (0: no cap); allocations over it fail through

@@ -67,6 +67,8 @@ Future<void> sync(Device device) {
   return f;
 }
 
+Future<void> Device::sync() const { return kiln::sync(*this); }
+
 MemoryStats memory_stats(Device device) { return Engine::get().runtime(device, "memory_stats").backend->memory().stats(); }
 void reset_peak_memory(Device device) { Engine::get().runtime(device, "reset_peak_memory").backend->memory().reset_peak(); }
 void set_memory_limit(Device device, std::size_t bytes) {

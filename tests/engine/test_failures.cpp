@@ -10,7 +10,7 @@ namespace {
 class MemoryLimit {
  public:
   explicit MemoryLimit(std::size_t bytes) {
-    sync().get();
+    Device::cpu().sync().get();
     release_cached_memory();
     set_memory_limit(Device::cpu(), memory_stats().bytes_reserved + bytes);
   }
@@ -22,7 +22,7 @@ TEST(Failures, AllocationFailureReachesTheFuture) {
   {
     MemoryLimit limit(1 << 20);
     big = zeros(Shape{1 << 20});  // 4 MiB over a 1 MiB cap
-    sync().get();
+    Device::cpu().sync().get();
   }
   try {
     (void)big.to_vector<float>().get();
@@ -38,7 +38,7 @@ TEST(Failures, DependentsFailWithTheFirstError) {
   {
     MemoryLimit limit(1 << 20);
     big = ones(Shape{1 << 20});
-    sync().get();
+    Device::cpu().sync().get();
   }
   Tensor y = exp(add(big, 1.0));
   Tensor s = sum(y);

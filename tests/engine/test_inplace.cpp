@@ -9,7 +9,7 @@ namespace {
 TEST(InPlace, TenChainedAddsKeepPeakAtOneTensor) {
   constexpr std::int64_t n = 16 * 1024 * 1024;  // 64 MiB of f32
   constexpr std::size_t bytes = n * sizeof(float);
-  sync().get();
+  Device::cpu().sync().get();
   release_cached_memory();
   reset_peak_memory();
   const MemoryStats before = memory_stats();

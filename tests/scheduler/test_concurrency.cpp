@@ -64,7 +64,7 @@ TEST(Concurrency, SyncWaitsForOtherThreadsWork) {
       results[t] = std::move(x);
     });
   for (auto& th : threads) th.join();
-  sync().get();
+  Device::cpu().sync().get();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(results[t].to_vector<float>().get()[999], 100.0f + t);
 }
 
