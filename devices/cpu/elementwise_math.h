@@ -1,0 +1,39 @@
+// The math of every elementwise op, on contiguous runs of elements. This is the only place an
+// elementwise op's arithmetic lives: the unfused CPU kernels and the fused-expression evaluator
+// both call these functions, which is what makes fused and unfused results bit-identical.
+//
+// Contract of every function here:
+//   - operands hold n elements of the op's compute dtype (ops/elementwise_rules.h), or one
+//     value repeated when its stride is 0; the output holds n elements of the output dtype;
+//   - the output may alias any operand (in-place reuse, tile reuse in fused kernels);
+//   - element i of the result depends only on element i of the operands: the vector body and
+//     the tail give the same bits, whatever n is and wherever i falls.
+#pragma once
+#include <cstdint>
+
+#include "ops/ir.h"
+
+namespace kiln::cpu {
+
+// Elements per tile in tile-wise elementwise evaluation: a few tiles of every operand stay in L1.
+inline constexpr std::int64_t kTile = 1024;
+
+// y = op(x); attrs carry op parameters (clamp bounds, ...).
+using UnaryFn = void (*)(const void* x, void* y, std::int64_t n, const OpAttrs& attrs);
+// y = op(a, b); a stride of 0 means that operand is a single value repeated n times.
+using BinaryFn = void (*)(const void* a, std::int64_t a_stride, const void* b, std::int64_t b_stride, void* y,
+                          std::int64_t n);
+// y = cond ? a : b (cond is bool); strides as for BinaryFn.
+using WhereFn = void (*)(const void* cond, std::int64_t c_stride, const void* a, std::int64_t a_stride,
+                         const void* b, std::int64_t b_stride, void* y, std::int64_t n);
+// y = cast(x) from one dtype to another.
+using CastFn = void (*)(const void* x, void* y, std::int64_t n);
+
+// Lookups, done once per kernel (never per element). `compute` is the dtype the operands are
+// in; nullptr when the op does not support it (the shape rules reject those cases first).
+UnaryFn unary_fn(OpKind kind, DType compute);
+BinaryFn binary_fn(OpKind kind, DType compute);
+WhereFn where_fn(DType compute);
+CastFn cast_fn(DType from, DType to);
+
+}  // namespace kiln::cpu
