@@ -7,6 +7,7 @@
 #include <string>
 
 #include "memory/memory.h"
+#include "ops/fused_expr.h"
 #include "ops/ir.h"
 
 namespace kiln {
@@ -23,6 +24,13 @@ struct KernelArgs {
   std::span<Buffer* const> outputs;
 };
 
+// A device's compiled form of a fused expression (CPU: a program of kernel calls; Vulkan: a
+// pipeline). The executor caches them by FusedExpr::structure_key().
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+};
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -32,6 +40,11 @@ class DeviceBackend {
   virtual void read(const Buffer& src, void* dst, std::size_t bytes) = 0;
   // Runs one op; throws (kiln::Error, OutOfMemory) on failure.
   virtual void run(const OpIr& op, const KernelArgs& args) = 0;
+  // Compiles the structure of `expr` (its scalar values and sizes may change between runs).
+  virtual std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) = 0;
+  // Runs a compiled expression: args.inputs follow expr.inputs, args.outputs expr.outputs; an
+  // output may share its buffer with an input of the same shape and dtype.
+  virtual void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) = 0;
   // Waits for everything this device has been given.
   virtual void synchronize() = 0;
 };

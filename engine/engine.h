@@ -11,7 +11,7 @@
 namespace kiln {
 
 
-// Scheduler and fusion counters of one device.
+// Scheduler and fusion counters of one device, since the engine started.
 struct EngineCounters {
   std::uint64_t ops_submitted = 0;
   std::uint64_t ops_run = 0;
@@ -19,7 +19,19 @@ struct EngineCounters {
   std::uint64_t inplace_reuses = 0;
   std::uint64_t ops_failed = 0;
   std::uint64_t batches = 0;
+  std::uint64_t ops_fused = 0;          // ops that ran inside fused kernels
+  std::uint64_t fused_kernels = 0;      // fused kernels launched
+  std::uint64_t plan_cache_hits = 0;    // fused kernels reused from the cache (same structure)
+  std::uint64_t plan_cache_misses = 0;  // fused kernels compiled
 };
+
+// Fusion of elementwise chains (on by default; KILN_FUSION=0 turns it off). Results are the
+// same either way, bit for bit on the CPU.
+void set_fusion(bool enabled);
+bool fusion_enabled();
+// With fusion on, submitted ops wait until a read, a sync, or this many pending messages
+// (KILN_FLUSH_THRESHOLD; default 512), so that whole chains are planned together.
+void set_flush_threshold(std::size_t messages);
 
 // Completes when every op submitted to `device` before this call has run (same as
 // device.sync()). No default device: a bare sync() would clash with POSIX sync().

@@ -2,6 +2,7 @@
 
 #include "engine/engine.h"
 #include "ops/log.h"
+#include "streams/runtime_settings.h"
 
 namespace kiln {
 
@@ -63,7 +64,7 @@ Future<void> sync(Device device) {
   OpIr op;
   op.kind = OpKind::sync;
   op.completion = std::move(c);
-  rt.stream.submit(std::move(op));
+  rt.stream.submit(std::move(op), /*urgent=*/true);
   return f;
 }
 
@@ -88,7 +89,18 @@ EngineCounters counters(Device device) {
   out.inplace_reuses = c.inplace_reuses.load();
   out.ops_failed = c.ops_failed.load();
   out.batches = c.batches.load();
+  out.ops_fused = c.ops_fused.load();
+  out.fused_kernels = c.fused_kernels.load();
+  out.plan_cache_hits = c.plan_cache_hits.load();
+  out.plan_cache_misses = c.plan_cache_misses.load();
   return out;
+}
+
+void set_fusion(bool enabled) { RuntimeSettings::get().fusion.store(enabled); }
+bool fusion_enabled() { return RuntimeSettings::get().fusion.load(); }
+void set_flush_threshold(std::size_t messages) {
+  KILN_CHECK(messages > 0, "set_flush_threshold", "the threshold must be at least 1 message");
+  RuntimeSettings::get().flush_threshold.store(messages);
 }
 
 std::vector<Device> devices() { return Engine::get().devices(); }

@@ -12,7 +12,7 @@ TensorState::~TensorState() {
   OpIr op;
   op.kind = OpKind::drop;
   op.inputs.push_back(TensorIr{id, {}, dtype, TensorStatus::ReadWrite});
-  Engine::get().runtime(device, "drop").stream.submit(std::move(op));
+  Engine::get().runtime(device, "drop").stream.submit(std::move(op), /*urgent=*/false);
 }
 
 namespace {
@@ -60,7 +60,7 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   }
   for (std::size_t i = 0; i < n; ++i)
     if (op.inputs[i].status == TensorStatus::ReadWrite) inputs[i].state()->consumed = true;
-  rt.stream.submit(std::move(op));
+  rt.stream.submit(std::move(op), /*urgent=*/false);
 }
 
 }  // namespace
@@ -109,7 +109,7 @@ Tensor submit_upload(std::shared_ptr<const std::vector<std::byte>> bytes, const 
   TensorIr meta{Engine::get().new_id(), shape, dtype, TensorStatus::NotInit};
   Tensor out(std::make_shared<TensorState>(meta.id, shape, dtype, device));
   op.outputs.push_back(meta);
-  rt.stream.submit(std::move(op));
+  rt.stream.submit(std::move(op), /*urgent=*/false);
   return out;
 }
 
@@ -123,7 +123,7 @@ void submit_read(const Tensor& t, const char* op_label, DType expected, std::sha
   op.kind = OpKind::read;
   op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});
   op.completion = std::move(completion);
-  Engine::get().runtime(s.device, op_label).stream.submit(std::move(op));
+  Engine::get().runtime(s.device, op_label).stream.submit(std::move(op), /*urgent=*/true);
 }
 
 }  // namespace kiln::detail

@@ -1,9 +1,11 @@
 #include "scheduler/executor.h"
 
+#include <algorithm>
 #include <array>
 
 #include "ops/log.h"
 #include "ops/registry.h"
+#include "streams/runtime_settings.h"
 
 namespace kiln {
 
@@ -17,8 +19,83 @@ Executor::Slot* Executor::find(EntityId id) {
 
 void Executor::run_batch(std::span<OpIr> ops) {
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
-  if (log_enabled(spdlog::level::debug)) logger().debug("{}: running a batch of {} ops", device_.info().name, ops.size());
-  for (OpIr& op : ops) run_one(op);
+  planner_.plan(ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), plan_);
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("{}: batch of {} messages -> {} steps ({} fused)", device_.info().name, ops.size(),
+                   plan_.steps.size(), plan_.groups.size());
+  for (const PlanStep& step : plan_.steps) {
+    if (step.fused) run_fused(plan_.groups[step.index], ops);
+    else run_one(ops[step.index]);
+  }
+}
+
+const CompiledKernel& Executor::compiled(const FusedExpr& expr) {
+  std::string key = expr.structure_key();
+  auto it = kernel_cache_.find(key);
+  if (it != kernel_cache_.end()) {
+    counters_.plan_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    return *it->second;
+  }
+  counters_.plan_cache_misses.fetch_add(1, std::memory_order_relaxed);
+  if (log_enabled(spdlog::level::debug)) logger().debug("fusion: compiling {}", key);
+  auto kernel = device_.compile_fused(expr);
+  const CompiledKernel& ref = *kernel;
+  kernel_cache_.emplace(std::move(key), std::move(kernel));
+  return ref;
+}
+
+void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
+  const FusedExpr& expr = group.expr;
+  auto replay_unfused = [&] {
+    for (std::uint32_t m : group.members) run_one(batch[m]);
+  };
+  // An input that failed: run the members one by one, so that exactly the values that depend
+  // on the failure fail, as they would without fusion.
+  std::vector<Slot*> in_slots(expr.inputs.size());
+  for (std::size_t i = 0; i < expr.inputs.size(); ++i) {
+    in_slots[i] = find(expr.inputs[i].id);
+    if (!in_slots[i] || in_slots[i]->error) return replay_unfused();
+  }
+  std::vector<Buffer*> in(expr.inputs.size()), out(expr.outputs.size());
+  std::vector<BufferPtr> out_buffers(expr.outputs.size());
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = in_slots[i]->buffer.get();
+  try {
+    std::vector<bool> lent(expr.inputs.size(), false);
+    for (std::size_t o = 0; o < expr.outputs.size(); ++o) {
+      const TensorIr& meta = expr.outputs[o];
+      // In place: an input whose entity ends with this group and whose buffer no view shares.
+      for (std::size_t i = 0; i < expr.inputs.size() && !out_buffers[o]; ++i) {
+        const TensorIr& t = expr.inputs[i];
+        if (lent[i] || t.dtype != meta.dtype || t.shape != meta.shape || meta.bytes() == 0) continue;
+        if (std::find(group.consumed.begin(), group.consumed.end(), t.id) == group.consumed.end()) continue;
+        if (in_slots[i]->buffer.use_count() != 1) continue;
+        out_buffers[o] = in_slots[i]->buffer;
+        lent[i] = true;
+        counters_.inplace_reuses.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (!out_buffers[o]) out_buffers[o] = device_.memory().allocate(meta.bytes());
+      out[o] = out_buffers[o].get();
+    }
+  } catch (const std::exception&) {
+    // Out of memory: unfused, each op fails (or succeeds) on its own, with its own name.
+    out_buffers.clear();
+    return replay_unfused();
+  }
+  counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
+  try {
+    const CompiledKernel& kernel = compiled(expr);
+    device_.run_fused(kernel, expr, KernelArgs{std::span<Buffer* const>(in), std::span<Buffer* const>(out)});
+    counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
+    counters_.fused_kernels.fetch_add(1, std::memory_order_relaxed);
+    counters_.ops_fused.fetch_add(group.op_count, std::memory_order_relaxed);
+    for (std::size_t o = 0; o < expr.outputs.size(); ++o)
+      slots_[expr.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr};
+  } catch (const Error&) {
+    fail_outputs(expr.outputs, std::current_exception());
+  } catch (const std::exception& e) {
+    fail_outputs(expr.outputs, std::make_exception_ptr(Error("fused " + std::string(op_name(expr.nodes[0].kind)) + " chain", e.what())));
+  }
+  for (EntityId id : group.consumed) slots_.erase(id);
 }
 
 void Executor::run_one(OpIr& op) {
@@ -62,9 +139,9 @@ void Executor::run_read(OpIr& op) {
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
 }
 
-void Executor::fail_outputs(const OpIr& op, std::exception_ptr error) {
+void Executor::fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error) {
   counters_.ops_failed.fetch_add(1, std::memory_order_relaxed);
-  for (const TensorIr& out : op.outputs) slots_[out.id] = Slot{nullptr, error};
+  for (const TensorIr& out : outputs) slots_[out.id] = Slot{nullptr, error};
 }
 
 void Executor::run_compute(OpIr& op) {
@@ -85,11 +162,11 @@ void Executor::run_compute(OpIr& op) {
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     Slot* s = find(op.inputs[i].id);
     if (!s) {
-      fail_outputs(op, std::make_exception_ptr(Error(info.name, "input entity is unknown (internal error)")));
+      fail_outputs(op.outputs, std::make_exception_ptr(Error(info.name, "input entity is unknown (internal error)")));
       return;
     }
     if (s->error) {
-      fail_outputs(op, s->error);
+      fail_outputs(op.outputs, s->error);
       for (const TensorIr& t : op.inputs)
         if (t.status == TensorStatus::ReadWrite) slots_.erase(t.id);
       return;
@@ -141,10 +218,10 @@ void Executor::run_compute(OpIr& op) {
     }
     for (std::size_t o = 0; o < op.outputs.size(); ++o) slots_[op.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr};
   } catch (const Error&) {
-    fail_outputs(op, std::current_exception());
+    fail_outputs(op.outputs, std::current_exception());
   } catch (const std::exception& e) {
     // Device-level failures (out of memory, device lost) gain the op's name on their way out.
-    fail_outputs(op, std::make_exception_ptr(Error(info.name, e.what())));
+    fail_outputs(op.outputs, std::make_exception_ptr(Error(info.name, e.what())));
   }
   // Handed-over inputs end their life with this op.
   for (const TensorIr& t : op.inputs)

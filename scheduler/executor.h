@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <exception>
 #include <span>
+#include <string>
 #include <unordered_map>
 
 #include "devices/device.h"
+#include "scheduler/fusion_planner.h"
 
 namespace kiln {
 
@@ -18,6 +20,10 @@ struct ExecutorCounters {
   std::atomic<std::uint64_t> inplace_reuses{0};
   std::atomic<std::uint64_t> ops_failed{0};
   std::atomic<std::uint64_t> batches{0};
+  std::atomic<std::uint64_t> ops_fused{0};         // ops that ran inside fused kernels
+  std::atomic<std::uint64_t> fused_kernels{0};     // fused kernels launched
+  std::atomic<std::uint64_t> plan_cache_hits{0};   // fused kernels found compiled
+  std::atomic<std::uint64_t> plan_cache_misses{0};  // ... and compiled first
 };
 
 class Executor {
@@ -25,6 +31,7 @@ class Executor {
   explicit Executor(DeviceBackend& device);
   ~Executor();
 
+  // Plans the batch (fusion) and runs it in order.
   void run_batch(std::span<OpIr> ops);
   const ExecutorCounters& counters() const { return counters_; }
   DeviceBackend& device() { return device_; }
@@ -36,14 +43,19 @@ class Executor {
   };
 
   void run_one(OpIr& op);
+  void run_fused(const FusedGroup& group, std::span<OpIr> batch);
+  const CompiledKernel& compiled(const FusedExpr& expr);
   void run_compute(OpIr& op);
   void run_read(OpIr& op);
-  void fail_outputs(const OpIr& op, std::exception_ptr error);
+  void fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error);
   Slot* find(EntityId id);
 
   DeviceBackend& device_;
   std::unordered_map<EntityId, Slot> slots_;
   ExecutorCounters counters_;
+  FusionPlanner planner_;
+  Plan plan_;
+  std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernel_cache_;
 };
 
 }  // namespace kiln

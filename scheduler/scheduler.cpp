@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "ops/log.h"
+#include "streams/runtime_settings.h"
 
 namespace kiln {
 
@@ -37,16 +38,30 @@ class StreamRunner {
       if (pos >= window_.size()) window_.resize(pos + 1);
       window_[pos].emplace(std::move(op));
     }
-    ready_.clear();
+    const RuntimeSettings& settings = RuntimeSettings::get();
     while (!window_.empty() && window_.front().has_value()) {
-      ready_.push_back(std::move(*window_.front()));
+      OpIr& op = *window_.front();
+      flush_ |= op.kind == OpKind::read || op.kind == OpKind::sync;
+      pending_.push_back(std::move(op));
       window_.pop_front();
       ++next_seq_;
     }
-    if (!ready_.empty()) executor_.run_batch(ready_);
-    ready_.clear();  // drops payloads (host data, completions) on this thread
-    if (!window_.empty() && log_enabled(spdlog::level::debug))
-      logger().debug("stream waits for seq {} ({} later ops queued)", next_seq_, window_.size() - 1);
+    // With fusion on, pending ops wait for a read, a sync or the threshold, so that whole
+    // chains reach the planner together; without it they run as they come.
+    const bool run = flush_ || !settings.fusion.load(std::memory_order_relaxed) ||
+                     pending_.size() >= settings.flush_threshold.load(std::memory_order_relaxed);
+    if (run && !pending_.empty()) {
+      executor_.run_batch(pending_);
+      pending_.clear();  // drops payloads (host data, completions) on this thread
+      flush_ = false;
+    }
+    if (!window_.empty()) {
+      // A message is still between its sequence number and the queue on another thread; it
+      // may not wake us (only urgent messages do), so come back for it.
+      if (log_enabled(spdlog::level::trace))
+        logger().trace("stream waits for seq {} ({} later ops queued)", next_seq_, window_.size() - 1);
+      stream_.wake();
+    }
   }
 
  private:
@@ -56,7 +71,8 @@ class StreamRunner {
   std::uint64_t next_seq_ = 0;
   std::deque<std::optional<OpIr>> window_;
   std::vector<OpIr> incoming_;
-  std::vector<OpIr> ready_;
+  std::vector<OpIr> pending_;  // in sequence order, waiting for a flush
+  bool flush_ = false;         // pending_ holds a read or a sync
 };
 
 using DrainNode = tbb::flow::function_node<tbb::flow::continue_msg, tbb::flow::continue_msg, tbb::flow::queueing>;

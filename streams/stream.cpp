@@ -1,14 +1,25 @@
 #include "streams/stream.h"
 
+#include "streams/runtime_settings.h"
+
 namespace kiln {
 
-std::uint64_t Stream::submit(OpIr&& op) {
+std::uint64_t Stream::submit(OpIr&& op, bool urgent) {
   const std::uint64_t seq = next_seq_.fetch_add(1, std::memory_order_acq_rel);
   op.seq = seq;
   queue_.enqueue(std::move(op));
-  // Only the first submission after the scheduler went idle pays for a wake-up.
-  if (!armed_.exchange(true, std::memory_order_seq_cst)) wake_();
+  const RuntimeSettings& settings = RuntimeSettings::get();
+  // Without fusion nothing is gained by waiting. With it, a long run of messages still wakes
+  // the scheduler now and then, so memory held by pending work stays bounded.
+  if (urgent || !settings.fusion.load(std::memory_order_relaxed) ||
+      since_wake_.fetch_add(1, std::memory_order_relaxed) + 1 >= settings.flush_threshold.load(std::memory_order_relaxed))
+    wake();
   return seq;
+}
+
+void Stream::wake() {
+  // Only the first wake-up after the scheduler went idle pays for a task.
+  if (!armed_.exchange(true, std::memory_order_seq_cst)) wake_();
 }
 
 std::size_t Stream::drain(std::vector<OpIr>& into) {

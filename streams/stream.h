@@ -24,11 +24,18 @@ class Stream {
   // idle stream.
   void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
 
-  // Lock-free; returns the message's sequence number.
-  std::uint64_t submit(OpIr&& op);
+  // Lock-free; returns the message's sequence number. `urgent` wakes the scheduler (a read, a
+  // sync, every op when fusion is off); other messages wait for the next wake-up, so a chain
+  // of ops reaches the fusion planner in one batch and submitting costs no wake-up.
+  std::uint64_t submit(OpIr&& op, bool urgent);
+  // Wakes the scheduler unless a wake-up is already pending.
+  void wake();
 
   // Scheduler side: clear the idle flag, then take what is queued (any order; sort by seq).
-  void begin_drain() { armed_.store(false, std::memory_order_seq_cst); }
+  void begin_drain() {
+    armed_.store(false, std::memory_order_seq_cst);
+    since_wake_.store(0, std::memory_order_relaxed);
+  }
   std::size_t drain(std::vector<OpIr>& into);
 
   std::uint64_t submitted() const { return next_seq_.load(std::memory_order_relaxed); }
@@ -37,6 +44,7 @@ class Stream {
   moodycamel::ConcurrentQueue<OpIr> queue_;
   std::atomic<std::uint64_t> next_seq_{0};
   std::atomic<bool> armed_{false};
+  std::atomic<std::size_t> since_wake_{0};  // messages since the last wake-up (a hint)
   std::function<void()> wake_;
 };
 

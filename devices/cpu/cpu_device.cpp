@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "devices/cpu/cpu_kernels.h"
+#include "devices/cpu/fused_program.h"
 
 namespace kiln {
 namespace {
@@ -47,6 +48,12 @@ class CpuDevice final : public DeviceBackend {
     const cpu::Kernel k = kernels_[op.kind];
     KILN_CHECK(k != nullptr, op_name(op.kind), "no CPU kernel for this op");
     k(op, args);
+  }
+  std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) override {
+    return std::make_shared<cpu::FusedProgram>(expr);
+  }
+  void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) override {
+    static_cast<const cpu::FusedProgram&>(kernel).run(expr, args);
   }
   void synchronize() override {}
 

@@ -1,0 +1,74 @@
+#include "ops/fused_expr.h"
+
+#include "ops/registry.h"
+
+namespace kiln {
+
+namespace {
+
+void append_operand(std::string& s, const FusedOperand& o) {
+  switch (o.kind) {
+    case FusedOperand::Kind::input: s += 'x' + std::to_string(o.index); break;
+    case FusedOperand::Kind::node: s += 'n' + std::to_string(o.index); break;
+    case FusedOperand::Kind::scalar: s += 's'; break;
+  }
+}
+
+}  // namespace
+
+std::string FusedExpr::structure_key() const {
+  std::string key;
+  key.reserve(16 * (nodes.size() + inputs.size()));
+  key += std::to_string(shape.rank());
+  for (const TensorIr& in : inputs) {
+    key += '|';
+    key += dtype_name(in.dtype);
+    // Which dims broadcast, right-aligned against the iteration shape.
+    key += ':';
+    for (int d = 0; d < shape.rank(); ++d) {
+      const int id = in.shape.rank() - shape.rank() + d;
+      key += (id < 0 || (in.shape[id] == 1 && shape[d] != 1)) ? 'b' : '.';
+    }
+  }
+  for (const FusedNode& n : nodes) {
+    key += '|';
+    key += op_name(n.kind);
+    key += '/';
+    key += dtype_name(n.compute);
+    key += '>';
+    key += dtype_name(n.out);
+    key += '(';
+    for (int i = 0; i < n.arity; ++i) {
+      if (i) key += ',';
+      append_operand(key, n.operands[i]);
+    }
+    key += ')';
+    if (n.kind == OpKind::clamp) key += std::to_string(n.attrs.ints.empty() ? 0 : n.attrs.ints[0]);
+  }
+  key += "|->";
+  for (std::uint32_t o : output_nodes) key += std::to_string(o) + ',';
+  return key;
+}
+
+std::string FusedExpr::describe() const {
+  std::string s;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const FusedNode& n = nodes[i];
+    if (i) s += "; ";
+    s += 'n' + std::to_string(i) + '=' + op_name(n.kind) + '(';
+    for (int k = 0; k < n.arity; ++k) {
+      if (k) s += ", ";
+      if (n.operands[k].kind == FusedOperand::Kind::scalar) s += std::to_string(fused_scalar_value(n, k));
+      else append_operand(s, n.operands[k]);
+    }
+    s += ')';
+  }
+  s += " -> ";
+  for (std::size_t i = 0; i < output_nodes.size(); ++i) s += (i ? ", n" : "n") + std::to_string(output_nodes[i]);
+  s += ' ' + shape.str();
+  return s;
+}
+
+double fused_scalar_value(const FusedNode& node, int) { return node.attrs.scalar; }
+
+}  // namespace kiln

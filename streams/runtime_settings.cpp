@@ -1,0 +1,21 @@
+#include "streams/runtime_settings.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace kiln {
+
+RuntimeSettings& RuntimeSettings::get() {
+  static RuntimeSettings* settings = [] {
+    auto* s = new RuntimeSettings();  // never destroyed: handles may outlive static teardown
+    if (const char* f = std::getenv("KILN_FUSION")) s->fusion = std::string(f) != "0";
+    if (const char* t = std::getenv("KILN_FLUSH_THRESHOLD")) {
+      const long n = std::strtol(t, nullptr, 10);
+      if (n > 0) s->flush_threshold = static_cast<std::size_t>(n);
+    }
+    return s;
+  }();
+  return *settings;
+}
+
+}  // namespace kiln

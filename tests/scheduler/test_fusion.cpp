@@ -1,0 +1,192 @@
+// Fusion: elementwise chains become one kernel, intermediates never reach memory, kernels are
+// cached by structure, and results equal the unfused run bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "engine/kiln.h"
+
+namespace kiln {
+namespace {
+
+// Runs `fn` with fusion on or off, restoring the setting afterwards.
+class FusionScope {
+ public:
+  explicit FusionScope(bool on) : was_(fusion_enabled()) {
+    Device::cpu().sync().get();
+    set_fusion(on);
+  }
+  ~FusionScope() {
+    Device::cpu().sync().get();
+    set_fusion(was_);
+  }
+
+ private:
+  bool was_;
+};
+
+Tensor gelu_chain(Tensor x) {
+  Tensor t = mul(x, 0.7071067811865476);
+  t = erf(std::move(t));
+  t = add(std::move(t), 1.0);
+  t = mul(std::move(x), std::move(t));
+  return mul(std::move(t), 0.5);
+}
+
+std::vector<std::uint32_t> bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * 4);
+  return b;
+}
+
+// A DAG with broadcasting, mixed dtypes, a comparison, where and two live outputs.
+std::pair<Tensor, Tensor> mixed_graph(const Tensor& x, const Tensor& row, const Tensor& ints) {
+  Tensor a = add(x, row);                       // [R, C] + [C]
+  Tensor b = mul(a, ints);                      // f32 * i64[R, 1]
+  Tensor mask = gt(b, 0.25);                    // bool
+  Tensor c = where(mask, exp(neg(b)), sqrt(abs(a)));
+  Tensor d = clamp(sub(c, 0.5), -0.2, 0.4);
+  return {std::move(c), cast(std::move(d), DType::i64)};
+}
+
+TEST(Fusion, GeluChainIsOneKernel) {
+  FusionScope fusion(true);
+  Generator gen(1);
+  Tensor x = randn(Shape{3, 1000}, gen);
+  Device::cpu().sync().get();
+  const EngineCounters before = counters();
+  Tensor y = gelu_chain(x);
+  (void)y.to_vector<float>().get();
+  const EngineCounters after = counters();
+  EXPECT_EQ(after.kernels_launched - before.kernels_launched, 1u);
+  EXPECT_EQ(after.ops_fused - before.ops_fused, 5u);
+  EXPECT_EQ(after.fused_kernels - before.fused_kernels, 1u);
+}
+
+TEST(Fusion, FusedEqualsUnfusedBitForBit) {
+  Generator gen(2);
+  // 2,500 columns: several tiles per row plus a tail; 7 rows for the broadcast operands.
+  Tensor x = randn(Shape{7, 2500}, gen);
+  Tensor row = randn(Shape{2500}, gen);
+  Tensor ints = cast(mul(rand(Shape{7, 1}, gen), 5.0), DType::i64);
+  std::vector<float> fused_c, plain_c, fused_g, plain_g;
+  std::vector<std::int64_t> fused_d, plain_d;
+  {
+    FusionScope f(true);
+    auto [c, d] = mixed_graph(x, row, ints);
+    fused_c = c.to_vector<float>().get();
+    fused_d = d.to_vector<std::int64_t>().get();
+    fused_g = gelu_chain(x).to_vector<float>().get();
+  }
+  {
+    FusionScope f(false);
+    auto [c, d] = mixed_graph(x, row, ints);
+    plain_c = c.to_vector<float>().get();
+    plain_d = d.to_vector<std::int64_t>().get();
+    plain_g = gelu_chain(x).to_vector<float>().get();
+  }
+  EXPECT_EQ(bits(fused_c), bits(plain_c));
+  EXPECT_EQ(fused_d, plain_d);
+  EXPECT_EQ(bits(fused_g), bits(plain_g));
+}
+
+TEST(Fusion, IntermediatesNeverReachMemory) {
+  FusionScope fusion(true);
+  constexpr std::int64_t n = 4 * 1024 * 1024;  // 16 MiB of f32
+  constexpr std::size_t bytes = n * 4;
+  Tensor x = full(Shape{n}, 0.5);
+  Device::cpu().sync().get();
+  reset_peak_memory();
+  const std::size_t base = memory_stats().bytes_in_use;
+  Tensor y = gelu_chain(x);
+  const float v = y.to_vector<float>().get()[0];
+  EXPECT_NEAR(v, 0.345731, 1e-5);  // torch.nn.functional.gelu(torch.tensor(0.5))
+  // Only y is new: the four intermediates of the chain are never allocated.
+  EXPECT_LT(memory_stats().peak_in_use - base, bytes + bytes / 4);
+}
+
+TEST(Fusion, HandedOverInputBecomesTheOutput) {
+  FusionScope fusion(true);
+  constexpr std::int64_t n = 16 * 1024 * 1024;
+  constexpr std::size_t bytes = n * 4;
+  Device::cpu().sync().get();
+  release_cached_memory();
+  reset_peak_memory();
+  const std::size_t base = memory_stats().bytes_in_use;
+  const std::uint64_t kernels = counters().kernels_launched;
+  Tensor x = zeros(Shape{n});
+  for (int i = 0; i < 10; ++i) x = add(std::move(x), 1.0);
+  EXPECT_EQ(x.to_vector<float>().get()[n - 1], 10.0f);
+  EXPECT_LT(memory_stats().peak_in_use - base, bytes + bytes / 2);
+  // zeros, then one fused kernel for the ten adds.
+  EXPECT_EQ(counters().kernels_launched - kernels, 2u);
+}
+
+TEST(Fusion, KernelsAreCachedByStructureNotValuesOrSizes) {
+  FusionScope fusion(true);
+  Generator gen(3);
+  auto step = [&](std::int64_t n, double s) {
+    Tensor x = rand(Shape{n}, gen);
+    return sum(mul(add(exp(x), s), s)).item<float>().get();
+  };
+  (void)step(100, 1.0);
+  const EngineCounters before = counters();
+  (void)step(300, 2.0);
+  (void)step(5000, -3.0);
+  const EngineCounters after = counters();
+  EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses);
+  EXPECT_EQ(after.plan_cache_hits - before.plan_cache_hits, 2u);
+}
+
+TEST(Fusion, UnrelatedOpsDoNotCutAGroupButUsersDo) {
+  FusionScope fusion(true);
+  Generator gen(4);
+  Tensor x = rand(Shape{64, 64}, gen);
+  Tensor w = rand(Shape{64, 64}, gen);
+  Device::cpu().sync().get();
+  const EngineCounters before = counters();
+  Tensor a = exp(x);
+  Tensor m = matmul(w, w);  // touches nothing of the group: runs ahead of it
+  Tensor b = add(std::move(a), 1.0);
+  Tensor c = mul(std::move(b), x);
+  Tensor d = matmul(c, w);  // uses the group's value: the group runs first
+  Tensor e = add(std::move(d), 2.0);
+  (void)e.to_vector<float>().get();
+  (void)m.to_vector<float>().get();
+  const EngineCounters after = counters();
+  // exp+add+mul fused; two matmuls; add alone.
+  EXPECT_EQ(after.kernels_launched - before.kernels_launched, 4u);
+  EXPECT_EQ(after.ops_fused - before.ops_fused, 3u);
+}
+
+TEST(Fusion, AFailedInputFailsOnlyItsDependents) {
+  FusionScope fusion(true);
+  Tensor good = full(Shape{4}, 2.0);
+  Device::cpu().sync().get();
+  release_cached_memory();
+  set_memory_limit(Device::cpu(), memory_stats().bytes_reserved);  // nothing new fits
+  Tensor bad = ones(Shape{4});
+  Device::cpu().sync().get();
+  set_memory_limit(Device::cpu(), 0);
+  // One group reading both: the values that do not depend on `bad` must still arrive.
+  Tensor a = add(good, 1.0);
+  Tensor c = add(bad, 1.0);
+  Tensor b = mul(a, 3.0);
+  Tensor d = mul(c, a);
+  EXPECT_EQ(b.to_vector<float>().get(), (std::vector<float>{9, 9, 9, 9}));
+  for (const Tensor* t : {&c, &d}) {
+    try {
+      (void)t->to_vector<float>().get();
+      FAIL() << "expected the read to fail";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.op(), "full");  // the op that failed first
+    }
+  }
+}
+
+TEST(Fusion, SettingsAreValidated) {
+  EXPECT_THROW(set_flush_threshold(0), Error);
+}
+
+}  // namespace
+}  // namespace kiln
