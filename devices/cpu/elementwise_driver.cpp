@@ -1,0 +1,123 @@
+#include "devices/cpu/elementwise_driver.h"
+
+#include <algorithm>
+
+#include "devices/cpu/parallel.h"
+#include "ops/error.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// The output's dims after broadcasting and collapsing: size-1 dims are gone, and neighbours
+// that every operand walks the same way (contiguously, or both broadcast) are merged.
+struct Layout {
+  int rank = 0;
+  std::array<std::int64_t, kMaxRank> size{};
+  std::array<std::array<std::int64_t, kMaxRank>, kMaxEwOperands> stride{};  // in elements
+};
+
+Layout collapse(const Shape& out, std::span<const EwOperand> operands) {
+  const int rank = out.rank();
+  std::array<std::array<std::int64_t, kMaxRank>, kMaxEwOperands> full{};  // broadcast strides
+  for (std::size_t k = 0; k < operands.size(); ++k) {
+    const Shape& s = operands[k].shape;
+    const Shape cs = contiguous_strides(s);
+    for (int d = 0; d < rank; ++d) {
+      const int sd = d - (rank - s.rank());
+      full[k][d] = sd >= 0 && s[sd] != 1 ? cs[sd] : 0;
+    }
+  }
+  Layout l;
+  for (int d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    bool merge = l.rank > 0;
+    for (std::size_t k = 0; merge && k < operands.size(); ++k)
+      merge = l.stride[k][l.rank - 1] == full[k][d] * out[d];
+    if (merge) {
+      l.size[l.rank - 1] *= out[d];
+    } else {
+      l.size[l.rank] = out[d];
+      ++l.rank;
+    }
+    for (std::size_t k = 0; k < operands.size(); ++k) l.stride[k][l.rank - 1] = full[k][d];
+  }
+  if (l.rank == 0) {  // a single element (0-d or all dims 1): every stride 0
+    l.rank = 1;
+    l.size[0] = 1;
+  }
+  return l;
+}
+
+struct Walk {
+  Layout layout;
+  std::span<const EwOperand> operands;
+  std::array<CastFn, kMaxEwOperands> cast{};  // nullptr when the operand is already in its compute dtype
+  std::array<std::size_t, kMaxEwOperands> in_size{}, compute_size{};
+  std::byte* out;
+  std::size_t out_size;
+  std::int64_t inner, tiles_per_row;
+  EwTileFn fn;
+  const void* ctx;
+
+  // Runs tiles [begin, end): tile t covers part t % tiles_per_row of row t / tiles_per_row.
+  void run(std::int64_t begin, std::int64_t end) const {
+    alignas(64) std::byte buffers[kMaxEwOperands][kTile * 8];
+    const int outer = layout.rank - 1;
+    const std::size_t n_ops = operands.size();
+    for (std::int64_t t = begin; t < end; ++t) {
+      const std::int64_t row = t / tiles_per_row;
+      const std::int64_t start = (t % tiles_per_row) * kTile;
+      std::array<std::int64_t, kMaxEwOperands> offset{};
+      for (std::int64_t r = row, d = outer - 1; d >= 0; --d) {
+        const std::int64_t i = r % layout.size[d];
+        r /= layout.size[d];
+        for (std::size_t k = 0; k < n_ops; ++k) offset[k] += i * layout.stride[k][d];
+      }
+      EwTile tile;
+      tile.n = std::min(kTile, inner - start);
+      tile.out = out + static_cast<std::size_t>(row * inner + start) * out_size;
+      for (std::size_t k = 0; k < n_ops; ++k) {
+        const std::int64_t s = layout.stride[k][outer];  // 0 or 1
+        const auto* src = static_cast<const std::byte*>(operands[k].data) +
+                          static_cast<std::size_t>(offset[k] + start * s) * in_size[k];
+        tile.stride[k] = s;
+        if (cast[k]) {
+          cast[k](src, buffers[k], s ? tile.n : 1);
+          tile.in[k] = buffers[k];
+        } else {
+          tile.in[k] = src;
+        }
+      }
+      fn(tile, ctx);
+    }
+  }
+};
+
+}  // namespace
+
+void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands,
+                     EwTileFn fn, const void* ctx) {
+  KILN_CHECK(operands.size() <= kMaxEwOperands, "elementwise", "too many operands (internal error)");
+  const std::int64_t numel = out_shape.numel();
+  if (numel == 0) return;
+  Walk w{collapse(out_shape, operands), operands, {}, {}, {}, static_cast<std::byte*>(out), dtype_size(out_dtype),
+         0, 0, fn, ctx};
+  for (std::size_t k = 0; k < operands.size(); ++k) {
+    const EwOperand& o = operands[k];
+    w.in_size[k] = dtype_size(o.dtype);
+    if (o.dtype != o.compute) {
+      w.cast[k] = cast_fn(o.dtype, o.compute);
+      KILN_CHECK(w.cast[k] != nullptr, "elementwise",
+                 std::string("no conversion from ") + dtype_name(o.dtype) + " to " + dtype_name(o.compute));
+    }
+  }
+  w.inner = w.layout.size[w.layout.rank - 1];
+  w.tiles_per_row = (w.inner + kTile - 1) / kTile;
+  const std::int64_t tiles = numel / w.inner * w.tiles_per_row;
+  const std::int64_t per_tile = std::min(w.inner, kTile);
+  const std::int64_t grain = std::max<std::int64_t>(1, kDefaultGrain / per_tile);
+  parallel_for(tiles, grain, [&w](std::int64_t b, std::int64_t e) { w.run(b, e); });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,98 @@
+// One native float vector for the elementwise math: 16 lanes on AVX-512, 8 on AVX2. Arithmetic,
+// comparisons (which give lane masks of -1/0) and `mask ? a : b` use GCC's vector extensions;
+// the rest maps to intrinsics and to SLEEF's vector functions (u10: at most 1.0 ulp).
+// Private to devices/cpu: the public headers never include <immintrin.h> or <sleef.h>.
+#pragma once
+#include <immintrin.h>
+#include <sleef.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace kiln::cpu::simd {
+
+#if defined(__AVX512F__)
+inline constexpr int kLanes = 16;
+#define KILN_SLEEF(fn) Sleef_##fn##f16_u10avx512f
+#define KILN_SLEEF_EXACT(fn) Sleef_##fn##f16_avx512f
+#elif defined(__AVX2__)
+inline constexpr int kLanes = 8;
+#define KILN_SLEEF(fn) Sleef_##fn##f8_u10avx2
+#define KILN_SLEEF_EXACT(fn) Sleef_##fn##f8_avx2
+#else
+#error "kiln's CPU kernels need AVX2 or AVX-512 (build with -march=native or -march=x86-64-v3)"
+#endif
+
+// __m512/__m256 without their may_alias attribute, which templates would drop with a warning.
+using VF = float __attribute__((vector_size(kLanes * 4)));
+// Lane masks (what a comparison of two VF gives) and the byte vector a bool tile loads into.
+using VM = std::int32_t __attribute__((vector_size(kLanes * 4)));
+using VB = std::uint8_t __attribute__((vector_size(kLanes)));
+
+inline VF load(const float* p) {
+  VF v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, VF v) { std::memcpy(p, &v, sizeof v); }
+inline VF splat(float x) { return VF{} + x; }
+
+// Bool tiles hold one byte per element, 0 or 1.
+inline VM load_mask(const bool* p) {
+  VB b;
+  std::memcpy(&b, p, sizeof b);
+  return __builtin_convertvector(b, VM) != 0;
+}
+inline VM splat_mask(bool x) { return VM{} - static_cast<std::int32_t>(x); }
+inline void store(bool* p, VM m) {
+  const VB b = __builtin_convertvector(m & 1, VB);
+  std::memcpy(p, &b, sizeof b);
+}
+
+inline VF select(VM m, VF a, VF b) { return m ? a : b; }
+inline VF from_mask(VM m) { return select(m, splat(1.0f), splat(0.0f)); }  // 1.0f where set
+inline VM isnan(VF x) { return x != x; }
+
+#if defined(__AVX512F__)
+// The masked forms (all lanes set) because GCC 12 warns about the unmasked forms' undefined
+// pass-through operand.
+inline VF sqrt(VF x) { return _mm512_mask_sqrt_ps(x, 0xffff, x); }
+inline VF floor(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+inline VF ceil(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
+inline VF rint(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+#else
+inline VF sqrt(VF x) { return _mm256_sqrt_ps(x); }
+inline VF floor(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+inline VF ceil(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
+inline VF rint(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+#endif
+
+inline VF abs(VF x) {
+  VM bits;
+  std::memcpy(&bits, &x, sizeof x);
+  bits &= 0x7fffffff;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+// NaN-propagating max/min, like torch.maximum: a NaN in either operand gives NaN.
+inline VF maximum(VF a, VF b) { return select(isnan(a) | isnan(b), a + b, select(a > b, a, b)); }
+inline VF minimum(VF a, VF b) { return select(isnan(a) | isnan(b), a + b, select(a < b, a, b)); }
+
+inline VF exp(VF x) { return KILN_SLEEF(exp)(x); }
+inline VF log(VF x) { return KILN_SLEEF(log)(x); }
+inline VF log1p(VF x) { return KILN_SLEEF(log1p)(x); }
+inline VF expm1(VF x) { return KILN_SLEEF(expm1)(x); }
+inline VF sin(VF x) { return KILN_SLEEF(sin)(x); }
+inline VF cos(VF x) { return KILN_SLEEF(cos)(x); }
+inline VF tan(VF x) { return KILN_SLEEF(tan)(x); }
+inline VF tanh(VF x) { return KILN_SLEEF(tanh)(x); }
+inline VF erf(VF x) { return KILN_SLEEF(erf)(x); }
+inline VF pow(VF a, VF b) { return KILN_SLEEF(pow)(a, b); }
+inline VF atan2(VF a, VF b) { return KILN_SLEEF(atan2)(a, b); }
+inline VF fmod(VF a, VF b) { return KILN_SLEEF_EXACT(fmod)(a, b); }
+
+#undef KILN_SLEEF
+#undef KILN_SLEEF_EXACT
+
+}  // namespace kiln::cpu::simd

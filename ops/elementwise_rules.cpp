@@ -1,0 +1,101 @@
+#include "ops/elementwise_rules.h"
+
+#include <cmath>
+
+#include "ops/registry.h"
+
+namespace kiln {
+
+namespace {
+
+int rank_of(DType t) {
+  switch (t) {
+    case DType::bool_: return 0;
+    case DType::i64: return 1;
+    default: return 2;  // f32 (f16/bf16 never reach the CPU rules: the shape rules reject them)
+  }
+}
+
+// Ops whose result is real-valued whatever their input: they compute in f32.
+bool is_float_math(OpKind k) {
+  switch (k) {
+    case OpKind::exp: case OpKind::log: case OpKind::log1p: case OpKind::expm1: case OpKind::sqrt:
+    case OpKind::rsqrt: case OpKind::reciprocal: case OpKind::sin: case OpKind::cos: case OpKind::tan:
+    case OpKind::tanh: case OpKind::sigmoid: case OpKind::erf: case OpKind::gelu: case OpKind::silu:
+    case OpKind::softplus: case OpKind::div: case OpKind::atan2:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_logical(OpKind k) {
+  return k == OpKind::logical_and || k == OpKind::logical_or || k == OpKind::logical_xor ||
+         k == OpKind::logical_not;
+}
+
+bool gives_bool(OpKind k) {
+  switch (k) {
+    case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
+    case OpKind::isnan: case OpKind::isinf:
+      return true;
+    default: return is_logical(k);
+  }
+}
+
+}  // namespace
+
+bool is_elementwise(OpKind kind) {
+  const OpFamily f = op_info(kind).family;
+  return f == OpFamily::unary || f == OpFamily::binary || f == OpFamily::ternary;
+}
+
+DType promote_types(DType a, DType b) { return rank_of(a) >= rank_of(b) ? a : b; }
+
+bool is_whole_scalar(double value) {
+  // 2^63 itself does not fit, hence the strict bound.
+  return std::isfinite(value) && std::trunc(value) == value && std::fabs(value) < 9223372036854775808.0;
+}
+
+DType scalar_operand_dtype(DType tensor, double value) {
+  if (tensor == DType::f32 || !is_whole_scalar(value)) return DType::f32;
+  return DType::i64;
+}
+
+DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, const OpAttrs& attrs) {
+  if (is_float_math(kind)) return DType::f32;
+  if (is_logical(kind)) return DType::bool_;
+  switch (kind) {
+    case OpKind::cast: return attrs.dtype;
+    case OpKind::square: return inputs[0] == DType::bool_ ? DType::i64 : inputs[0];
+    case OpKind::clamp: {
+      DType t = inputs[0];
+      const bool has_min = attrs.ints.size() > 0 && attrs.ints[0] != 0;
+      const bool has_max = attrs.ints.size() > 1 && attrs.ints[1] != 0;
+      if (has_min) t = promote_types(t, scalar_operand_dtype(inputs[0], attrs.scalar));
+      if (has_max) t = promote_types(t, scalar_operand_dtype(inputs[0], attrs.scalar2));
+      return t;
+    }
+    case OpKind::where: return promote_types(inputs[1], inputs[2]);
+    default: break;
+  }
+  if (op_info(kind).family == OpFamily::binary) {
+    if (attrs.scalar_side != ScalarSide::None) return promote_types(inputs[0], scalar_operand_dtype(inputs[0], attrs.scalar));
+    return promote_types(inputs[0], inputs[1]);
+  }
+  return inputs[0];  // neg abs relu floor ceil round sign isnan isinf: computed as they are
+}
+
+DType elementwise_compute_dtype(const OpIr& op) {
+  DType dtypes[3] = {};
+  const std::size_t n = op.inputs.size() < 3 ? op.inputs.size() : 3;
+  for (std::size_t i = 0; i < n; ++i) dtypes[i] = op.inputs[i].dtype;
+  return elementwise_compute_dtype(op.kind, std::span<const DType>(dtypes, n), op.attrs);
+}
+
+DType elementwise_operand_dtype(OpKind kind, std::size_t index, DType compute) {
+  return kind == OpKind::where && index == 0 ? DType::bool_ : compute;
+}
+
+DType elementwise_output_dtype(OpKind kind, DType compute) { return gives_bool(kind) ? DType::bool_ : compute; }
+
+}  // namespace kiln
