@@ -53,6 +53,7 @@ struct Walk {
   Layout layout;
   std::span<const EwOperand> operands;
   std::array<CastFn, kMaxEwOperands> cast{};  // nullptr when the operand is already in its compute dtype
+  std::array<std::uint8_t, kMaxEwOperands> cast_buffer{};  // which tile buffer a cast operand uses
   std::array<std::size_t, kMaxEwOperands> in_size{}, compute_size{};
   std::byte* out;
   std::size_t out_size;
@@ -62,7 +63,7 @@ struct Walk {
 
   // Runs tiles [begin, end): tile t covers part t % tiles_per_row of row t / tiles_per_row.
   void run(std::int64_t begin, std::int64_t end) const {
-    alignas(64) std::byte buffers[kMaxEwOperands][kTile * 8];
+    alignas(64) std::byte buffers[kMaxEwCasts][kTile * 8];
     const int outer = layout.rank - 1;
     const std::size_t n_ops = operands.size();
     for (std::int64_t t = begin; t < end; ++t) {
@@ -76,15 +77,16 @@ struct Walk {
       }
       EwTile tile;
       tile.n = std::min(kTile, inner - start);
-      tile.out = out + static_cast<std::size_t>(row * inner + start) * out_size;
+      tile.first = row * inner + start;
+      tile.out = out ? out + static_cast<std::size_t>(tile.first) * out_size : nullptr;
       for (std::size_t k = 0; k < n_ops; ++k) {
         const std::int64_t s = layout.stride[k][outer];  // 0 or 1
         const auto* src = static_cast<const std::byte*>(operands[k].data) +
                           static_cast<std::size_t>(offset[k] + start * s) * in_size[k];
         tile.stride[k] = s;
         if (cast[k]) {
-          cast[k](src, buffers[k], s ? tile.n : 1);
-          tile.in[k] = buffers[k];
+          cast[k](src, buffers[cast_buffer[k]], s ? tile.n : 1);
+          tile.in[k] = buffers[cast_buffer[k]];
         } else {
           tile.in[k] = src;
         }
@@ -103,10 +105,13 @@ void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::sp
   if (numel == 0) return;
   Walk w{collapse(out_shape, operands), operands, {}, {}, {}, static_cast<std::byte*>(out), dtype_size(out_dtype),
          0, 0, fn, ctx};
+  int casts = 0;
   for (std::size_t k = 0; k < operands.size(); ++k) {
     const EwOperand& o = operands[k];
     w.in_size[k] = dtype_size(o.dtype);
     if (o.dtype != o.compute) {
+      KILN_CHECK(casts < kMaxEwCasts, "elementwise", "too many operands to cast (internal error)");
+      w.cast_buffer[k] = static_cast<std::uint8_t>(casts++);
       w.cast[k] = cast_fn(o.dtype, o.compute);
       KILN_CHECK(w.cast[k] != nullptr, "elementwise",
                  std::string("no conversion from ") + dtype_name(o.dtype) + " to " + dtype_name(o.compute));

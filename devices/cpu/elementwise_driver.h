@@ -6,7 +6,8 @@
 // read before that tile of the output is written, so the output may be an input's buffer.
 // Large outputs run in parallel over tiles (devices/cpu/parallel.h).
 //
-// The fused evaluator generalizes `fn` from one op's math to an expression of ops on a tile.
+// The fused evaluator (fused_program.h) walks with the same driver: its `fn` evaluates a whole
+// expression on the tile and writes several outputs, found from EwTile::first.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -17,7 +18,9 @@
 
 namespace kiln::cpu {
 
-inline constexpr int kMaxEwOperands = 4;
+inline constexpr int kMaxEwOperands = 16;
+// Operands that may need a cast into the driver's tile buffers (one op has at most three).
+inline constexpr int kMaxEwCasts = 4;
 
 // One input as it lies in memory.
 struct EwOperand {
@@ -34,12 +37,14 @@ struct EwTile {
   std::array<std::int64_t, kMaxEwOperands> stride{};
   void* out = nullptr;
   std::int64_t n = 0;
+  std::int64_t first = 0;  // linear index of the tile's first element in the output
 };
 
 using EwTileFn = void (*)(const EwTile& tile, const void* ctx);
 
 // Runs fn(tile, ctx) over every tile of the output. Operand shapes must broadcast to
-// out_shape (the shape rules made sure); at most kMaxEwOperands operands.
+// out_shape (the shape rules made sure); at most kMaxEwOperands operands, of which at most
+// kMaxEwCasts need a cast. `out` may be null when fn writes its outputs itself.
 void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands,
                      EwTileFn fn, const void* ctx);
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/parallel.h"
+#include "devices/cpu/elementwise_driver.h"
 #include "ops/elementwise_rules.h"
 
 namespace kiln::cpu {
@@ -13,8 +13,8 @@ namespace kiln::cpu {
 namespace {
 
 constexpr std::size_t kSlotBytes = kTile * 8;  // one tile of the widest dtype
-constexpr int kMaxInputs = 16;
-constexpr int kMaxOutputs = 128;
+constexpr std::size_t kMaxInputs = kMaxEwOperands;
+constexpr std::size_t kMaxOutputs = 128;
 
 DType operand_dtype(const FusedNode& node, int operand) {
   return elementwise_operand_dtype(node.kind, static_cast<std::size_t>(operand), node.compute);
@@ -29,72 +29,18 @@ void store_scalar(double v, DType t, void* dst) {
   }
 }
 
-// The iteration space after merging dims that are contiguous for every operand: `rows` runs of
-// `inner` elements; an input's inner stride is 0 (broadcast) or 1.
-struct Walk {
-  int rank = 0;                                      // outer (collapsed) dims
-  std::array<std::int64_t, kMaxRank> size{};         // outer dims
-  std::array<std::array<std::int64_t, kMaxRank>, kMaxInputs> stride{};  // per input, outer dims
-  std::array<std::int64_t, kMaxInputs> inner_stride{};
-  std::int64_t inner = 1;
-  std::int64_t rows = 1;
-};
-
-Walk make_walk(const FusedExpr& expr) {
-  const Shape& s = expr.shape;
-  const int r = s.rank();
-  const std::size_t n_in = expr.inputs.size();
-  // Strides of every input against the iteration shape, 0 where it broadcasts.
-  std::array<std::array<std::int64_t, kMaxRank>, kMaxInputs> st{};
-  for (std::size_t k = 0; k < n_in; ++k) {
-    const Shape& in = expr.inputs[k].shape;
-    const Shape cs = contiguous_strides(in);
-    for (int d = 0; d < r; ++d) {
-      const int id = in.rank() - r + d;
-      st[k][d] = (id < 0 || in[id] == 1) ? 0 : cs[id];
-    }
-  }
-  // Merge from the innermost dim outwards; dims of size 1 vanish.
-  std::array<std::int64_t, kMaxRank> size{};
-  std::array<std::array<std::int64_t, kMaxRank>, kMaxInputs> cst{};
-  int m = 0;  // collapsed dims, innermost first
-  for (int d = r - 1; d >= 0; --d) {
-    if (s[d] == 1) continue;
-    bool merge = m > 0;
-    for (std::size_t k = 0; k < n_in && merge; ++k) merge = st[k][d] == cst[k][m - 1] * size[m - 1];
-    if (merge) {
-      size[m - 1] *= s[d];
-    } else {
-      size[m] = s[d];
-      for (std::size_t k = 0; k < n_in; ++k) cst[k][m] = st[k][d];
-      ++m;
-    }
-  }
-  Walk w;
-  if (m > 0) {
-    w.inner = size[0];
-    for (std::size_t k = 0; k < n_in; ++k) w.inner_stride[k] = cst[k][0];
-  }
-  w.rank = std::max(m - 1, 0);
-  for (int i = 0; i < w.rank; ++i) {  // outer dims, outermost first
-    w.size[i] = size[m - 1 - i];
-    for (std::size_t k = 0; k < n_in; ++k) w.stride[k][i] = cst[k][m - 1 - i];
-    w.rows *= w.size[i];
-  }
-  return w;
-}
-
 }  // namespace
 
-// What one worker needs to evaluate tiles: its slot buffers and this tile's operand pointers.
+// What evaluating one tile needs: the driver's tile (inputs), the run's scalars and outputs,
+// and this thread's slot buffers.
 struct FusedProgram::Tile {
+  const FusedProgram* program = nullptr;
   const FusedExpr* expr = nullptr;
+  const KernelArgs* args = nullptr;
+  const std::byte* scalars = nullptr;  // 8 bytes per (step, operand)
+  const EwTile* ew = nullptr;
   std::byte* slots = nullptr;
   std::byte* scratch[3] = {};
-  const std::byte* scalars = nullptr;  // 8 bytes per (step, operand)
-  const void* in[kMaxInputs] = {};
-  std::int64_t in_stride[kMaxInputs] = {};
-  std::int64_t len = 0;
   void* slot(std::uint32_t i) const { return slots + i * kSlotBytes; }
 };
 
@@ -157,6 +103,7 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
 }
 
 void FusedProgram::eval_tile(Tile& t) const {
+  const std::int64_t len = t.ew->n;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
     const void* p[3];
@@ -164,73 +111,55 @@ void FusedProgram::eval_tile(Tile& t) const {
     for (int j = 0; j < s.arity; ++j) {
       const Source& src = s.src[j];
       switch (src.kind) {
-        case FusedOperand::Kind::input: p[j] = t.in[src.index]; st[j] = t.in_stride[src.index]; break;
+        case FusedOperand::Kind::input: p[j] = t.ew->in[src.index]; st[j] = t.ew->stride[src.index]; break;
         case FusedOperand::Kind::node: p[j] = t.slot(src.index); st[j] = 1; break;
         case FusedOperand::Kind::scalar: p[j] = t.scalars + (i * 3 + j) * 8; st[j] = 0; break;
       }
       if (src.cast) {
-        src.cast(p[j], t.scratch[j], st[j] ? t.len : 1);
+        src.cast(p[j], t.scratch[j], st[j] ? len : 1);
         p[j] = t.scratch[j];
       }
     }
     void* dst = t.slot(s.slot);
-    if (s.unary) s.unary(p[0], dst, t.len, t.expr->nodes[i].attrs);
-    else if (s.binary) s.binary(p[0], st[0], p[1], st[1], dst, t.len);
-    else if (s.where) s.where(p[0], st[0], p[1], st[1], p[2], st[2], dst, t.len);
-    else std::memcpy(dst, p[0], t.len * dtype_size(t.expr->nodes[i].out));  // cast: done above
+    if (s.unary) s.unary(p[0], dst, len, t.expr->nodes[i].attrs);
+    else if (s.binary) s.binary(p[0], st[0], p[1], st[1], dst, len);
+    else if (s.where) s.where(p[0], st[0], p[1], st[1], p[2], st[2], dst, len);
+    else std::memcpy(dst, p[0], len * dtype_size(t.expr->nodes[i].out));  // cast: done above
+  }
+  // Outputs last: an output may be an input's buffer, and every input of the tile is read by now.
+  for (std::size_t o = 0; o < output_slots_.size(); ++o) {
+    const std::size_t es = dtype_size(t.expr->outputs[o].dtype);
+    std::memcpy(static_cast<std::byte*>(t.args->outputs[o]->data()) + t.ew->first * es, t.slot(output_slots_[o]), len * es);
   }
 }
 
 void FusedProgram::run(const FusedExpr& expr, const KernelArgs& args) const {
-  const std::int64_t numel = expr.shape.numel();
-  if (numel == 0) return;
-  const Walk w = make_walk(expr);
-  const std::size_t n_in = expr.inputs.size(), n_out = expr.outputs.size();
-
+  if (expr.shape.numel() == 0) return;
   // Scalar operands, converted to their node's compute dtype once per run.
   std::vector<std::byte> scalars(steps_.size() * 3 * 8);
   for (std::size_t i = 0; i < steps_.size(); ++i)
     for (int j = 0; j < steps_[i].arity; ++j)
       if (steps_[i].src[j].kind == FusedOperand::Kind::scalar)
         store_scalar(fused_scalar_value(expr.nodes[i], j), operand_dtype(expr.nodes[i], j), scalars.data() + (i * 3 + j) * 8);
-
-  const std::int64_t tiles_per_row = (w.inner + kTile - 1) / kTile;
-  const std::int64_t units = w.rows * tiles_per_row;
-  const std::int64_t grain = std::max<std::int64_t>(1, kDefaultGrain / std::min<std::int64_t>(w.inner, kTile));
-  const std::size_t scratch_bytes = (slot_count_ + 3) * kSlotBytes;
-
-  parallel_for(units, grain, [&](std::int64_t begin, std::int64_t end) {
-    thread_local std::vector<std::byte> scratch;
-    if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);
-    Tile t;
-    t.expr = &expr;
-    t.slots = scratch.data();
-    for (int j = 0; j < 3; ++j) t.scratch[j] = scratch.data() + (slot_count_ + j) * kSlotBytes;
-    t.scalars = scalars.data();
-    for (std::int64_t u = begin; u < end; ++u) {
-      const std::int64_t row = u / tiles_per_row, start = (u % tiles_per_row) * kTile;
-      t.len = std::min<std::int64_t>(kTile, w.inner - start);
-      // Offsets of this row in every input: walk the outer dims of the row index.
-      std::int64_t off[kMaxInputs] = {};
-      std::int64_t rest = row;
-      for (int d = w.rank - 1; d >= 0; --d) {
-        const std::int64_t idx = rest % w.size[d];
-        rest /= w.size[d];
-        for (std::size_t k = 0; k < n_in; ++k) off[k] += idx * w.stride[k][d];
-      }
-      for (std::size_t k = 0; k < n_in; ++k) {
-        t.in_stride[k] = w.inner_stride[k];
-        t.in[k] = static_cast<const std::byte*>(args.inputs[k]->data()) +
-                  (off[k] + start * w.inner_stride[k]) * static_cast<std::int64_t>(dtype_size(expr.inputs[k].dtype));
-      }
-      eval_tile(t);
-      const std::int64_t first = row * w.inner + start;
-      for (std::size_t o = 0; o < n_out; ++o) {
-        const std::size_t es = dtype_size(expr.outputs[o].dtype);
-        std::memcpy(static_cast<std::byte*>(args.outputs[o]->data()) + first * es, t.slot(output_slots_[o]), t.len * es);
-      }
-    }
-  });
+  // Inputs as they lie in memory; casts happen per node, since two nodes may read one input in
+  // different compute dtypes.
+  std::array<EwOperand, kMaxEwOperands> operands;
+  for (std::size_t k = 0; k < expr.inputs.size(); ++k)
+    operands[k] = EwOperand{args.inputs[k]->data(), expr.inputs[k].dtype, expr.inputs[k].dtype, expr.inputs[k].shape};
+  const Tile base{this, &expr, &args, scalars.data()};
+  run_elementwise(expr.shape, expr.outputs[0].dtype, nullptr, std::span<const EwOperand>(operands.data(), expr.inputs.size()),
+                  [](const EwTile& ew, const void* ctx) {
+                    Tile t = *static_cast<const Tile*>(ctx);
+                    const FusedProgram& p = *t.program;
+                    thread_local std::vector<std::byte> scratch;
+                    const std::size_t bytes = (p.slot_count_ + 3) * kSlotBytes;
+                    if (scratch.size() < bytes) scratch.resize(bytes);
+                    t.ew = &ew;
+                    t.slots = scratch.data();
+                    for (int j = 0; j < 3; ++j) t.scratch[j] = scratch.data() + (p.slot_count_ + j) * kSlotBytes;
+                    p.eval_tile(t);
+                  },
+                  &base);
 }
 
 }  // namespace kiln::cpu

@@ -1,7 +1,7 @@
 // The CPU form of a fused expression: the expression's nodes resolved once into calls of the
 // elementwise math functions (elementwise_math.h), with the casts their operands need and a
 // tile buffer ("slot") for each value, reused once the value is dead. Running it walks the
-// output in tiles of kTile elements along the innermost contiguous run, so every intermediate
+// output in tiles with the elementwise driver (elementwise_driver.h), so every intermediate
 // value lives in L1 and only inputs and outputs touch memory.
 #pragma once
 #include <memory>
