@@ -138,11 +138,14 @@ Tensor permute(Tensor x, const std::vector<std::int64_t>& dims) {
              "dims " + ints_str(dims) + " must list each of the " + std::to_string(rank) + " dims of " + describe(x) +
                  " once");
   std::vector<std::int64_t> perm(dims.size());
-  bool identity = true;
+  bool identity = true, seen[kMaxRank] = {};
   for (std::size_t i = 0; i < dims.size(); ++i) {
     KILN_CHECK(dims[i] >= -rank && dims[i] < rank, "permute",
                "dim " + std::to_string(dims[i]) + " in " + ints_str(dims) + " is out of range for " + describe(x));
     perm[i] = dims[i] < 0 ? dims[i] + rank : dims[i];
+    KILN_CHECK(!seen[perm[i]], "permute",
+               "dims " + ints_str(dims) + " name dim " + std::to_string(perm[i]) + " twice for " + describe(x));
+    seen[perm[i]] = true;
     identity = identity && perm[i] == static_cast<std::int64_t>(i);
   }
   if (identity) return x;
