@@ -12,6 +12,15 @@ namespace {
 int torch_rank(const TensorIr& t) { return std::max(t.shape.rank(), 1); }
 std::int64_t torch_size(const TensorIr& t, int d) { return t.shape.rank() == 0 ? 1 : t.shape[d]; }
 
+// Like normalize_dim, with the input named in the message.
+int checked_dim(const char* op, std::int64_t dim, const TensorIr& x) {
+  const int r = torch_rank(x);
+  KILN_CHECK(dim >= -r && dim < r, op,
+             "dim " + std::to_string(dim) + " is out of range for input " + describe(x) + " (valid: " +
+                 std::to_string(-r) + " to " + std::to_string(r - 1) + ")");
+  return static_cast<int>(dim < 0 ? dim + r : dim);
+}
+
 void check_cpu_dtype(const char* op, const TensorIr& t, const char* role) {
   KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64 || t.dtype == DType::bool_, op,
              std::string(role) + " " + describe(t) + " has a dtype the CPU does not compute in (f32, i64, bool)");
@@ -33,7 +42,7 @@ void gather_rule(const OpIr& op, std::vector<TensorIr>& out) {
   check_cpu_dtype("gather", x, "input");
   check_index_dtype("gather", index);
   check_same_rank("gather", x, index, "index");
-  const int dim = normalize_dim("gather", op.attrs.dim, x.shape.rank());
+  const int dim = checked_dim("gather", op.attrs.dim, x);
   if (index.numel() > 0) {
     for (int d = 0; d < torch_rank(x); ++d)
       KILN_CHECK(d == dim || torch_size(index, d) <= torch_size(x, d), "gather",
@@ -54,7 +63,7 @@ void scatter_rule(const OpIr& op, std::vector<TensorIr>& out) {
   KILN_CHECK(src.dtype == x.dtype, name, "src " + describe(src) + " must have the dtype of input " + describe(x));
   check_same_rank(name, x, index, "index");
   check_same_rank(name, x, src, "src");
-  const int dim = normalize_dim(name, op.attrs.dim, x.shape.rank());
+  const int dim = checked_dim(name, op.attrs.dim, x);
   if (index.numel() > 0) {
     for (int d = 0; d < torch_rank(x); ++d) {
       KILN_CHECK(d == dim || torch_size(index, d) <= torch_size(x, d), name,
@@ -74,7 +83,7 @@ void index_select_rule(const OpIr& op, std::vector<TensorIr>& out) {
   check_cpu_dtype("index_select", x, "input");
   check_index_dtype("index_select", index);
   KILN_CHECK(index.shape.rank() <= 1, "index_select", "index " + describe(index) + " must be 1-D or 0-d");
-  const int dim = normalize_dim("index_select", op.attrs.dim, x.shape.rank());
+  const int dim = checked_dim("index_select", op.attrs.dim, x);
   KILN_CHECK(index.numel() == 0 || torch_size(x, dim) > 0, "index_select",
              "dim " + std::to_string(dim) + " of input " + describe(x) + " is empty, so index " + describe(index) +
                  " cannot select from it");
@@ -122,7 +131,7 @@ void sort_rule(const OpIr& op, std::vector<TensorIr>& out) {
   check_arity(op, 1);
   const TensorIr& x = op.inputs[0];
   check_cpu_dtype("sort", x, "input");
-  normalize_dim("sort", op.attrs.dim, x.shape.rank());
+  checked_dim("sort", op.attrs.dim, x);
   out.push_back(TensorIr{0, x.shape, x.dtype, TensorStatus::NotInit});
   out.push_back(TensorIr{0, x.shape, DType::i64, TensorStatus::NotInit});
 }
@@ -133,7 +142,7 @@ void topk_rule(const OpIr& op, std::vector<TensorIr>& out) {
   KILN_CHECK(x.dtype == DType::f32 || x.dtype == DType::i64, "topk",
              "expected an f32 or i64 input, got " + describe(x));
   KILN_CHECK(op.attrs.ints.size() == 1, "topk", "expected k in ints[0]");
-  const int dim = normalize_dim("topk", op.attrs.dim, x.shape.rank());
+  const int dim = checked_dim("topk", op.attrs.dim, x);
   const std::int64_t k = op.attrs.ints[0];
   const std::int64_t size = torch_size(x, dim);
   KILN_CHECK(k >= 0 && k <= size, "topk",
