@@ -1,5 +1,43 @@
+// Shape rule of matmul, with torch.matmul's rules: a 1-D operand is promoted to a matrix (a
+// leading 1 for the left, a trailing 1 for the right) and the added dim removed from the result;
+// the dims before the last two are batch dims and broadcast. The CPU path is f32 only.
 #include "ops/registry.h"
 
 namespace kiln {
-void register_linalg_ops(OpRegistry& r) {}
+
+namespace {
+
+void matmul_rule(const OpIr& op, std::vector<TensorIr>& out) {
+  check_arity(op, 2);
+  const TensorIr& a = op.inputs[0];
+  const TensorIr& b = op.inputs[1];
+  const std::string both = describe(a) + " and " + describe(b);
+  KILN_CHECK(a.dtype == DType::f32 && b.dtype == DType::f32, "matmul", "expected f32 operands, got " + both);
+  KILN_CHECK(a.shape.rank() >= 1 && b.shape.rank() >= 1, "matmul",
+             "both operands need at least 1 dim, got " + both);
+  const int ra = a.shape.rank(), rb = b.shape.rank();
+  const std::int64_t k_a = a.shape[ra - 1];
+  const std::int64_t k_b = rb == 1 ? b.shape[0] : b.shape[rb - 2];
+  KILN_CHECK(k_a == k_b, "matmul",
+             "inner dims do not match: " + both + " (" + std::to_string(k_a) + " vs " + std::to_string(k_b) + ")");
+
+  const int batch_a = std::max(ra - 2, 0), batch_b = std::max(rb - 2, 0);
+  const int batch = std::max(batch_a, batch_b);
+  Shape shape;
+  for (int i = 0; i < batch; ++i) {
+    const int ia = batch_a - batch + i, ib = batch_b - batch + i;
+    const std::int64_t da = ia >= 0 ? a.shape[ia] : 1, db = ib >= 0 ? b.shape[ib] : 1;
+    KILN_CHECK(da == db || da == 1 || db == 1, "matmul",
+               "batch dims of " + both + " cannot be broadcast (" + std::to_string(da) + " vs " + std::to_string(db) + ")");
+    shape.push_back(da == 1 ? db : da);
+  }
+  if (ra >= 2) shape.push_back(a.shape[ra - 2]);
+  if (rb >= 2) shape.push_back(b.shape[rb - 1]);
+  out.push_back(TensorIr{0, shape, DType::f32, TensorStatus::NotInit});
+}
+
+}  // namespace
+
+void register_linalg_ops(OpRegistry& r) { r.at(OpKind::matmul).shape_rule = matmul_rule; }
+
 }  // namespace kiln
