@@ -103,7 +103,7 @@ void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::sp
   KILN_CHECK(operands.size() <= kMaxEwOperands, "elementwise", "too many operands (internal error)");
   const std::int64_t numel = out_shape.numel();
   if (numel == 0) return;
-  Walk w{collapse(out_shape, operands), operands, {}, {}, {}, static_cast<std::byte*>(out), dtype_size(out_dtype),
+  Walk w{collapse(out_shape, operands), operands, {}, {}, {}, {}, static_cast<std::byte*>(out), dtype_size(out_dtype),
          0, 0, fn, ctx};
   int casts = 0;
   for (std::size_t k = 0; k < operands.size(); ++k) {
