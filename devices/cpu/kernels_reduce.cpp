@@ -1,5 +1,91 @@
-#include "devices/cpu/cpu_kernels.h"
+// CPU kernels of the plain reductions (sum, mean, prod, max, min, any, all): one reducer each
+// on the shared drivers. The statistics (var, std, logsumexp), argmax/argmin, cumsum and
+// softmax live in the other reduce_*.cpp files.
+#include "devices/cpu/reduce_driver.h"
+#include "devices/cpu/reduce_ops.h"
 
 namespace kiln::cpu {
-void register_reduce_kernels(KernelTable& t) {}
+
+std::int64_t reduced_count(const OpIr& op) {
+  std::int64_t n = 1;
+  for (std::int64_t d : op.attrs.ints) n *= op.inputs[0].shape[static_cast<int>(d)];
+  return n;
+}
+
+namespace {
+
+template <class In, class Out, class R, class E>
+void reduce_kernel(const OpIr& op, const KernelArgs& a, const R& r, const E& e) {
+  auto* y = static_cast<Storage<Out>*>(a.outputs[0]->data());
+  with_canonical_input<Storage<In>>(op, a, [&](const Storage<In>* x, const ReduceGeometry& g) {
+    reduce_canonical(r, PlainInput<Storage<In>>{}, e, x, y, g);
+  });
+}
+
+[[noreturn]] void unsupported(const OpIr& op) {
+  throw Error(op_name(op.kind), "input " + describe(op.inputs[0]) + ": dtype not supported by the CPU kernel");
+}
+
+void sum_kernel(const OpIr& op, const KernelArgs& a) {
+  switch (op.inputs[0].dtype) {
+    case DType::f32: return reduce_kernel<float, float>(op, a, SumReducer<float>{}, StoreAs<float>{});
+    case DType::i64: return reduce_kernel<std::int64_t, std::int64_t>(op, a, SumReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    case DType::bool_: return reduce_kernel<bool, std::int64_t>(op, a, SumReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    default: unsupported(op);
+  }
+}
+
+void mean_kernel(const OpIr& op, const KernelArgs& a) {
+  if (op.inputs[0].dtype != DType::f32) unsupported(op);
+  // sum / count in f32, like torch: an empty extent gives 0 / 0 = nan.
+  const auto n = static_cast<double>(reduced_count(op));
+  reduce_kernel<float, float>(op, a, SumReducer<float>{}, DivideBy<float>{n});
+}
+
+void prod_kernel(const OpIr& op, const KernelArgs& a) {
+  switch (op.inputs[0].dtype) {
+    case DType::f32: return reduce_kernel<float, float>(op, a, ProdReducer<float>{}, StoreAs<float>{});
+    case DType::i64: return reduce_kernel<std::int64_t, std::int64_t>(op, a, ProdReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    case DType::bool_: return reduce_kernel<bool, std::int64_t>(op, a, ProdReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    default: unsupported(op);
+  }
+}
+
+template <bool kMax> void extremum_kernel(const OpIr& op, const KernelArgs& a) {
+  switch (op.inputs[0].dtype) {
+    case DType::f32: return reduce_kernel<float, float>(op, a, ExtremumReducer<float, kMax>{}, StoreAs<float>{});
+    case DType::i64:
+      return reduce_kernel<std::int64_t, std::int64_t>(op, a, ExtremumReducer<std::int64_t, kMax>{},
+                                                       StoreAs<std::int64_t>{});
+    case DType::bool_:
+      return reduce_kernel<bool, bool>(op, a, ExtremumReducer<std::uint8_t, kMax>{}, StoreAs<std::uint8_t>{});
+    default: unsupported(op);
+  }
+}
+
+template <bool kAny> void truth_kernel(const OpIr& op, const KernelArgs& a) {
+  switch (op.inputs[0].dtype) {
+    case DType::f32: return reduce_kernel<float, bool>(op, a, TruthReducer<kAny>{}, StoreAs<std::uint8_t>{});
+    case DType::i64: return reduce_kernel<std::int64_t, bool>(op, a, TruthReducer<kAny>{}, StoreAs<std::uint8_t>{});
+    case DType::bool_: return reduce_kernel<bool, bool>(op, a, TruthReducer<kAny>{}, StoreAs<std::uint8_t>{});
+    default: unsupported(op);
+  }
+}
+
+}  // namespace
+
+void register_reduce_kernels(KernelTable& t) {
+  t.set(OpKind::sum, sum_kernel);
+  t.set(OpKind::mean, mean_kernel);
+  t.set(OpKind::prod, prod_kernel);
+  t.set(OpKind::max, extremum_kernel<true>);
+  t.set(OpKind::min, extremum_kernel<false>);
+  t.set(OpKind::any, truth_kernel<true>);
+  t.set(OpKind::all, truth_kernel<false>);
+  register_reduce_stat_kernels(t);
+  register_reduce_arg_kernels(t);
+  register_reduce_scan_kernels(t);
+  register_reduce_softmax_kernels(t);
+}
+
 }  // namespace kiln::cpu

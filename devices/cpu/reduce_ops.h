@@ -1,0 +1,92 @@
+// The reducers, prologues and epilogues of the CPU reduce kernels (see reduce_driver.h for the
+// three roles), plus the entry that runs one on a reduction's input. Each step is a lane-wise
+// expression the compiler turns into vector code.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "devices/cpu/cpu_kernels.h"
+#include "devices/cpu/reduce_layout.h"
+
+namespace kiln::cpu {
+
+template <class A> struct SumReducer {
+  using Acc = A;
+  Acc identity() const { return Acc(0); }
+  template <class V> Acc step(Acc a, V x) const { return a + static_cast<Acc>(x); }
+  Acc merge(Acc a, Acc b) const { return a + b; }
+};
+
+template <class A> struct ProdReducer {
+  using Acc = A;
+  Acc identity() const { return Acc(1); }
+  template <class V> Acc step(Acc a, V x) const { return a * static_cast<Acc>(x); }
+  Acc merge(Acc a, Acc b) const { return a * b; }
+};
+
+// max/min keep the dtype; a NaN wins over every number, like torch.
+template <class A, bool kMax> struct ExtremumReducer {
+  using Acc = A;
+  Acc identity() const {
+    if constexpr (std::numeric_limits<A>::has_infinity)
+      return kMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+    else
+      return kMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+  }
+  Acc step(Acc a, Acc x) const {
+    const bool better = kMax ? x > a : x < a;
+    if constexpr (std::numeric_limits<A>::has_quiet_NaN) return (better || x != x) ? x : a;
+    else return better ? x : a;
+  }
+  Acc merge(Acc a, Acc b) const { return step(a, b); }
+};
+
+// any/all over any dtype: a value counts as true when it is nonzero (NaN is nonzero).
+template <bool kAny> struct TruthReducer {
+  using Acc = std::uint8_t;
+  Acc identity() const { return kAny ? 0 : 1; }
+  template <class V> Acc step(Acc a, V x) const {
+    const Acc t = x != V(0);
+    return kAny ? (a | t) : (a & t);
+  }
+  Acc merge(Acc a, Acc b) const { return kAny ? (a | b) : (a & b); }
+};
+
+// Epilogues.
+template <class Out> struct StoreAs {
+  template <class Acc> Out operator()(Acc a, std::int64_t) const { return static_cast<Out>(a); }
+};
+template <class Out> struct DivideBy {
+  double count;
+  template <class Acc> Out operator()(Acc a, std::int64_t) const { return static_cast<Out>(a / static_cast<Acc>(count)); }
+};
+
+// The typed element pointer of a buffer; bool tensors are bytes.
+template <class T> using Storage = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+
+// Calls fn(const T* x, const ReduceGeometry& g) on the canonical view of op's input, gathering
+// it into scratch first when its reduced dims are not adjacent.
+template <class T, class Fn> void with_canonical_input(const OpIr& op, const KernelArgs& a, Fn&& fn) {
+  const ReduceLayout layout = plan_reduce_layout(op.inputs[0].shape, op.attrs.ints);
+  const T* x = static_cast<const T*>(a.inputs[0]->data());
+  if (!layout.needs_gather) {
+    fn(x, layout.geometry);
+    return;
+  }
+  std::vector<T> scratch(static_cast<std::size_t>(op.inputs[0].numel()));
+  gather_reduced_last(x, scratch.data(), layout);
+  fn(static_cast<const T*>(scratch.data()), layout.geometry);
+}
+
+// How many input elements fold into one output of a dims reduction (1 for a 0-d input).
+std::int64_t reduced_count(const OpIr& op);
+
+// Registration of the kernels that live in other reduce_*.cpp files.
+void register_reduce_arg_kernels(KernelTable& t);
+void register_reduce_scan_kernels(KernelTable& t);
+void register_reduce_softmax_kernels(KernelTable& t);
+void register_reduce_stat_kernels(KernelTable& t);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,88 @@
+// CPU kernels of softmax and log_softmax along one dim, numerically stable (shifted by the max).
+// Rows (the dim is the last one): per row a max pass, an exp(x - max) pass that also sums, and
+// a scale pass, while the row sits in L1. Columns: the same three passes over a tile of the
+// inner dim. The output may be the input's buffer: every pass reads element k before it writes
+// element k, and later passes read only what earlier ones wrote.
+#include <algorithm>
+
+#include "devices/cpu/reduce_driver.h"
+#include "devices/cpu/reduce_ops.h"
+#include "devices/cpu/reduce_vector_math.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <bool kLog> void softmax_row(const float* x, float* y, std::int64_t n) {
+  const float m = detail::reduce_run(ExtremumReducer<float, true>{}, PlainInput<float>{}, x, n, 0);
+  if constexpr (kLog) {
+    const float log_sum = std::log(exp_shifted_sum(x, m, nullptr, n));
+    for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+  } else {
+    const float inv = 1.0f / exp_shifted_sum(x, m, y, n);
+    for (std::int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
+// Columns [j0, j0 + w) of output row o.
+template <bool kLog> void softmax_col_tile(const float* x, float* y, const ReduceGeometry& g, std::int64_t o,
+                                           std::int64_t j0, std::int64_t w) {
+  alignas(64) float m[kTile], s[kTile], buf[kTile];
+  const ExtremumReducer<float, true> max_of;
+  const std::int64_t base = o * g.extent * g.inner + j0;
+  std::copy(x + base, x + base + w, m);
+  for (std::int64_t r = 1; r < g.extent; ++r) {
+    const float* row = x + base + r * g.inner;
+    for (std::int64_t j = 0; j < w; ++j) m[j] = max_of.step(m[j], row[j]);
+  }
+  std::fill(s, s + w, 0.0f);
+  for (std::int64_t r = 0; r < g.extent; ++r) {
+    const std::int64_t off = base + r * g.inner;
+    float* e = kLog ? buf : y + off;
+    exp_shifted(x + off, m, 1, e, w);
+    for (std::int64_t j = 0; j < w; ++j) s[j] += e[j];
+  }
+  if constexpr (kLog) {
+    for (std::int64_t j = 0; j < w; ++j) s[j] = std::log(s[j]);
+    for (std::int64_t r = 0; r < g.extent; ++r) {
+      const std::int64_t off = base + r * g.inner;
+      for (std::int64_t j = 0; j < w; ++j) y[off + j] = (x[off + j] - m[j]) - s[j];
+    }
+  } else {
+    for (std::int64_t j = 0; j < w; ++j) s[j] = 1.0f / s[j];
+    for (std::int64_t r = 0; r < g.extent; ++r) {
+      float* row = y + base + r * g.inner;
+      for (std::int64_t j = 0; j < w; ++j) row[j] *= s[j];
+    }
+  }
+}
+
+template <bool kLog> void softmax_kernel(const OpIr& op, const KernelArgs& a) {
+  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
+  const ReduceGeometry g = geometry_along_dim(op.inputs[0].shape, static_cast<int>(op.attrs.dim));
+  if (g.outer * g.extent * g.inner == 0) return;
+  const float* x = in_ptr<float>(a, 0);
+  float* y = out_ptr<float>(a, 0);
+  if (g.inner == 1) {
+    parallel_for(g.outer, detail::grain_for(g.extent), [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t o = b; o < e; ++o) softmax_row<kLog>(x + o * g.extent, y + o * g.extent, g.extent);
+    });
+    return;
+  }
+  const std::int64_t tiles = detail::ceil_div(g.inner, kTile);
+  parallel_for(g.outer * tiles, detail::grain_for(g.extent * std::min(g.inner, kTile)),
+               [&](std::int64_t b, std::int64_t e) {
+                 for (std::int64_t t = b; t < e; ++t) {
+                   const std::int64_t o = t / tiles, j0 = (t % tiles) * kTile;
+                   softmax_col_tile<kLog>(x, y, g, o, j0, std::min(kTile, g.inner - j0));
+                 }
+               });
+}
+
+}  // namespace
+
+void register_reduce_softmax_kernels(KernelTable& t) {
+  t.set(OpKind::softmax, softmax_kernel<false>);
+  t.set(OpKind::log_softmax, softmax_kernel<true>);
+}
+
+}  // namespace kiln::cpu

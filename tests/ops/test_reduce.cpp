@@ -1,0 +1,213 @@
+// The reduce family against PyTorch (tests/data/gen_reduce.py -> reduce.json), its call-site
+// errors, in-place reuse, and results that do not depend on the number of threads.
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/kiln.h"
+#include "support/reference.h"
+
+namespace kiln {
+namespace {
+
+using test::RefCase;
+using test::Tolerance;
+
+// ramp() of gen_reduce.py: integers / 64 are exact in f32, so both sides hold the same bits.
+std::vector<float> ramp_values(std::int64_t n) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919) % 2001 - 1000) / 64.0f;
+  return v;
+}
+
+Tensor input_of(const RefCase& c, Device device) {
+  if (!c.inputs.empty()) return test::make_tensor(c.inputs[0], device);
+  Shape shape;
+  for (const auto& d : c.attrs.at("ramp")) shape.push_back(d.get<std::int64_t>());
+  std::vector<float> v = ramp_values(shape.numel());
+  for (const auto& k : c.attrs.value("nan_at", test::Json::array()))
+    v[k.get<std::size_t>()] = std::numeric_limits<float>::quiet_NaN();
+  return from_vector(std::move(v), shape, device);
+}
+
+Tensor apply(const RefCase& c, Tensor x) {
+  const test::Json& a = c.attrs;
+  const Dims dims = a.value("dims", Dims{});
+  const bool keepdim = a.value("keepdim", false);
+  const std::string& op = c.op;
+  if (op == "sum") return sum(x, dims, keepdim);
+  if (op == "mean") return mean(x, dims, keepdim);
+  if (op == "prod") return prod(x, dims, keepdim);
+  if (op == "max") return max(x, dims, keepdim);
+  if (op == "min") return min(x, dims, keepdim);
+  if (op == "var") return var(x, dims, a.value("correction", 1.0), keepdim);
+  if (op == "std") return kiln::std(x, dims, a.value("correction", 1.0), keepdim);
+  if (op == "any") return any(x, dims, keepdim);
+  if (op == "all") return all(x, dims, keepdim);
+  if (op == "logsumexp") return logsumexp(x, dims, keepdim);
+  if (op == "argmax") return a.contains("dim") ? argmax(x, a.at("dim").get<std::int64_t>(), keepdim) : argmax(x);
+  if (op == "argmin") return a.contains("dim") ? argmin(x, a.at("dim").get<std::int64_t>(), keepdim) : argmin(x);
+  const std::int64_t dim = a.at("dim").get<std::int64_t>();
+  if (op == "cumsum") return cumsum(x, dim);
+  if (op == "softmax") return softmax(x, dim);
+  if (op == "log_softmax") return log_softmax(x, dim);
+  throw std::runtime_error("no kiln op for reference op " + op);
+}
+
+// Integer and bool results must match exactly (matches() ignores the tolerance for them).
+Tolerance tolerance_of(const std::string& op) {
+  if (op == "prod") return {1e-4, 1e-5};                 // products of ~24 values drift further
+  if (op == "var" || op == "std") return {1e-4, 1e-5};   // f64 accumulation vs torch's Welford
+  if (op == "cumsum") return {1e-5, 1e-4};               // running sums of ramp values reach ~1e3
+  if (op == "softmax" || op == "log_softmax") return {1e-5, 1e-6};
+  return {1e-5, 1e-5};                                   // sum mean max min logsumexp
+}
+
+class ReduceReference : public ::testing::TestWithParam<Device> {
+ protected:
+  void check_op(const std::string& op) {
+    const std::vector<RefCase> cases = test::cases_for("reduce.json", op);
+    ASSERT_FALSE(cases.empty()) << "no reference cases for " << op;
+    for (const RefCase& c : cases) {
+      SCOPED_TRACE(c.name);
+      EXPECT_TRUE(test::matches(apply(c, input_of(c, GetParam())), c.outputs[0], tolerance_of(op)));
+    }
+  }
+};
+
+TEST_P(ReduceReference, Sum) { check_op("sum"); }
+TEST_P(ReduceReference, Mean) { check_op("mean"); }
+TEST_P(ReduceReference, Prod) { check_op("prod"); }
+TEST_P(ReduceReference, Max) { check_op("max"); }
+TEST_P(ReduceReference, Min) { check_op("min"); }
+TEST_P(ReduceReference, Argmax) { check_op("argmax"); }
+TEST_P(ReduceReference, Argmin) { check_op("argmin"); }
+TEST_P(ReduceReference, Var) { check_op("var"); }
+TEST_P(ReduceReference, Std) { check_op("std"); }
+TEST_P(ReduceReference, Any) { check_op("any"); }
+TEST_P(ReduceReference, All) { check_op("all"); }
+TEST_P(ReduceReference, Logsumexp) { check_op("logsumexp"); }
+TEST_P(ReduceReference, Cumsum) { check_op("cumsum"); }
+TEST_P(ReduceReference, Softmax) { check_op("softmax"); }
+TEST_P(ReduceReference, LogSoftmax) { check_op("log_softmax"); }
+
+INSTANTIATE_TEST_SUITE_P(Devices, ReduceReference, ::testing::ValuesIn(test::test_devices()),
+                         test::device_param_name);
+
+// --- call-site errors ------------------------------------------------------------------------
+
+class ReduceErrors : public ::testing::TestWithParam<Device> {};
+
+template <class Fn> void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& fragments) {
+  try {
+    (void)fn();
+    ADD_FAILURE() << "expected kiln::Error from " << op;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), op) << e.what();
+    for (const std::string& f : fragments)
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << "missing '" << f << "' in: " << e.what();
+  }
+}
+
+TEST_P(ReduceErrors, DimOutOfRange) {
+  Tensor x = zeros(Shape{2, 3}, {DType::f32, GetParam()});
+  expect_error([&] { return sum(x, {2}); }, "sum", {"dim 2", "f32[2, 3]"});
+  expect_error([&] { return max(x, {-3}, true); }, "max", {"dim -3", "f32[2, 3]"});
+  expect_error([&] { return argmax(x, 5); }, "argmax", {"dim 5", "f32[2, 3]"});
+  expect_error([&] { return cumsum(x, -3); }, "cumsum", {"dim -3", "f32[2, 3]"});
+  expect_error([&] { return softmax(x, 2); }, "softmax", {"dim 2", "f32[2, 3]"});
+  Tensor s = scalar(1.0, {DType::f32, GetParam()});
+  expect_error([&] { return sum(s, {1}); }, "sum", {"dim 1", "f32[]"});
+}
+
+TEST_P(ReduceErrors, DuplicateDims) {
+  Tensor x = zeros(Shape{2, 3, 4}, {DType::f32, GetParam()});
+  expect_error([&] { return sum(x, {0, 0}); }, "sum", {"dim 0", "more than once", "f32[2, 3, 4]"});
+  expect_error([&] { return var(x, {2, -1}); }, "var", {"dim 2", "more than once", "f32[2, 3, 4]"});
+}
+
+TEST_P(ReduceErrors, FloatOnlyOpsRejectIntegers) {
+  Tensor i = zeros(Shape{2, 3}, {DType::i64, GetParam()});
+  Tensor b = zeros(Shape{4}, {DType::bool_, GetParam()});
+  expect_error([&] { return mean(i); }, "mean", {"i64[2, 3]", "floating point"});
+  expect_error([&] { return mean(b, {0}); }, "mean", {"bool[4]"});
+  expect_error([&] { return var(i, {1}); }, "var", {"i64[2, 3]"});
+  expect_error([&] { return kiln::std(b); }, "std", {"bool[4]"});
+  expect_error([&] { return softmax(i, 1); }, "softmax", {"i64[2, 3]"});
+  expect_error([&] { return log_softmax(b, 0); }, "log_softmax", {"bool[4]"});
+  expect_error([&] { return argmax(b); }, "argmax", {"bool[4]"});
+}
+
+TEST_P(ReduceErrors, EmptyExtentHasNoMaximum) {
+  Tensor x = zeros(Shape{2, 0}, {DType::f32, GetParam()});
+  expect_error([&] { return max(x, {1}); }, "max", {"dim 1", "size 0", "f32[2, 0]"});
+  expect_error([&] { return min(x); }, "min", {"size 0", "f32[2, 0]"});
+  expect_error([&] { return argmax(x, 1); }, "argmax", {"size 0", "f32[2, 0]"});
+  expect_error([&] { return argmin(x); }, "argmin", {"empty", "f32[2, 0]"});
+  // Reducing a non-empty dim of an empty tensor is fine (torch agrees): the result is empty.
+  EXPECT_EQ(max(x, {0}).shape(), (Shape{0}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ReduceErrors, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
+
+// --- in-place reuse and determinism -----------------------------------------------------------
+
+class ReduceBehaviour : public ::testing::TestWithParam<Device> {};
+
+// softmax/log_softmax/cumsum may write into the input's buffer: the values must not change.
+TEST_P(ReduceBehaviour, InPlaceGivesTheSameValues) {
+  const Shape shape{37, 300};
+  const std::vector<float> v = ramp_values(shape.numel());
+  using UnaryDim = Tensor (*)(Tensor, std::int64_t);
+  for (UnaryDim op : {static_cast<UnaryDim>(softmax), static_cast<UnaryDim>(log_softmax),
+                      static_cast<UnaryDim>(cumsum)}) {
+    for (std::int64_t dim : {0, 1}) {
+      Tensor kept = from_vector(v, shape, GetParam());
+      const std::vector<float> expected = op(kept, dim).to_vector<float>().get();
+      const std::uint64_t before = counters(GetParam()).inplace_reuses;
+      Tensor handed_over = from_vector(v, shape, GetParam());
+      const std::vector<float> got = op(std::move(handed_over), dim).to_vector<float>().get();
+      EXPECT_EQ(counters(GetParam()).inplace_reuses, before + 1) << "dim " << dim;
+      EXPECT_EQ(got, expected) << "dim " << dim;
+    }
+  }
+}
+
+// Fixed blocks merged in a fixed order: one thread and all threads give the same bits.
+TEST_P(ReduceBehaviour, ResultsDoNotDependOnThreads) {
+  Generator gen(7);
+  Tensor x = randn(Shape{1 << 22}, gen, {DType::f32, GetParam()});
+  Tensor m = randn(Shape{3000, 700}, gen, {DType::f32, GetParam()});
+  auto run = [&] {
+    std::vector<std::vector<float>> r;
+    r.push_back(sum(x).to_vector<float>().get());
+    r.push_back(var(x).to_vector<float>().get());
+    r.push_back(logsumexp(x, {}).to_vector<float>().get());
+    r.push_back(sum(m, {0}).to_vector<float>().get());
+    r.push_back(mean(m, {1}).to_vector<float>().get());
+    r.push_back(softmax(m, 0).to_vector<float>().get());
+    r.push_back({static_cast<float>(argmax(x).item<std::int64_t>().get())});
+    return r;
+  };
+  const auto parallel = run();
+  std::vector<std::vector<float>> serial;
+  {
+    tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+    serial = run();
+  }
+  ASSERT_EQ(parallel.size(), serial.size());
+  for (std::size_t i = 0; i < parallel.size(); ++i) EXPECT_EQ(parallel[i], serial[i]) << "result #" << i;
+  // And the big sum is accurate: f32 lanes and blocks stay within a few ulps of an f64 sum.
+  const std::vector<float> xs = x.to_vector<float>().get();
+  double exact = 0;
+  for (float f : xs) exact += f;
+  EXPECT_NEAR(parallel[0][0], exact, 1e-5 * std::sqrt(static_cast<double>(xs.size())) + 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ReduceBehaviour, ::testing::ValuesIn(test::test_devices()),
+                         test::device_param_name);
+
+}  // namespace
+}  // namespace kiln
