@@ -1,0 +1,65 @@
+// matmul_N: C = A @ B for square f32 matrices, beside OpenBLAS's cblas_sgemm called directly on
+// the same shapes in the same process (the target is kiln within 5% of it). report.py folds each
+// "matmul_N/openblas" run into matmul_N's line as the "openblas" field.
+#include <cblas.h>
+
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/bench_common.h"
+
+namespace kiln::bench {
+namespace {
+
+double matmul_flops(int n) { return 2.0 * n * n * n; }
+
+void kiln_matmul(benchmark::State& state, Device device, int n) {
+  Generator gen(5);
+  const Tensor a = randn(Shape{n, n}, gen, {DType::f32, device});
+  const Tensor b = randn(Shape{n, n}, gen, {DType::f32, device});
+  {
+    Tensor warm = matmul(a, b);
+    wait(device);
+  }
+  CounterDelta delta(device);
+  for (auto _ : state) {
+    Tensor c = matmul(a, b);
+    wait(device);
+  }
+  delta.report(state);
+  set_flops(state, matmul_flops(n));
+}
+
+void openblas_matmul(benchmark::State& state, int n) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
+  for (float& v : a) v = normal(rng);
+  for (float& v : b) v = normal(rng);
+  auto gemm = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
+  gemm();
+  for (auto _ : state) {
+    gemm();
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, matmul_flops(n));
+}
+
+}  // namespace
+
+void register_matmul(Device device) {
+  // 2N^3 flops: 0.27 G at 512, 137 G at 4096 (about 0.7 s on 2 cores), hence fewer runs there.
+  const std::pair<int, Policy> sizes[] = {{512, {}}, {1024, {0.2, 5}}, {2048, {0.2, 3}}, {4096, {0.0, 3, 1}}};
+  for (const auto& [n, policy] : sizes) {
+    const std::string id = "matmul_" + std::to_string(n);
+    apply(benchmark::RegisterBenchmark(id.c_str(), kiln_matmul, device, n), policy);
+    apply(benchmark::RegisterBenchmark((id + "/openblas").c_str(), openblas_matmul, n), policy);
+  }
+}
+
+}  // namespace kiln::bench

@@ -1,0 +1,41 @@
+// Reduction workloads: a sum of 16M floats (read bandwidth) and a row-wise softmax.
+#include "bench/bench_common.h"
+
+namespace kiln::bench {
+namespace {
+
+void sum_all(benchmark::State& state, Device device) {
+  Generator gen(3);
+  const Tensor x = randn(Shape{kBigN}, gen, {DType::f32, device});
+  sum(x).item<float>().get();
+  CounterDelta delta(device);
+  for (auto _ : state) benchmark::DoNotOptimize(sum(x).item<float>().get());
+  delta.report(state);
+  set_bytes(state, 4.0 * kBigN);
+}
+
+void softmax_rows(benchmark::State& state, Device device) {
+  constexpr std::int64_t kRows = 4096, kCols = 1024;
+  Generator gen(4);
+  const Tensor x = randn(Shape{kRows, kCols}, gen, {DType::f32, device});
+  {
+    Tensor warm = softmax(x, -1);
+    wait(device);
+  }
+  CounterDelta delta(device);
+  for (auto _ : state) {
+    Tensor y = softmax(x, -1);
+    wait(device);
+  }
+  delta.report(state);
+  set_bytes(state, 8.0 * kRows * kCols);
+}
+
+}  // namespace
+
+void register_reduce(Device device) {
+  apply(benchmark::RegisterBenchmark("softmax_rows", softmax_rows, device), {});
+  apply(benchmark::RegisterBenchmark("sum_all", sum_all, device), {});
+}
+
+}  // namespace kiln::bench

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""The PyTorch twin of kiln's benchmarks: the workloads of bench/*.cpp with the same shapes and
+the same timing policy (a warm-up call, then the median of repetitions of at least min_time
+seconds each, iteration counts grown as Google Benchmark grows them). On the CPU each workload
+runs with 1 and with 2 threads and reports the better figure, naming the thread count.
+
+    torch_twin.py [--device cpu|cuda] [--only id,id]    -> one JSON line per workload
+"""
+import argparse
+import collections
+import json
+import math
+import statistics
+import sys
+import time
+
+import torch
+
+BIG_N = 16_777_216
+SMALL_OPS = 64
+
+# Mirrors kiln::bench::Policy (bench/bench_common.h) and the numbers each benchmark registers.
+Policy = collections.namedtuple("Policy", "min_time repetitions iterations", defaults=(0.1, 5, 0))
+MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
+
+
+def gelu_fused(dev):
+    x = torch.randn(BIG_N, device=dev)
+    return lambda: x * (torch.erf(x / math.sqrt(2.0)) + 1) / 2
+
+
+def gelu_native(dev):
+    x = torch.randn(BIG_N, device=dev)
+    return lambda: torch.nn.functional.gelu(x)
+
+
+def add_inplace(dev):
+    held = [torch.zeros(BIG_N, device=dev)]
+
+    def ten_adds():
+        x = held.pop()  # the only reference, as in kiln's std::move
+        for _ in range(10):
+            x = x + 1
+        held.append(x)
+    return ten_adds
+
+
+def small_ops(dev):
+    x = torch.randn(64, device=dev)
+
+    def chain():
+        y = x
+        for _ in range(SMALL_OPS // 4):
+            y = y + 0.5
+            y = y * 1.001
+            y = y - 0.25
+            y = y / 1.001
+        return y.cpu().numpy().copy()
+    return chain
+
+
+def softmax_rows(dev):
+    x = torch.randn(4096, 1024, device=dev)
+    return lambda: torch.softmax(x, -1)
+
+
+def sum_all(dev):
+    x = torch.randn(BIG_N, device=dev)
+    return lambda: x.sum().item()
+
+
+def matmul(n):
+    def setup(dev):
+        a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+        return lambda: a @ b
+    return setup
+
+
+# id -> (unit, work per iteration, policy, setup(device) returning the function one iteration calls)
+WORKLOADS = {
+    "gelu_fused": ("GB/s", 8 * BIG_N, Policy(), gelu_fused),
+    "gelu_native": ("GB/s", 8 * BIG_N, Policy(), gelu_native),
+    "add_inplace": ("GB/s", 10 * 8 * BIG_N, Policy(), add_inplace),
+    "small_ops": ("us/op", SMALL_OPS, Policy(), small_ops),
+    "softmax_rows": ("GB/s", 8 * 4096 * 1024, Policy(), softmax_rows),
+    "sum_all": ("GB/s", 4 * BIG_N, Policy(), sum_all),
+    **{f"matmul_{n}": ("GFLOP/s", 2 * n**3, p, matmul(n)) for n, p in MATMUL_POLICY.items()},
+}
+
+
+def next_count(n, seconds, min_time):
+    """Google Benchmark's rule for the next iteration count while searching for min_time."""
+    multiplier = min_time * 1.4 / max(seconds, 1e-9)
+    if seconds / min_time <= 0.1:
+        multiplier = min(multiplier, 10.0)
+    if multiplier <= 1.0:
+        multiplier = 2.0
+    return max(round(multiplier * n), n + 1)
+
+
+def seconds_per_iteration(fn, policy, sync):
+    def run(n):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+            sync()
+        return time.perf_counter() - start
+
+    run(1)  # warm-up, as each kiln benchmark does
+    times = []
+    n = policy.iterations or 1
+    if not policy.iterations:  # the search's last run is the first repetition, as in Google Benchmark
+        while (t := run(n)) < policy.min_time:
+            n = next_count(n, t, policy.min_time)
+        times.append(t / n)
+    while len(times) < policy.repetitions:
+        times.append(run(n) / n)
+    return statistics.median(times)
+
+
+def figure(unit, work, seconds):
+    return seconds * 1e6 / work if unit == "us/op" else work / seconds / 1e9
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--only", default="", help="comma-separated workload ids")
+    args = parser.parse_args()
+    ids = [i for i in args.only.split(",") if i] or list(WORKLOADS)
+    unknown = [i for i in ids if i not in WORKLOADS]
+    if unknown:
+        sys.exit(f"torch_twin.py: unknown workload {', '.join(unknown)}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_twin.py: this PyTorch sees no CUDA device")
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    thread_counts = (1, 2) if args.device == "cpu" else (torch.get_num_threads(),)
+    torch.manual_seed(0)
+    print(f"torch_twin: PyTorch {torch.__version__}, device {args.device}", file=sys.stderr)
+
+    for wid in ids:
+        unit, work, policy, setup = WORKLOADS[wid]
+        fn = setup(args.device)
+        results = {}
+        for threads in thread_counts:
+            torch.set_num_threads(threads)
+            results[threads] = figure(unit, work, seconds_per_iteration(fn, policy, sync))
+        better = "lower" if unit == "us/op" else "higher"
+        pick = min if better == "lower" else max
+        threads = pick(results, key=results.get)
+        print(f"torch_twin: {wid} {unit}: " + ", ".join(f"{v:.4g} on {t} thread(s)" for t, v in results.items()),
+              file=sys.stderr)
+        print(json.dumps({"id": wid, "unit": unit, "better": better, "torch": float(f"{results[threads]:.4g}"),
+                          "torch_threads": threads}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
