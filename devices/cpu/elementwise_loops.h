@@ -71,9 +71,22 @@ template <class T, class U, class F> void map1_plain(const T* x, U* y, std::int6
   for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
+// A stride-0 operand is read once, before the loop: it stays right if the output aliases it,
+// and the loop body has no reload that would keep the compiler from vectorizing.
 template <int kSA, int kSB, class T, class U, class F>
 void map2_plain_strided(const T* a, const T* b, U* y, std::int64_t n, F f) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i * kSA], b[i * kSB]);
+  if constexpr (kSA == 0 && kSB == 0) {
+    const U v = f(a[0], b[0]);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = v;
+  } else if constexpr (kSA == 0) {
+    const T a0 = a[0];
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a0, b[i]);
+  } else if constexpr (kSB == 0) {
+    const T b0 = b[0];
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], b0);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+  }
 }
 
 template <class T, class U, class F>

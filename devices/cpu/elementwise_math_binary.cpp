@@ -164,10 +164,14 @@ BinaryFn bool_table(OpKind kind) {
 
 // ---- where --------------------------------------------------------------------------------
 
-// A selection copies bits, so plain loops are exact for every dtype.
+// A selection copies bits, so plain loops are exact for every dtype. Stride-0 operands are
+// read once, before the loop (see map2_plain_strided).
 template <int kSC, int kSA, int kSB, class T>
 void where_strided(const bool* c, const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = c[i * kSC] ? a[i * kSA] : b[i * kSB];
+  const bool c0 = kSC ? false : c[0];
+  const T a0 = kSA ? T{} : a[0];
+  const T b0 = kSB ? T{} : b[0];
+  for (std::int64_t i = 0; i < n; ++i) y[i] = (kSC ? c[i] : c0) ? (kSA ? a[i] : a0) : (kSB ? b[i] : b0);
 }
 
 template <class T>

@@ -187,6 +187,11 @@ TEST_P(ElementwiseBehaviour, IntegerRemainderByZeroFailsTheFuture) {
   }
   // The engine keeps serving: a later op on the same inputs runs.
   EXPECT_EQ(add(a, b).to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{6, 6, 9}));
+  // Found by one of many parallel tiles, the error still reaches the future.
+  std::vector<std::int64_t> divisors(200000, 3);
+  divisors[150001] = 0;
+  Tensor big = remainder(full(Shape{200000}, 7, {DType::i64, dev()}), from_vector(divisors, Shape{200000}, dev()));
+  EXPECT_THROW((void)big.to_vector<std::int64_t>().get(), Error);
 }
 
 TEST_P(ElementwiseBehaviour, IntegerCornerCasesWrapLikeTwosComplement) {
