@@ -26,7 +26,8 @@ void stream_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
 #if defined(__AVX512F__)
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
 #else
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32),
                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32)));
 #endif
@@ -57,8 +58,7 @@ Layout collapse(const Shape& out, std::span<const EwOperand> operands) {
   for (int d = 0; d < rank; ++d) {
     if (out[d] == 1) continue;
     bool merge = l.rank > 0;
-    for (std::size_t k = 0; merge && k < operands.size(); ++k)
-      merge = l.stride[k][l.rank - 1] == full[k][d] * out[d];
+    for (std::size_t k = 0; merge && k < operands.size(); ++k) merge = l.stride[k][l.rank - 1] == full[k][d] * out[d];
     if (merge) {
       l.size[l.rank - 1] *= out[d];
     } else {
@@ -131,8 +131,8 @@ void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::sp
   KILN_CHECK(operands.size() <= kMaxEwOperands, "elementwise", "too many operands (internal error)");
   const std::int64_t numel = out_shape.numel();
   if (numel == 0) return;
-  Walk w{collapse(out_shape, operands), operands, {}, {}, {}, static_cast<std::byte*>(out), dtype_size(out_dtype),
-         0, 0, false, fn, ctx};
+  Walk w{collapse(out_shape, operands), operands, {}, {},    {}, static_cast<std::byte*>(out),
+         dtype_size(out_dtype),         0,        0,  false, fn, ctx};
   const std::size_t out_bytes = static_cast<std::size_t>(numel) * w.out_size;
   w.stream = out_bytes >= kStreamBytes;
   for (std::size_t k = 0; k < operands.size(); ++k) {

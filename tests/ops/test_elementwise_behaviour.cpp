@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 
 #include "ops/elementwise_rules.h"
@@ -105,7 +106,11 @@ TEST_P(ElementwiseBehaviour, TailGivesTheSameBitsAsTheBody) {
       const std::vector<std::uint32_t> part = bits(op(f32s(vs), f32s(es)).to_vector<float>().get());
       EXPECT_TRUE(std::equal(part.begin(), part.end(), full.begin() + start)) << "run at " << start;
     }
-    for (std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{1028}}) {
+    // One element at a time: every lane position of the first vectors, and the last element.
+    std::vector<std::size_t> singles(37);
+    std::iota(singles.begin(), singles.end(), std::size_t{0});
+    singles.push_back(n - 1);
+    for (std::size_t i : singles) {
       const std::vector<std::uint32_t> one = bits(op(f32s({v[i]}), f32s({e[i]})).to_vector<float>().get());
       EXPECT_EQ(one[0], full[i]) << "element " << i;
     }
@@ -254,7 +259,8 @@ TEST(ElementwiseRules, ComputeDtypes) {
 // ---- call-site errors -----------------------------------------------------------------------
 
 // Runs `fn`, which must throw kiln::Error for `op` with every string of `needles` in its message.
-template <class Fn> void expect_error(Fn&& fn, const std::string& op, std::vector<std::string> needles) {
+template <class Fn>
+void expect_error(Fn&& fn, const std::string& op, std::vector<std::string> needles) {
   try {
     fn();
     ADD_FAILURE() << "expected kiln::Error from " << op;
