@@ -24,13 +24,36 @@ Tensor scalar_like(const char* op, const Tensor& other, double value) {
 
 }  // namespace
 
+// Each use ends in `;`, an empty declaration, so that formatters see one statement per op.
 #define KILN_UNARY(name) \
   Tensor name(Tensor x) { return detail::submit1(OpKind::name, std::move(x)); }
-KILN_UNARY(neg) KILN_UNARY(abs) KILN_UNARY(exp) KILN_UNARY(log) KILN_UNARY(log1p) KILN_UNARY(expm1)
-KILN_UNARY(sqrt) KILN_UNARY(rsqrt) KILN_UNARY(square) KILN_UNARY(reciprocal) KILN_UNARY(sin) KILN_UNARY(cos)
-KILN_UNARY(tan) KILN_UNARY(tanh) KILN_UNARY(sigmoid) KILN_UNARY(erf) KILN_UNARY(relu) KILN_UNARY(gelu)
-KILN_UNARY(silu) KILN_UNARY(softplus) KILN_UNARY(floor) KILN_UNARY(ceil) KILN_UNARY(round) KILN_UNARY(sign)
-KILN_UNARY(isnan) KILN_UNARY(isinf) KILN_UNARY(logical_not)
+KILN_UNARY(neg);
+KILN_UNARY(abs);
+KILN_UNARY(exp);
+KILN_UNARY(log);
+KILN_UNARY(log1p);
+KILN_UNARY(expm1);
+KILN_UNARY(sqrt);
+KILN_UNARY(rsqrt);
+KILN_UNARY(square);
+KILN_UNARY(reciprocal);
+KILN_UNARY(sin);
+KILN_UNARY(cos);
+KILN_UNARY(tan);
+KILN_UNARY(tanh);
+KILN_UNARY(sigmoid);
+KILN_UNARY(erf);
+KILN_UNARY(relu);
+KILN_UNARY(gelu);
+KILN_UNARY(silu);
+KILN_UNARY(softplus);
+KILN_UNARY(floor);
+KILN_UNARY(ceil);
+KILN_UNARY(round);
+KILN_UNARY(sign);
+KILN_UNARY(isnan);
+KILN_UNARY(isinf);
+KILN_UNARY(logical_not);
 #undef KILN_UNARY
 
 Tensor cast(Tensor x, DType dtype) {
@@ -41,18 +64,32 @@ Tensor cast(Tensor x, DType dtype) {
   return detail::submit1(OpKind::cast, std::move(x), std::move(a));
 }
 
-#define KILN_BINARY(name)                                                                        \
+#define KILN_BINARY(name)                                                                               \
   Tensor name(Tensor a, Tensor b) { return detail::submit2(OpKind::name, std::move(a), std::move(b)); } \
-  Tensor name(Tensor a, double b) {                                                              \
-    return detail::submit1(OpKind::name, std::move(a), scalar_attrs(b, ScalarSide::Rhs));        \
-  }                                                                                              \
-  Tensor name(double a, Tensor b) {                                                              \
-    return detail::submit1(OpKind::name, std::move(b), scalar_attrs(a, ScalarSide::Lhs));        \
+  Tensor name(Tensor a, double b) {                                                                     \
+    return detail::submit1(OpKind::name, std::move(a), scalar_attrs(b, ScalarSide::Rhs));               \
+  }                                                                                                     \
+  Tensor name(double a, Tensor b) {                                                                     \
+    return detail::submit1(OpKind::name, std::move(b), scalar_attrs(a, ScalarSide::Lhs));               \
   }
-KILN_BINARY(add) KILN_BINARY(sub) KILN_BINARY(mul) KILN_BINARY(div) KILN_BINARY(pow) KILN_BINARY(remainder)
-KILN_BINARY(maximum) KILN_BINARY(minimum) KILN_BINARY(atan2) KILN_BINARY(eq) KILN_BINARY(ne) KILN_BINARY(lt)
-KILN_BINARY(le) KILN_BINARY(gt) KILN_BINARY(ge) KILN_BINARY(logical_and) KILN_BINARY(logical_or)
-KILN_BINARY(logical_xor)
+KILN_BINARY(add);
+KILN_BINARY(sub);
+KILN_BINARY(mul);
+KILN_BINARY(div);
+KILN_BINARY(pow);
+KILN_BINARY(remainder);
+KILN_BINARY(maximum);
+KILN_BINARY(minimum);
+KILN_BINARY(atan2);
+KILN_BINARY(eq);
+KILN_BINARY(ne);
+KILN_BINARY(lt);
+KILN_BINARY(le);
+KILN_BINARY(gt);
+KILN_BINARY(ge);
+KILN_BINARY(logical_and);
+KILN_BINARY(logical_or);
+KILN_BINARY(logical_xor);
 #undef KILN_BINARY
 
 Tensor where(Tensor cond, Tensor a, Tensor b) {

@@ -12,20 +12,27 @@ namespace {
 
 void check_cpu_dtype(const OpIr& op, const TensorIr& t) {
   KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64 || t.dtype == DType::bool_, op_name(op.kind),
-             "input " + describe(t) + ": only f32, i64 and bool are supported (f16/bf16 are reserved for the "
-                                      "Vulkan device's storage and matmul paths)");
+             "input " + describe(t) +
+                 ": only f32, i64 and bool are supported (f16/bf16 are reserved for the "
+                 "Vulkan device's storage and matmul paths)");
 }
 
 // Computing these in the given dtype is not defined (PyTorch rejects them as well).
 void check_compute_dtype(const OpIr& op, DType compute) {
   const char* name = op_name(op.kind);
-  const std::string what = op.inputs.size() == 1 ? "input " + describe(op.inputs[0])
-                                                 : "inputs " + describe(op.inputs[0]) + " and " + describe(op.inputs[1]);
+  const std::string what = op.inputs.size() == 1
+                               ? "input " + describe(op.inputs[0])
+                               : "inputs " + describe(op.inputs[0]) + " and " + describe(op.inputs[1]);
   switch (op.kind) {
     case OpKind::neg:
-      KILN_CHECK(compute != DType::bool_, name, "negation of a bool tensor is not supported (" + what + "); use logical_not");
+      KILN_CHECK(compute != DType::bool_, name,
+                 "negation of a bool tensor is not supported (" + what + "); use logical_not");
       break;
-    case OpKind::abs: case OpKind::relu: case OpKind::floor: case OpKind::ceil: case OpKind::round:
+    case OpKind::abs:
+    case OpKind::relu:
+    case OpKind::floor:
+    case OpKind::ceil:
+    case OpKind::round:
       KILN_CHECK(compute != DType::bool_, name, "bool tensors are not supported (" + what + ")");
       break;
     case OpKind::sub: {
@@ -34,7 +41,8 @@ void check_compute_dtype(const OpIr& op, DType compute) {
       KILN_CHECK(!any_bool, name, "subtraction with a bool tensor is not supported (" + what + "); use logical_xor");
       break;
     }
-    case OpKind::pow: case OpKind::remainder:
+    case OpKind::pow:
+    case OpKind::remainder:
       KILN_CHECK(compute != DType::bool_, name, "two bool operands are not supported (" + what + ")");
       break;
     default: break;
@@ -103,9 +111,12 @@ void register_elementwise_ops(OpRegistry& r) {
   for (std::size_t i = 0; i < kOpCount; ++i) {
     const auto kind = static_cast<OpKind>(i);
     OpInfo& info = r.at(kind);
-    if (info.family == OpFamily::unary) info.shape_rule = unary_rule;
-    else if (info.family == OpFamily::binary) info.shape_rule = binary_rule;
-    else continue;
+    if (info.family == OpFamily::unary)
+      info.shape_rule = unary_rule;
+    else if (info.family == OpFamily::binary)
+      info.shape_rule = binary_rule;
+    else
+      continue;
     info.inplace_ok = true;
   }
   r.at(OpKind::cast).shape_rule = cast_rule;

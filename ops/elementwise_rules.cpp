@@ -19,25 +19,42 @@ int rank_of(DType t) {
 // Ops whose result is real-valued whatever their input: they compute in f32.
 bool is_float_math(OpKind k) {
   switch (k) {
-    case OpKind::exp: case OpKind::log: case OpKind::log1p: case OpKind::expm1: case OpKind::sqrt:
-    case OpKind::rsqrt: case OpKind::reciprocal: case OpKind::sin: case OpKind::cos: case OpKind::tan:
-    case OpKind::tanh: case OpKind::sigmoid: case OpKind::erf: case OpKind::gelu: case OpKind::silu:
-    case OpKind::softplus: case OpKind::div: case OpKind::atan2:
-      return true;
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::log1p:
+    case OpKind::expm1:
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+    case OpKind::reciprocal:
+    case OpKind::sin:
+    case OpKind::cos:
+    case OpKind::tan:
+    case OpKind::tanh:
+    case OpKind::sigmoid:
+    case OpKind::erf:
+    case OpKind::gelu:
+    case OpKind::silu:
+    case OpKind::softplus:
+    case OpKind::div:
+    case OpKind::atan2: return true;
     default: return false;
   }
 }
 
 bool is_logical(OpKind k) {
-  return k == OpKind::logical_and || k == OpKind::logical_or || k == OpKind::logical_xor ||
-         k == OpKind::logical_not;
+  return k == OpKind::logical_and || k == OpKind::logical_or || k == OpKind::logical_xor || k == OpKind::logical_not;
 }
 
 bool gives_bool(OpKind k) {
   switch (k) {
-    case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
-    case OpKind::isnan: case OpKind::isinf:
-      return true;
+    case OpKind::eq:
+    case OpKind::ne:
+    case OpKind::lt:
+    case OpKind::le:
+    case OpKind::gt:
+    case OpKind::ge:
+    case OpKind::isnan:
+    case OpKind::isinf: return true;
     default: return is_logical(k);
   }
 }
@@ -79,7 +96,8 @@ DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, cons
     default: break;
   }
   if (op_info(kind).family == OpFamily::binary) {
-    if (attrs.scalar_side != ScalarSide::None) return promote_types(inputs[0], scalar_operand_dtype(inputs[0], attrs.scalar));
+    if (attrs.scalar_side != ScalarSide::None)
+      return promote_types(inputs[0], scalar_operand_dtype(inputs[0], attrs.scalar));
     return promote_types(inputs[0], inputs[1]);
   }
   return inputs[0];  // neg abs relu floor ceil round sign isnan isinf: computed as they are

@@ -21,9 +21,11 @@ using simd::VF;
 using simd::VM;
 
 // float for formulas that give values, bool for those that give lane masks.
-template <class R> using OutOf = std::conditional_t<std::is_same_v<R, VM>, bool, float>;
+template <class R>
+using OutOf = std::conditional_t<std::is_same_v<R, VM>, bool, float>;
 
-template <class Op> void map1_f32(const float* x, void* yv, std::int64_t n, const Op& op) {
+template <class Op>
+void map1_f32(const float* x, void* yv, std::int64_t n, const Op& op) {
   using Out = OutOf<decltype(op(VF{}))>;
   Out* y = static_cast<Out*>(yv);
   std::int64_t i = 0;
@@ -61,27 +63,49 @@ void map2_f32_strided(const float* a, const float* b, void* yv, std::int64_t n, 
 
 template <class Op>
 void map2_f32(const float* a, std::int64_t sa, const float* b, std::int64_t sb, void* y, std::int64_t n, const Op& op) {
-  if (sa && sb) map2_f32_strided<false, false>(a, b, y, n, op);
-  else if (sb) map2_f32_strided<true, false>(a, b, y, n, op);
-  else if (sa) map2_f32_strided<false, true>(a, b, y, n, op);
-  else map2_f32_strided<true, true>(a, b, y, n, op);
+  if (sa && sb)
+    map2_f32_strided<false, false>(a, b, y, n, op);
+  else if (sb)
+    map2_f32_strided<true, false>(a, b, y, n, op);
+  else if (sa)
+    map2_f32_strided<false, true>(a, b, y, n, op);
+  else
+    map2_f32_strided<true, true>(a, b, y, n, op);
 }
 
-template <class T, class U, class F> void map1_plain(const T* x, U* y, std::int64_t n, F f) {
+template <class T, class U, class F>
+void map1_plain(const T* x, U* y, std::int64_t n, F f) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
+// A stride-0 operand is read once, before the loop: it stays right if the output aliases it,
+// and the loop body has no reload that would keep the compiler from vectorizing.
 template <int kSA, int kSB, class T, class U, class F>
 void map2_plain_strided(const T* a, const T* b, U* y, std::int64_t n, F f) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i * kSA], b[i * kSB]);
+  if constexpr (kSA == 0 && kSB == 0) {
+    const U v = f(a[0], b[0]);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = v;
+  } else if constexpr (kSA == 0) {
+    const T a0 = a[0];
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a0, b[i]);
+  } else if constexpr (kSB == 0) {
+    const T b0 = b[0];
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], b0);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+  }
 }
 
 template <class T, class U, class F>
 void map2_plain(const T* a, std::int64_t sa, const T* b, std::int64_t sb, U* y, std::int64_t n, F f) {
-  if (sa && sb) map2_plain_strided<1, 1>(a, b, y, n, f);
-  else if (sb) map2_plain_strided<0, 1>(a, b, y, n, f);
-  else if (sa) map2_plain_strided<1, 0>(a, b, y, n, f);
-  else map2_plain_strided<0, 0>(a, b, y, n, f);
+  if (sa && sb)
+    map2_plain_strided<1, 1>(a, b, y, n, f);
+  else if (sb)
+    map2_plain_strided<0, 1>(a, b, y, n, f);
+  else if (sa)
+    map2_plain_strided<1, 0>(a, b, y, n, f);
+  else
+    map2_plain_strided<0, 0>(a, b, y, n, f);
 }
 
 }  // namespace kiln::cpu::loops

@@ -19,6 +19,7 @@ using u64 = std::uint64_t;
 
 // ---- f32 ----------------------------------------------------------------------------------
 
+// clang-format off
 #define KILN_F32(name, expr)                                \
   struct name {                                             \
     auto operator()(VF a, VF b) const { return expr; }      \
@@ -38,6 +39,7 @@ KILN_F32(Le, a <= b)
 KILN_F32(Gt, a > b)
 KILN_F32(Ge, a >= b)
 #undef KILN_F32
+// clang-format on
 
 // Python's modulo: the result takes the divisor's sign (torch.remainder); x % 0 is NaN.
 struct Remainder {
@@ -55,11 +57,16 @@ void f32_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void
 
 // ---- i64 and bool -------------------------------------------------------------------------
 
-struct AddI { i64 operator()(i64 a, i64 b) const { return static_cast<i64>(static_cast<u64>(a) + static_cast<u64>(b)); } };
-struct SubI { i64 operator()(i64 a, i64 b) const { return static_cast<i64>(static_cast<u64>(a) - static_cast<u64>(b)); } };
-struct MulI { i64 operator()(i64 a, i64 b) const { return static_cast<i64>(static_cast<u64>(a) * static_cast<u64>(b)); } };
+// Unsigned arithmetic: two's-complement wrap-around (as PyTorch gives) without undefined behaviour.
+inline u64 u(i64 x) { return static_cast<u64>(x); }
+
+// clang-format off
+struct AddI { i64 operator()(i64 a, i64 b) const { return static_cast<i64>(u(a) + u(b)); } };
+struct SubI { i64 operator()(i64 a, i64 b) const { return static_cast<i64>(u(a) - u(b)); } };
+struct MulI { i64 operator()(i64 a, i64 b) const { return static_cast<i64>(u(a) * u(b)); } };
 struct MaxI { i64 operator()(i64 a, i64 b) const { return a > b ? a : b; } };
 struct MinI { i64 operator()(i64 a, i64 b) const { return a < b ? a : b; } };
+// clang-format on
 
 // torch's integer pow: a negative exponent gives 1 / a^|b| truncated (0 unless |a| == 1).
 struct PowI {
@@ -88,6 +95,7 @@ struct RemainderI {
   }
 };
 
+// clang-format off
 template <class T> struct EqT { bool operator()(T a, T b) const { return a == b; } };
 template <class T> struct NeT { bool operator()(T a, T b) const { return a != b; } };
 template <class T> struct LtT { bool operator()(T a, T b) const { return a < b; } };
@@ -97,13 +105,15 @@ template <class T> struct GeT { bool operator()(T a, T b) const { return a >= b;
 struct OrB { bool operator()(bool a, bool b) const { return a || b; } };
 struct AndB { bool operator()(bool a, bool b) const { return a && b; } };
 struct XorB { bool operator()(bool a, bool b) const { return a != b; } };
+// clang-format on
 
 template <class T, class U, class Op>
 void plain_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void* y, std::int64_t n) {
   loops::map2_plain(static_cast<const T*>(a), sa, static_cast<const T*>(b), sb, static_cast<U*>(y), n, Op{});
 }
 
-template <class T> BinaryFn compare_table(OpKind kind) {
+template <class T>
+BinaryFn compare_table(OpKind kind) {
   switch (kind) {
     case OpKind::eq: return plain_fn<T, bool, EqT<T>>;
     case OpKind::ne: return plain_fn<T, bool, NeT<T>>;
@@ -164,10 +174,14 @@ BinaryFn bool_table(OpKind kind) {
 
 // ---- where --------------------------------------------------------------------------------
 
-// A selection copies bits, so plain loops are exact for every dtype.
+// A selection copies bits, so plain loops are exact for every dtype. Stride-0 operands are
+// read once, before the loop (see map2_plain_strided).
 template <int kSC, int kSA, int kSB, class T>
 void where_strided(const bool* c, const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = c[i * kSC] ? a[i * kSA] : b[i * kSB];
+  const bool c0 = kSC ? false : c[0];
+  const T a0 = kSA ? T{} : a[0];
+  const T b0 = kSB ? T{} : b[0];
+  for (std::int64_t i = 0; i < n; ++i) y[i] = (kSC ? c[i] : c0) ? (kSA ? a[i] : a0) : (kSB ? b[i] : b0);
 }
 
 template <class T>

@@ -12,29 +12,33 @@ namespace {
 
 using i64 = std::int64_t;
 
-template <class From, class To> To convert(From x) {
+template <class From, class To>
+To convert(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != From{0};
   } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, i64>) {
     // Out-of-range conversion is undefined in C++: test the range first (NaN fails both tests).
     return x >= -9223372036854775808.0f && x < 9223372036854775808.0f ? static_cast<i64>(x)
-                                                                       : std::numeric_limits<i64>::min();
+                                                                      : std::numeric_limits<i64>::min();
   } else {
     return static_cast<To>(x);
   }
 }
 
-template <class From, class To> void cast_loop(const void* xv, void* yv, std::int64_t n) {
+template <class From, class To>
+void cast_loop(const void* xv, void* yv, std::int64_t n) {
   const From* x = static_cast<const From*>(xv);
   To* y = static_cast<To*>(yv);
   for (std::int64_t i = 0; i < n; ++i) y[i] = convert<From, To>(x[i]);
 }
 
-template <std::size_t kSize> void copy_loop(const void* x, void* y, std::int64_t n) {
+template <std::size_t kSize>
+void copy_loop(const void* x, void* y, std::int64_t n) {
   if (x != y && n > 0) std::memmove(y, x, static_cast<std::size_t>(n) * kSize);
 }
 
-template <class From> CastFn cast_from(DType to) {
+template <class From>
+CastFn cast_from(DType to) {
   switch (to) {
     case DType::f32: return std::is_same_v<From, float> ? copy_loop<4> : cast_loop<From, float>;
     case DType::i64: return std::is_same_v<From, i64> ? copy_loop<8> : cast_loop<From, i64>;

@@ -17,6 +17,7 @@ using simd::VM;
 
 // ---- f32 ----------------------------------------------------------------------------------
 
+// clang-format off
 #define KILN_F32(name, expr)                            \
   struct name {                                         \
     auto operator()(VF x) const { return expr; }        \
@@ -52,8 +53,10 @@ KILN_F32(Sign, simd::from_mask(x > 0.0f) - simd::from_mask(x < 0.0f))
 KILN_F32(IsNan, simd::isnan(x))
 KILN_F32(IsInf, simd::abs(x) == std::numeric_limits<float>::infinity())
 #undef KILN_F32
+// clang-format on
 
-template <class Op> void f32_fn(const void* x, void* y, std::int64_t n, const OpAttrs&) {
+template <class Op>
+void f32_fn(const void* x, void* y, std::int64_t n, const OpAttrs&) {
   loops::map1_f32(static_cast<const float*>(x), y, n, Op{});
 }
 
@@ -79,12 +82,14 @@ using u64 = std::uint64_t;
 inline i64 wrap_neg(i64 x) { return static_cast<i64>(u64{0} - static_cast<u64>(x)); }
 inline i64 wrap_mul(i64 a, i64 b) { return static_cast<i64>(static_cast<u64>(a) * static_cast<u64>(b)); }
 
-template <class T, class U, class F> UnaryFn plain_fn() {
+template <class T, class U, class F>
+UnaryFn plain_fn() {
   return [](const void* x, void* y, std::int64_t n, const OpAttrs&) {
     loops::map1_plain(static_cast<const T*>(x), static_cast<U*>(y), n, F{});
   };
 }
 
+// clang-format off
 #define KILN_PLAIN(name, T, expr)                      \
   struct name {                                        \
     auto operator()(T x) const { return expr; }        \
@@ -98,6 +103,7 @@ KILN_PLAIN(FalseI, i64, false)
 KILN_PLAIN(FalseB, bool, false)
 KILN_PLAIN(NotB, bool, !x)
 #undef KILN_PLAIN
+// clang-format on
 
 void copy_fn(const void* x, void* y, std::int64_t n, std::size_t size) {
   if (x != y && n > 0) std::memmove(y, x, static_cast<std::size_t>(n) * size);

@@ -43,7 +43,10 @@ struct ScalarValue {
       default: store(v != 0.0); break;
     }
   }
-  template <class T> void store(T x) { std::memcpy(bytes, &x, sizeof x); }
+  template <class T>
+  void store(T x) {
+    std::memcpy(bytes, &x, sizeof x);
+  }
 };
 
 void elementwise_kernel(const OpIr& op, const KernelArgs& args) {
@@ -52,8 +55,8 @@ void elementwise_kernel(const OpIr& op, const KernelArgs& args) {
   const char* name = op_name(op.kind);
   const DType compute = elementwise_compute_dtype(op);
   const auto unsupported = [&] {
-    return Error(name, std::string("no CPU kernel computes in ") + dtype_name(compute) + " for input " +
-                           describe(op.inputs[0]));
+    return Error(
+        name, std::string("no CPU kernel computes in ") + dtype_name(compute) + " for input " + describe(op.inputs[0]));
   };
 
   std::array<EwOperand, 3> operands;

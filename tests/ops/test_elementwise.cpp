@@ -27,17 +27,20 @@ struct BinaryOp {
 
 const std::map<std::string, UnaryOp>& unary_ops() {
   static const std::map<std::string, UnaryOp> m = {
+// clang-format off
 #define U(name) {#name, static_cast<UnaryOp>(&kiln::name)},
       U(neg) U(abs) U(exp) U(log) U(log1p) U(expm1) U(sqrt) U(rsqrt) U(square) U(reciprocal) U(sin) U(cos) U(tan)
       U(tanh) U(sigmoid) U(erf) U(relu) U(gelu) U(silu) U(softplus) U(floor) U(ceil) U(round) U(sign) U(isnan)
       U(isinf) U(logical_not)
 #undef U
+      // clang-format on
   };
   return m;
 }
 
 const std::map<std::string, BinaryOp>& binary_ops() {
   static const std::map<std::string, BinaryOp> m = {
+// clang-format off
 #define B(name)                                                                                        \
   {#name, BinaryOp{static_cast<Tensor (*)(Tensor, Tensor)>(&kiln::name),                               \
                    static_cast<Tensor (*)(Tensor, double)>(&kiln::name),                               \
@@ -45,6 +48,7 @@ const std::map<std::string, BinaryOp>& binary_ops() {
       B(add) B(sub) B(mul) B(div) B(pow) B(remainder) B(maximum) B(minimum) B(atan2) B(eq) B(ne) B(lt) B(le) B(gt)
       B(ge) B(logical_and) B(logical_or) B(logical_xor)
 #undef B
+      // clang-format on
   };
   return m;
 }
@@ -112,8 +116,8 @@ TEST_P(ElementwiseReference, CoversEveryDtype) {
     SCOPED_TRACE(op);
     EXPECT_TRUE(seen[op].count("f32"));
     EXPECT_TRUE(seen[op].count("i64"));
-    const bool bool_rejected = op == "neg" || op == "abs" || op == "relu" || op == "floor" || op == "ceil" ||
-                               op == "round" || op == "sub";
+    const bool bool_rejected =
+        op == "neg" || op == "abs" || op == "relu" || op == "floor" || op == "ceil" || op == "round" || op == "sub";
     EXPECT_EQ(seen[op].count("bool") == 1, !bool_rejected);
   }
 }
