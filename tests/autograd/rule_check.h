@@ -44,10 +44,12 @@ std::vector<Tensor> run_rule(const autograd::ForwardRecord& rec, const Tensor& s
 std::vector<double> finite_difference(const ForwardOp& op, const std::vector<Tensor>& inputs, const Tensor& seed,
                                       std::size_t which, double eps);
 
+// Central differences err by ~eps^2 f''' / 6 (about 2e-3 relative for 1 / x near x = 0.2, the
+// worst input the generators allow) plus f32 rounding of the forward, ~1e-7 |f| / eps.
 struct FdTolerance {
   double eps = 1e-2;
   double rtol = 1e-2;
-  double atol = 1e-2;
+  double atol = 1e-3;
 };
 
 // Compares `grad` (f32, the shape of inputs[which]) with finite_difference().
