@@ -20,12 +20,14 @@ using LocalRule = Tensor (*)(const ForwardRecord& f, const Tensor& dy);
 
 enum class Saves { nothing, input, output };
 
-template <LocalRule Local> Grads unary_backward(const ForwardRecord& f, const Grads& grads_out) {
+template <LocalRule Local>
+Grads unary_backward(const ForwardRecord& f, const Grads& grads_out) {
   if (grads_out.empty() || !grads_out[0].defined() || !is_floating(f.input_meta[0].dtype)) return {Tensor()};
   return {Local(f, grads_out[0])};
 }
 
-template <LocalRule Local> BackwardRule unary(Saves saves) {
+template <LocalRule Local>
+BackwardRule unary(Saves saves) {
   return {unary_backward<Local>, saves == Saves::input, saves == Saves::output};
 }
 

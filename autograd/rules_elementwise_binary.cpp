@@ -20,7 +20,8 @@ bool scalar_form(const ForwardRecord& f) { return f.attrs.scalar_side != ScalarS
 
 // The gradient of input i, summed back to its shape; undefined when it takes none. `make` is
 // only called for inputs that take a gradient.
-template <class Make> Tensor grad_of(const ForwardRecord& f, std::size_t i, Make make) {
+template <class Make>
+Tensor grad_of(const ForwardRecord& f, std::size_t i, Make make) {
   if (!takes_gradient(f, i)) return Tensor();
   return sum_to(make(), f.input_meta[i].shape);
 }
@@ -32,30 +33,25 @@ Grads binary_backward(const ForwardRecord& f, const Grads& grads_out) {
   return Rule(f, grads_out[0]);
 }
 
-template <Grads (*Rule)(const ForwardRecord&, const Tensor&)> BackwardRule rule(bool saves_inputs) {
+template <Grads (*Rule)(const ForwardRecord&, const Tensor&)>
+BackwardRule rule(bool saves_inputs) {
   return {binary_backward<Rule>, saves_inputs, false};
-}
-
-// For the two tensor-input forms: the gradient of each input from a maker per input.
-template <class MakeA, class MakeB> Grads both(const ForwardRecord& f, MakeA make_a, MakeB make_b) {
-  return {grad_of(f, 0, make_a), grad_of(f, 1, make_b)};
 }
 
 Grads add_bw(const ForwardRecord& f, const Tensor& dy) {
   if (scalar_form(f)) return {grad_of(f, 0, [&] { return dy; })};
-  return both(f, [&] { return dy; }, [&] { return dy; });
+  return Grads{grad_of(f, 0, [&] { return dy; }), grad_of(f, 1, [&] { return dy; })};
 }
 
 Grads sub_bw(const ForwardRecord& f, const Tensor& dy) {
-  if (scalar_form(f))
-    return {grad_of(f, 0, [&] { return f.attrs.scalar_side == ScalarSide::Rhs ? dy : neg(dy); })};
-  return both(f, [&] { return dy; }, [&] { return neg(dy); });
+  if (scalar_form(f)) return {grad_of(f, 0, [&] { return f.attrs.scalar_side == ScalarSide::Rhs ? dy : neg(dy); })};
+  return Grads{grad_of(f, 0, [&] { return dy; }), grad_of(f, 1, [&] { return neg(dy); })};
 }
 
 Grads mul_bw(const ForwardRecord& f, const Tensor& dy) {
   if (scalar_form(f)) return {grad_of(f, 0, [&] { return mul(dy, f.attrs.scalar); })};
   const Tensor &a = f.inputs[0], &b = f.inputs[1];
-  return both(f, [&] { return mul(dy, b); }, [&] { return mul(dy, a); });
+  return Grads{grad_of(f, 0, [&] { return mul(dy, b); }), grad_of(f, 1, [&] { return mul(dy, a); })};
 }
 
 Grads div_bw(const ForwardRecord& f, const Tensor& dy) {
@@ -64,12 +60,19 @@ Grads div_bw(const ForwardRecord& f, const Tensor& dy) {
   if (f.attrs.scalar_side == ScalarSide::Lhs)  // s / x
     return {grad_of(f, 0, [&] { return div(mul(dy, -s), square(f.inputs[0])); })};
   const Tensor &a = f.inputs[0], &b = f.inputs[1];
-  return both(f, [&] { return div(dy, b); }, [&] { return neg(div(mul(dy, a), square(b))); });
+  return Grads{grad_of(f, 0, [&] { return div(dy, b); }),
+               grad_of(f, 1, [&] { return neg(div(mul(dy, a), square(b))); })};
 }
 
 // d(a^b)/da = b a^(b-1), 0 where b == 0 (also at a = 0).
 Tensor pow_base_grad(const Tensor& dy, const Tensor& a, const Tensor& b) {
   return where(eq(b, 0.0), 0.0, mul(dy, mul(b, pow(a, sub(b, 1.0)))));
+}
+
+// d(a^b)/db = a^b log(a), 0 where a == 0 and b >= 0 (NaN for a < 0, like torch).
+Tensor pow_exponent_grad(const Tensor& dy, const Tensor& a, const Tensor& b) {
+  Tensor base_zero = logical_and(eq(a, 0.0), ge(b, 0.0));
+  return mul(dy, where(std::move(base_zero), 0.0, mul(pow(a, b), log(a))));
 }
 
 Grads pow_bw(const ForwardRecord& f, const Tensor& dy) {
@@ -86,12 +89,8 @@ Grads pow_bw(const ForwardRecord& f, const Tensor& dy) {
       return s == 0.0 ? where(ge(x, 0.0), 0.0, std::move(g)) : g;
     })};
   const Tensor& b = f.inputs[1];
-  return both(
-      f, [&] { return pow_base_grad(dy, x, b); },
-      [&] {
-        Tensor base_zero = logical_and(eq(x, 0.0), ge(b, 0.0));
-        return mul(dy, where(std::move(base_zero), 0.0, mul(pow(x, b), log(x))));
-      });
+  return Grads{grad_of(f, 0, [&] { return pow_base_grad(dy, x, b); }),
+               grad_of(f, 1, [&] { return pow_exponent_grad(dy, x, b); })};
 }
 
 Grads remainder_bw(const ForwardRecord& f, const Tensor& dy) {
@@ -100,26 +99,30 @@ Grads remainder_bw(const ForwardRecord& f, const Tensor& dy) {
   if (f.attrs.scalar_side == ScalarSide::Lhs)  // s mod x
     return {grad_of(f, 0, [&] { return neg(mul(dy, floor(div(s, f.inputs[0])))); })};
   const Tensor &a = f.inputs[0], &b = f.inputs[1];
-  return both(f, [&] { return dy; }, [&] { return neg(mul(dy, floor(div(a, b)))); });
+  return Grads{grad_of(f, 0, [&] { return dy; }), grad_of(f, 1, [&] { return neg(mul(dy, floor(div(a, b)))); })};
 }
 
 // torch 1.13: where(a == b, dy / 2, dy), zeroed where `a` loses (a < b for maximum).
-template <bool Maximum> Tensor extremum_grad(const Tensor& dy, const Tensor& a, const Tensor& b) {
+template <bool Maximum>
+Tensor extremum_grad(const Tensor& dy, const Tensor& a, const Tensor& b) {
   Tensor loses = Maximum ? lt(a, b) : gt(a, b);
   return where(std::move(loses), 0.0, where(eq(a, b), mul(dy, 0.5), dy));
 }
-template <bool Maximum> Tensor extremum_grad(const Tensor& dy, const Tensor& a, double b) {
+template <bool Maximum>
+Tensor extremum_grad(const Tensor& dy, const Tensor& a, double b) {
   Tensor loses = Maximum ? lt(a, b) : gt(a, b);
   return where(std::move(loses), 0.0, where(eq(a, b), mul(dy, 0.5), dy));
 }
 
 // The scalar forms split ties like the tensor form against a 0-d tensor: both sides are the same
 // because maximum and minimum are symmetric.
-template <bool Maximum> Grads extremum_bw(const ForwardRecord& f, const Tensor& dy) {
+template <bool Maximum>
+Grads extremum_bw(const ForwardRecord& f, const Tensor& dy) {
   const Tensor& a = f.inputs[0];
   if (scalar_form(f)) return {grad_of(f, 0, [&] { return extremum_grad<Maximum>(dy, a, f.attrs.scalar); })};
   const Tensor& b = f.inputs[1];
-  return both(f, [&] { return extremum_grad<Maximum>(dy, a, b); }, [&] { return extremum_grad<Maximum>(dy, b, a); });
+  return Grads{grad_of(f, 0, [&] { return extremum_grad<Maximum>(dy, a, b); }),
+               grad_of(f, 1, [&] { return extremum_grad<Maximum>(dy, b, a); })};
 }
 
 // atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2).
@@ -132,7 +135,8 @@ Grads atan2_bw(const ForwardRecord& f, const Tensor& dy) {
     return {grad_of(f, 0, [&] { return div(mul(dy, -s), add(square(x), s * s)); })};
   const Tensor& b = f.inputs[1];
   Tensor denom = add(square(x), square(b));
-  return both(f, [&] { return div(mul(dy, b), denom); }, [&] { return neg(div(mul(dy, x), denom)); });
+  return Grads{grad_of(f, 0, [&] { return div(mul(dy, b), denom); }),
+               grad_of(f, 1, [&] { return neg(div(mul(dy, x), denom)); })};
 }
 
 // where(cond, a, b): the condition takes no gradient.

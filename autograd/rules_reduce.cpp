@@ -21,9 +21,7 @@ std::vector<std::int64_t> keepdim_shape(const ForwardRecord& f) {
 }
 
 // A reduced tensor (the gradient or the output) in the keepdim shape, ready to broadcast.
-Tensor kept(const ForwardRecord& f, const Tensor& t) {
-  return f.attrs.keepdim ? t : reshape(t, keepdim_shape(f));
-}
+Tensor kept(const ForwardRecord& f, const Tensor& t) { return f.attrs.keepdim ? t : reshape(t, keepdim_shape(f)); }
 
 // How many input elements went into each output element.
 double reduced_count(const ForwardRecord& f) {
@@ -41,7 +39,8 @@ Grads reduce_backward(const ForwardRecord& f, const Grads& grads_out) {
   return {Rule(f, grads_out[0])};
 }
 
-template <Tensor (*Rule)(const ForwardRecord&, const Tensor&)> BackwardRule rule(bool saves_inputs, bool saves_outputs) {
+template <Tensor (*Rule)(const ForwardRecord&, const Tensor&)>
+BackwardRule rule(bool saves_inputs, bool saves_outputs) {
   return {reduce_backward<Rule>, saves_inputs, saves_outputs};
 }
 
@@ -67,7 +66,8 @@ Tensor prod_bw(const ForwardRecord& f, const Tensor& dy) {
 // max/min over one dim of a tensor with more dims (torch.max(x, dim)): the whole gradient goes
 // to the first extremum, the index argmax/argmin returns. Over several or all dims (torch.max(x),
 // torch.amax): split evenly among the elements equal to the result.
-template <bool Maximum> Tensor extremum_bw(const ForwardRecord& f, const Tensor& dy) {
+template <bool Maximum>
+Tensor extremum_bw(const ForwardRecord& f, const Tensor& dy) {
   const Tensor& x = f.inputs[0];
   const Dims& dims = f.attrs.ints;
   Tensor g = kept(f, dy);
@@ -76,7 +76,8 @@ template <bool Maximum> Tensor extremum_bw(const ForwardRecord& f, const Tensor&
     Tensor index = Maximum ? argmax(x, d, /*keepdim=*/true) : argmin(x, d, /*keepdim=*/true);
     std::vector<std::int64_t> along(static_cast<std::size_t>(in_shape(f).rank()), 1);
     along[static_cast<std::size_t>(d)] = in_shape(f)[static_cast<int>(d)];
-    Tensor position = reshape(arange(static_cast<double>(along[static_cast<std::size_t>(d)]), {DType::i64, x.device()}), along);
+    Tensor position =
+        reshape(arange(static_cast<double>(along[static_cast<std::size_t>(d)]), {DType::i64, x.device()}), along);
     return where(eq(std::move(position), std::move(index)), std::move(g), 0.0);
   }
   Tensor hit = eq(x, kept(f, f.outputs[0]));

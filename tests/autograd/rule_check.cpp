@@ -107,8 +107,8 @@ std::vector<double> finite_difference(const ForwardOp& op, const std::vector<Ten
     double acc = 0.0;
     for (std::size_t k = 0; k < p.size(); ++k) acc += w.at(k) * (static_cast<double>(p[k]) - m[k]);
     // Each perturbed input is rounded to f32: divide by the step actually taken.
-    const double taken = static_cast<double>(static_cast<float>(base[j] + eps)) -
-                         static_cast<double>(static_cast<float>(base[j] - eps));
+    const double taken =
+        static_cast<double>(static_cast<float>(base[j] + eps)) - static_cast<double>(static_cast<float>(base[j] - eps));
     fd[j] = acc / taken;
   }
   return fd;

@@ -23,8 +23,8 @@ namespace kiln::test {
 
 struct ForwardOp {
   OpKind kind = OpKind::add;
-  OpAttrs attrs;                                               // exactly what the API puts in its message
-  std::function<Tensor(const std::vector<Tensor>&)> api;       // the public call, on the same inputs
+  OpAttrs attrs;                                          // exactly what the API puts in its message
+  std::function<Tensor(const std::vector<Tensor>&)> api;  // the public call, on the same inputs
 };
 
 // The kind whose op_list.def name is `name` (the "op" of a reference case).
