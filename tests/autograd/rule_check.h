@@ -57,7 +57,7 @@ struct FdTolerance {
                                                      const std::vector<Tensor>& inputs, const Tensor& seed,
                                                      std::size_t which, FdTolerance tol = {});
 
-// A gradient reference case (layout in tests/data/gen_grad_common.py): the forward inputs on
+// A gradient reference case (layout in tests/data/gradgen.py): the forward inputs on
 // `device`, the seed (the last input) and the expected gradients (null Json: no gradient).
 struct GradCase {
   std::vector<Tensor> inputs;

@@ -1,7 +1,7 @@
 """Gradient reference data for the elementwise family (tests/autograd/test_rules_elementwise.cpp).
 
 Run with Debian's python3-torch:  /usr/bin/python3 tests/data/gen_grad_elementwise.py
-Case layout: gen_grad_common.py. attrs the C++ side reads to call the kiln op:
+Case layout: gradgen.py. attrs the C++ side reads to call the kiln op:
   binary scalar forms:  {"scalar": s, "side": "rhs" | "lhs"}   (x op s, or s op x)
   clamp:                {"min": m, "max": M}                    (either may be absent)
   cast:                 {"dtype": "f32" | "i64" | "bool"}
@@ -11,7 +11,7 @@ Smooth cases keep their inputs a few finite-difference steps (1e-2) away from ki
 import torch
 import torch.nn.functional as F
 
-from gen_grad_common import grad_case
+from gradgen import grad_case
 from refgen import write
 
 torch.manual_seed(0)

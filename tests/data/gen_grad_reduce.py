@@ -1,7 +1,7 @@
 """Gradient reference data for the reduce family (tests/autograd/test_rules_reduce.cpp).
 
 Run with Debian's python3-torch:  /usr/bin/python3 tests/data/gen_grad_reduce.py
-Case layout: gen_grad_common.py. attrs the C++ side reads to call the kiln op:
+Case layout: gradgen.py. attrs the C++ side reads to call the kiln op:
   dims (list, [] = all dims), keepdim, correction (var/std), dim (cumsum, softmax, log_softmax).
 
 max/min follow torch 1.13 with kiln's dims: over one dim of a tensor with more dims it is
@@ -10,7 +10,7 @@ dims it is torch.amax / torch.max(x) (the gradient is split evenly among ties).
 """
 import torch
 
-from gen_grad_common import grad_case
+from gradgen import grad_case
 from refgen import write
 
 torch.manual_seed(0)
