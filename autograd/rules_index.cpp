@@ -19,7 +19,8 @@ Tensor zeros_of(const TensorIr& meta, const Tensor& like) {
 Tensor to_src_shape(Tensor g, const Shape& src) {
   if (g.shape() == src) return g;
   if (g.numel() == 0) return zeros(src, TensorOptions{g.dtype(), g.device()});
-  if (g.rank() == 0 || src.rank() == 0) g = reshape(std::move(g), src.rank() == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{1});
+  if (g.rank() == 0 || src.rank() == 0)
+    g = reshape(std::move(g), src.rank() == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{1});
   if (g.shape() == src) return g;
   std::vector<std::int64_t> pads;
   for (int d = src.rank() - 1; d >= 0; --d) pads.insert(pads.end(), {0, src[d] - g.shape()[d]});
@@ -80,8 +81,7 @@ std::vector<Tensor> select_values_backward(const ForwardRecord& fwd, const std::
   const Tensor& g = grads_out[0];
   if (!g.defined() || !is_floating(x.dtype)) return {Tensor{}};
   // A 0-d x is its own single value (topk with k = 0 keeps it 0-d too, and selects nothing).
-  if (x.shape.rank() == 0)
-    return {fwd.kind == OpKind::topk && fwd.attrs.ints[0] == 0 ? zeros_of(x, g) : g};
+  if (x.shape.rank() == 0) return {fwd.kind == OpKind::topk && fwd.attrs.ints[0] == 0 ? zeros_of(x, g) : g};
   return {scatter(zeros_of(x, g), fwd.attrs.dim, fwd.outputs[1], g)};
 }
 

@@ -25,7 +25,8 @@ Tensor reshape_backward(const ForwardRecord& fwd, Tensor g) {
 Tensor permute_backward(const ForwardRecord& fwd, Tensor g) {
   const auto& perm = fwd.attrs.ints;
   std::vector<std::int64_t> inverse(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
   return permute(std::move(g), inverse);
 }
 
@@ -144,16 +145,16 @@ std::vector<Tensor> cat_backward(const ForwardRecord& fwd, const std::vector<Ten
 
 void register_layout_rules(RuleTable& t) {
   // None of them saves a tensor: shapes and attributes are in every record.
-  t.set(OpKind::reshape, BackwardRule{unary<reshape_backward>});
-  t.set(OpKind::permute, BackwardRule{unary<permute_backward>});
-  t.set(OpKind::expand, BackwardRule{unary<expand_backward>});
-  t.set(OpKind::slice, BackwardRule{unary<slice_backward>});
-  t.set(OpKind::cat, BackwardRule{cat_backward});
-  t.set(OpKind::flip, BackwardRule{unary<flip_backward>});
-  t.set(OpKind::repeat, BackwardRule{unary<repeat_backward>});
-  t.set(OpKind::pad, BackwardRule{unary<pad_backward>});
-  t.set(OpKind::tril, BackwardRule{unary<tril_backward>});
-  t.set(OpKind::triu, BackwardRule{unary<triu_backward>});
+  t.set(OpKind::reshape, BackwardRule{unary<reshape_backward>, false, false});
+  t.set(OpKind::permute, BackwardRule{unary<permute_backward>, false, false});
+  t.set(OpKind::expand, BackwardRule{unary<expand_backward>, false, false});
+  t.set(OpKind::slice, BackwardRule{unary<slice_backward>, false, false});
+  t.set(OpKind::cat, BackwardRule{cat_backward, false, false});
+  t.set(OpKind::flip, BackwardRule{unary<flip_backward>, false, false});
+  t.set(OpKind::repeat, BackwardRule{unary<repeat_backward>, false, false});
+  t.set(OpKind::pad, BackwardRule{unary<pad_backward>, false, false});
+  t.set(OpKind::tril, BackwardRule{unary<tril_backward>, false, false});
+  t.set(OpKind::triu, BackwardRule{unary<triu_backward>, false, false});
 }
 
 }  // namespace kiln::autograd

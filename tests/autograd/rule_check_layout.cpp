@@ -85,8 +85,9 @@ void expect_attrs_reproduce_forward(const RuleCase& rc, std::vector<Tensor> inpu
   for (std::size_t k = 0; k < outs.size(); ++k) {
     EXPECT_EQ(direct[k].shape(), outs[k].shape()) << "output " << k << " with the record's attrs";
     EXPECT_EQ(direct[k].dtype(), outs[k].dtype()) << "output " << k << " with the record's attrs";
-    if (direct[k].shape() == outs[k].shape() && direct[k].dtype() == outs[k].dtype())
+    if (direct[k].shape() == outs[k].shape() && direct[k].dtype() == outs[k].dtype()) {
       EXPECT_EQ(host_values(direct[k]), host_values(outs[k])) << "output " << k << " with the record's attrs";
+    }
   }
 }
 
@@ -131,8 +132,8 @@ void check_rule(const RefCase& ref, const RuleCase& rc, Device device, const Rul
     EXPECT_TRUE(close_to(grads[i], inputs[i].shape(), json_values(expected), tol.torch))
         << "gradient of input " << i << " against PyTorch";
     if (!grads[i].defined() || inputs[i].numel() == 0) continue;
-    EXPECT_TRUE(close_to(grads[i], inputs[i].shape(), finite_differences(rc, inputs, i, seeds, tol.step, device),
-                         tol.finite))
+    EXPECT_TRUE(
+        close_to(grads[i], inputs[i].shape(), finite_differences(rc, inputs, i, seeds, tol.step, device), tol.finite))
         << "gradient of input " << i << " against finite differences";
   }
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/rule_check_layout.h"
+#include "ops/registry.h"  // op_name
 
 namespace kiln {
 namespace {
@@ -26,7 +27,8 @@ RuleCase index_case(const RefCase& c) {
   }
   if (c.op == "scatter") {
     const std::int64_t dim = a.at("dim");
-    return {OpKind::scatter, dim_attrs(dim), [dim](In x) { return std::vector<Tensor>{scatter(x[0], dim, x[1], x[2])}; }};
+    return {OpKind::scatter, dim_attrs(dim),
+            [dim](In x) { return std::vector<Tensor>{scatter(x[0], dim, x[1], x[2])}; }};
   }
   if (c.op == "scatter_add") {
     const std::int64_t dim = a.at("dim");

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "autograd/rule_check_layout.h"
+#include "ops/registry.h"  // op_name
 
 namespace kiln {
 namespace {
@@ -32,8 +33,8 @@ Ints slice_triples(const Shape& in, std::int64_t dim, std::int64_t start, std::i
   const std::int64_t lo = clamp_index(start), hi = std::max(lo, clamp_index(end));
   Ints t;
   for (int k = 0; k < in.rank(); ++k) {
-    if (k == d) t.insert(t.end(), {lo, hi, step});
-    else t.insert(t.end(), {0, in[k], 1});
+    const Ints triple = k == d ? Ints{lo, hi, step} : Ints{0, in[k], 1};
+    t.insert(t.end(), triple.begin(), triple.end());
   }
   return t;
 }

@@ -8,7 +8,8 @@ namespace {
 
 // matmul has no attributes: engine/linalg.cpp submits the two operands as they are.
 test::RuleCase matmul_case() {
-  return {OpKind::matmul, OpAttrs{}, [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; }};
+  return {OpKind::matmul, OpAttrs{},
+          [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; }};
 }
 
 class LinalgRules : public ::testing::TestWithParam<Device> {};
