@@ -42,6 +42,8 @@ gather("gather_3d_negative", f(2, 3, 6), -1, idx(6, 2, 2, 4))
 gather("gather_3d_dim0", f(4, 3, 5), -3, idx(4, 2, 3, 4))
 gather("gather_3d_middle", f(2, 5, 4), 1, idx(5, 2, 3, 3))
 gather("gather_1d", f(6), 0, idx(6, 9))
+gather("gather_0d", torch.tensor(2.5), 0, torch.tensor(0))
+gather("gather_0d_input_1d_index", torch.tensor(1.5), -1, torch.tensor([0, 0, 0]))
 
 
 def scatter(name, op, x, dim, index, src):
@@ -56,10 +58,13 @@ scatter("scatter_3d_dim1", "scatter", f(2, 4, 3), 1, distinct_along(1, (2, 2, 3)
 scatter("scatter_3d_negative", "scatter", f(3, 2, 5), -1, distinct_along(-1, (2, 2, 4), 5), f(3, 2, 4))
 scatter("scatter_3d_dim0", "scatter", f(4, 2, 3), -3, distinct_along(0, (3, 2, 2), 4), f(3, 2, 2))
 scatter("scatter_1d_src_larger", "scatter", f(6), 0, torch.tensor([4, 0, 2]), f(4))
+scatter("scatter_0d", "scatter", torch.tensor(1.0), 0, torch.tensor(0), torch.tensor(7.0))
+scatter("scatter_empty_index", "scatter", f(3, 4), 1, idx(4, 3, 0), f(1, 1))
 scatter("scatter_add_2d_dim1", "scatter_add", f(3, 4), 1, idx(4, 3, 6), f(3, 6))
 scatter("scatter_add_2d_dim0_src_larger", "scatter_add", f(3, 4), 0, idx(3, 5, 3), f(5, 4))
 scatter("scatter_add_3d_dim1", "scatter_add", f(2, 3, 4), 1, idx(3, 2, 5, 3), f(2, 6, 4))
 scatter("scatter_add_3d_negative", "scatter_add", f(2, 3, 4), -1, idx(4, 2, 2, 7), f(2, 3, 7))
+scatter("scatter_add_0d", "scatter_add", torch.tensor(1.0), -1, torch.tensor(0), torch.tensor(2.0))
 
 
 def index_select(name, x, dim, index):
@@ -72,6 +77,7 @@ index_select("index_select_middle", f(2, 5, 3), 1, torch.tensor([4, 4, 0]))
 index_select("index_select_negative", f(2, 3, 5), -1, torch.tensor([2, 0, 1, 4, 3, 2]))
 index_select("index_select_0d_index", f(3, 4), 1, torch.tensor(2))
 index_select("index_select_empty_index", f(3, 4), 0, torch.zeros(0, dtype=torch.long))
+index_select("index_select_0d_input", torch.tensor(3.5), 0, torch.tensor([0]))
 
 
 def masked_fill(name, x, mask, value):
@@ -98,6 +104,7 @@ sort("sort_last", distinct(3, 5), -1, False)
 sort("sort_dim0_descending", distinct(4, 3), 0, True)
 sort("sort_3d_middle_descending", distinct(2, 5, 3), 1, True)
 sort("sort_3d_negative", distinct(2, 3, 4), -3, False)
+sort("sort_0d", torch.tensor(2.0), -1, False)
 
 
 def topk(name, x, k, dim, largest):
@@ -109,5 +116,7 @@ topk("topk_largest", distinct(3, 6), 2, -1, True)
 topk("topk_smallest_dim0", distinct(6, 4), 3, 0, False)
 topk("topk_3d_middle", distinct(2, 5, 3), 4, 1, True)
 topk("topk_k_equals_size", distinct(2, 5), 5, -1, False)
+topk("topk_k0", distinct(2, 5), 0, -1, True)
+topk("topk_0d", torch.tensor(1.5), 1, -1, True)
 
 write("grad_index", cases)

@@ -57,6 +57,7 @@ slice_("slice_step_exact_end", (3, 7), 1, 1, 7, 3)
 slice_("slice_step_past_size", (5, 2), 0, 0, 5, 10)
 slice_("slice_empty", (3, 6), 1, 5, 2, 1)
 slice_("slice_negative_bounds", (2, 9, 2), -2, -8, -1, 2)
+slice_("slice_step_on_size1", (1, 4), 0, 0, 1, 3)
 
 
 def cat(name, shapes, dim):
@@ -68,6 +69,7 @@ cat("cat_three_dim1", [(2, 3), (2, 1), (2, 4)], 1)
 cat("cat_three_dim0", [(1, 3), (4, 3), (2, 3)], 0)
 cat("cat_negative_dim", [(2, 2, 3), (2, 2, 1), (2, 2, 2)], -1)
 cat("cat_skips_empty_1d", [(2, 3), (0,), (1, 3)], 0)
+cat("cat_empty_part", [(2, 0, 3), (2, 2, 3), (2, 1, 3)], 1)
 
 
 def flip(name, shape, dims):
@@ -98,6 +100,7 @@ pad("pad_last", (3, 4), (1, 2))
 pad("pad_two_dims", (2, 3, 4), (1, 0, 2, 1), 1.5)
 pad("pad_negative", (4, 5), (-1, 2, 0, -2))
 pad("pad_all_dims", (2, 3, 4), (1, 1, -1, 1, 0, 1))
+pad("pad_crop_to_empty", (2, 3), (-2, -1))
 
 
 def triangle(name, op, shape, diagonal):

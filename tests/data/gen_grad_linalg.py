@@ -30,5 +30,7 @@ matmul("matmul_batched_vector", (2, 3, 4), (4,))
 matmul("matmul_broadcast_batch", (2, 1, 3, 4), (3, 4, 2))
 matmul("matmul_broadcast_both", (3, 1, 2, 4), (1, 5, 4, 2))
 matmul("matmul_broadcast_ones", (1, 2, 3), (4, 3, 1))
+matmul("matmul_empty_inner", (3, 0), (0, 2))
+matmul("matmul_empty_batch", (0, 2, 3), (3, 4))
 
 write("grad_linalg", cases)
