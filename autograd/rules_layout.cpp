@@ -50,15 +50,17 @@ Tensor interleave_zeros(Tensor g, int dim, std::int64_t step) {
 // pad, the zeros that the last step added beyond the input).
 Tensor slice_backward(const ForwardRecord& fwd, Tensor g) {
   const Shape& in = fwd.input_meta[0].shape;
-  const auto& t = fwd.attrs.ints;  // (start, stop, step) per dim
+  // (start, stop, step) per dim
+  const auto start = [&](int d) { return fwd.attrs.ints[3 * static_cast<std::size_t>(d)]; };
+  const auto step_of = [&](int d) { return fwd.attrs.ints[3 * static_cast<std::size_t>(d) + 2]; };
   for (int d = 0; d < in.rank(); ++d) {
-    const std::int64_t step = t[3 * d + 2];
+    const std::int64_t step = step_of(d);
     if (step > 1 && g.shape()[d] > 0) g = interleave_zeros(std::move(g), d, step);
   }
   std::vector<std::int64_t> pads;
   bool any = false;
   for (int d = in.rank() - 1; d >= 0; --d) {
-    const std::int64_t before = t[3 * d], after = in[d] - before - g.shape()[d];
+    const std::int64_t before = start(d), after = in[d] - before - g.shape()[d];
     pads.insert(pads.end(), {before, after});
     any = any || before != 0 || after != 0;
   }
