@@ -1,5 +1,52 @@
+// Backward rule of matmul, with torch.matmul's rules. A 1-D operand is promoted to a matrix
+// (a leading 1 for the left, a trailing 1 for the right), so the gradient of the output is first
+// given back the dims the forward removed; then dA = dC·Bᵀ and dB = Aᵀ·dC, each summed over the
+// batch dims its operand was broadcast along and reshaped to the operand's own shape.
 #include "autograd/rules.h"
 
 namespace kiln::autograd {
-void register_linalg_rules(RuleTable&) {}
+
+namespace {
+
+// The matrix transpose of the last two dims. When one of them is 1, no element moves: a
+// reshape (a view) is enough, and the 1-D operands' promoted forms always take that path.
+Tensor matrix_transpose(Tensor x) {
+  const Shape& s = x.shape();
+  const int r = s.rank();
+  if (s[r - 1] == 1 || s[r - 2] == 1) {
+    Shape t = s;
+    std::swap(t[r - 1], t[r - 2]);
+    return reshape(std::move(x), t.to_vector());
+  }
+  return transpose(std::move(x), -1, -2);
+}
+
+Shape promoted_left(const Shape& a) { return a.rank() == 1 ? Shape{1, a[0]} : a; }
+Shape promoted_right(const Shape& b) { return b.rank() == 1 ? Shape{b[0], 1} : b; }
+
+std::vector<Tensor> matmul_backward(const ForwardRecord& fwd, const std::vector<Tensor>& grads_out) {
+  if (!grads_out[0].defined()) return {Tensor{}, Tensor{}};
+  const Shape& a_shape = fwd.input_meta[0].shape;
+  const Shape& b_shape = fwd.input_meta[1].shape;
+  const Shape a2 = promoted_left(a_shape), b2 = promoted_right(b_shape);
+
+  // The output of the promoted product: the result's shape with the removed dims put back.
+  Shape c2 = grads_out[0].shape();
+  if (a_shape.rank() == 1) c2.insert(c2.rank() - (b_shape.rank() == 1 ? 0 : 1), 1);
+  if (b_shape.rank() == 1) c2.push_back(1);
+  Tensor g = reshape(grads_out[0], c2.to_vector());
+
+  Tensor a = reshape(fwd.inputs[0], a2.to_vector());
+  Tensor b = reshape(fwd.inputs[1], b2.to_vector());
+  Tensor ga = sum_to(matmul(g, matrix_transpose(std::move(b))), a2);
+  Tensor gb = sum_to(matmul(matrix_transpose(std::move(a)), std::move(g)), b2);
+  return {reshape(std::move(ga), a_shape.to_vector()), reshape(std::move(gb), b_shape.to_vector())};
+}
+
+}  // namespace
+
+void register_linalg_rules(RuleTable& t) {
+  t.set(OpKind::matmul, BackwardRule{matmul_backward, /*saves_inputs=*/true, /*saves_outputs=*/false});
+}
+
 }  // namespace kiln::autograd
