@@ -77,6 +77,12 @@ TEST_P(LayoutLarge, Permute4D) {
                 [&](const auto& i) { return ((i[1] * 16 + i[3]) * 32 + i[0]) * 33 + i[2]; });
 }
 
+TEST_P(LayoutLarge, ReversedDimsTileAroundTheContiguousDim) {
+  const std::int64_t a = 40, b = 3, c = 50;
+  expect_gather(permute(iota({a, b, c}), {2, 1, 0}), Shape{c, b, a}, 0.0f,
+                [&](const auto& i) { return (i[2] * b + i[1]) * c + i[0]; });
+}
+
 TEST_P(LayoutLarge, SliceWithStep) {
   const std::int64_t r = 2000, c = 300;
   expect_gather(slice(iota({r, c}), 1, 5, -2, 3), Shape{r, 98}, 0.0f,
