@@ -62,7 +62,8 @@ StridedCopy coalesce(const StridedCopy& c) {
 }
 
 // One inner row; each stride pattern gets a loop the compiler can vectorize on its own.
-template <class E> void copy_row(const E* s, std::int64_t ss, E* d, std::int64_t ds, std::int64_t n) {
+template <class E>
+void copy_row(const E* s, std::int64_t ss, E* d, std::int64_t ds, std::int64_t n) {
   if (ds == 1) {
     if (ss == 1) {
       std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(E));
@@ -80,7 +81,8 @@ template <class E> void copy_row(const E* s, std::int64_t ss, E* d, std::int64_t
 }
 
 // Elements [begin, end) of the box in row-major order.
-template <class E> void copy_range(const StridedCopy& c, std::int64_t begin, std::int64_t end) {
+template <class E>
+void copy_range(const StridedCopy& c, std::int64_t begin, std::int64_t end) {
   const int inner = c.rank - 1;
   const std::int64_t row_len = c.size[inner], ss = c.src_stride[inner], ds = c.dst_stride[inner];
   std::array<std::int64_t, kMaxCopyRank> idx{};
@@ -110,11 +112,13 @@ template <class E> void copy_range(const StridedCopy& c, std::int64_t begin, std
   }
 }
 
-template <class E> void run_typed(const StridedCopy& c, std::int64_t numel) {
+template <class E>
+void run_typed(const StridedCopy& c, std::int64_t numel) {
   parallel_for(numel, [&](std::int64_t b, std::int64_t e) { copy_range<E>(c, b, e); });
 }
 
-template <class E> void fill_typed(std::byte* dst, std::int64_t n, std::uint64_t pattern) {
+template <class E>
+void fill_typed(std::byte* dst, std::int64_t n, std::uint64_t pattern) {
   E v;
   std::memcpy(&v, &pattern, sizeof(E));  // little-endian: the low bytes hold the word
   E* d = reinterpret_cast<E*>(dst);

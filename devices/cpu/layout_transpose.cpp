@@ -23,11 +23,14 @@ constexpr std::int64_t kTileCols = 32;
 // Micro-block: d[i * d_row + j] = s[i + j * s_col] for i, j < kBlock<E>; 1 means scalar loops.
 // AVX2 8 x 8 blocks beat AVX-512 16 x 16 ones on this Zen machine (512-bit lane shuffles are
 // split in two there).
-template <class E> constexpr std::int64_t kBlock = 1;
+template <class E>
+constexpr std::int64_t kBlock = 1;
 
 #if defined(__AVX__)
-template <> constexpr std::int64_t kBlock<std::uint32_t> = 8;
-template <> constexpr std::int64_t kBlock<std::uint64_t> = 4;
+template <>
+constexpr std::int64_t kBlock<std::uint32_t> = 8;
+template <>
+constexpr std::int64_t kBlock<std::uint64_t> = 4;
 
 // Shuffles move bits untouched, so float lanes carry any 4-byte word (NaN payloads included).
 void block_transpose(const std::uint32_t* s, std::int64_t s_col, std::uint32_t* d, std::int64_t d_row) {
@@ -65,13 +68,14 @@ void block_transpose(const std::uint64_t* s, std::int64_t s_col, std::uint64_t* 
 }
 #endif
 
-template <class E> void tile_transpose(const E* s, std::int64_t s_col, E* d, std::int64_t d_row, std::int64_t rows,
-                                       std::int64_t cols) {
+template <class E>
+void tile_transpose(const E* s, std::int64_t s_col, E* d, std::int64_t d_row, std::int64_t rows, std::int64_t cols) {
   constexpr std::int64_t B = kBlock<E>;
   const std::int64_t full_rows = rows / B * B, full_cols = cols / B * B;
   if constexpr (B > 1) {
     for (std::int64_t j = 0; j < full_cols; j += B)
-      for (std::int64_t i = 0; i < full_rows; i += B) block_transpose(s + (i + j * s_col), s_col, d + (i * d_row + j), d_row);
+      for (std::int64_t i = 0; i < full_rows; i += B)
+        block_transpose(s + (i + j * s_col), s_col, d + (i * d_row + j), d_row);
   } else {
     for (std::int64_t i = 0; i < rows; ++i)
       for (std::int64_t j = 0; j < cols; ++j) d[i * d_row + j] = s[i + j * s_col];
@@ -85,7 +89,8 @@ template <class E> void tile_transpose(const E* s, std::int64_t s_col, E* d, std
 }
 
 // Tiles over the last two dims of `c`: dim r-2 steps 1 in the source, dim r-1 steps 1 in dst.
-template <class E> void copy_tiles(const StridedCopy& c) {
+template <class E>
+void copy_tiles(const StridedCopy& c) {
   const int r = c.rank;
   const std::int64_t rows = c.size[r - 2], cols = c.size[r - 1];
   const std::int64_t s_col = c.src_stride[r - 1], d_row = c.dst_stride[r - 2];

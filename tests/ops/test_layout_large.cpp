@@ -25,7 +25,8 @@ class LayoutLarge : public ::testing::TestWithParam<Device> {
   }
 
   // Compares every value of `t` (row-major over `shape`) with the input index `source(idx)`.
-  template <class T, class Fn> void expect_gather(const Tensor& t, const Shape& shape, T base, Fn&& source) {
+  template <class T, class Fn>
+  void expect_gather(const Tensor& t, const Shape& shape, T base, Fn&& source) {
     ASSERT_EQ(t.shape(), shape);
     const std::vector<T> got = t.template to_vector<T>().get();
     std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.rank()), 0);
