@@ -40,8 +40,10 @@ Tensor slice_canonical(Tensor x, int dim, std::int64_t start, std::int64_t stop,
   std::vector<std::int64_t> triples;
   triples.reserve(3 * static_cast<std::size_t>(s.rank()));
   for (int d = 0; d < s.rank(); ++d) {
-    if (d == dim) triples.insert(triples.end(), {start, stop, step});
-    else triples.insert(triples.end(), {0, s[d], 1});
+    if (d == dim)
+      triples.insert(triples.end(), {start, stop, step});
+    else
+      triples.insert(triples.end(), {0, s[d], 1});
   }
   return detail::submit1(OpKind::slice, std::move(x), ints_attrs(std::move(triples)));
 }
@@ -70,10 +72,12 @@ Tensor reshape(Tensor x, const std::vector<std::int64_t>& shape) {
   std::int64_t known = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      KILN_CHECK(infer < 0, "reshape", "shape " + ints_str(shape) + " has more than one -1 (input " + describe(x) + ")");
+      KILN_CHECK(infer < 0, "reshape",
+                 "shape " + ints_str(shape) + " has more than one -1 (input " + describe(x) + ")");
       infer = static_cast<int>(i);
     } else {
-      KILN_CHECK(shape[i] >= 0, "reshape", "shape " + ints_str(shape) + " has a negative size (input " + describe(x) + ")");
+      KILN_CHECK(shape[i] >= 0, "reshape",
+                 "shape " + ints_str(shape) + " has a negative size (input " + describe(x) + ")");
       known *= shape[i];
     }
   }
@@ -289,7 +293,8 @@ Tensor repeat(Tensor x, const std::vector<std::int64_t>& repeats) {
   KILN_CHECK(static_cast<int>(repeats.size()) >= x.rank(), "repeat",
              "repeats " + ints_str(repeats) + " must have at least as many entries as " + describe(x) + " has dims");
   for (std::int64_t r : repeats) KILN_CHECK(r >= 0, "repeat", "repeats " + ints_str(repeats) + " must not be negative");
-  if (static_cast<int>(repeats.size()) == x.rank() && std::all_of(repeats.begin(), repeats.end(), [](auto r) { return r == 1; }))
+  if (static_cast<int>(repeats.size()) == x.rank() &&
+      std::all_of(repeats.begin(), repeats.end(), [](auto r) { return r == 1; }))
     return x;
   return detail::submit1(OpKind::repeat, std::move(x), ints_attrs(repeats));
 }

@@ -37,7 +37,8 @@ void reshape_rule(const OpIr& op, std::vector<TensorIr>& out) {
   const TensorIr& x = single_input(op);
   Shape shape;
   for (std::int64_t d : op.attrs.ints) {
-    KILN_CHECK(d >= 0, "reshape", "shape " + ints_str(op.attrs.ints) + " has a negative size (input " + describe(x) + ")");
+    KILN_CHECK(d >= 0, "reshape",
+               "shape " + ints_str(op.attrs.ints) + " has a negative size (input " + describe(x) + ")");
     shape.push_back(d);
   }
   KILN_CHECK(shape.numel() == x.numel(), "reshape",
@@ -93,10 +94,11 @@ void slice_rule(const OpIr& op, std::vector<TensorIr>& out) {
   Shape shape;
   for (int d = 0; d < rank; ++d) {
     const std::int64_t start = t[3 * d], stop = t[3 * d + 1], step = t[3 * d + 2];
-    KILN_CHECK(step > 0, "slice", "step must be positive, got " + std::to_string(step) + " (input " + describe(x) + ")");
+    KILN_CHECK(step > 0, "slice",
+               "step must be positive, got " + std::to_string(step) + " (input " + describe(x) + ")");
     KILN_CHECK(0 <= start && start <= stop && stop <= x.shape[d], "slice",
-               "range [" + std::to_string(start) + ", " + std::to_string(stop) + ") is outside dim " + std::to_string(d) +
-                   " of " + describe(x));
+               "range [" + std::to_string(start) + ", " + std::to_string(stop) + ") is outside dim " +
+                   std::to_string(d) + " of " + describe(x));
     shape.push_back((stop - start + step - 1) / step);
   }
   emit(out, shape, x.dtype);
@@ -127,8 +129,9 @@ void cat_rule(const OpIr& op, std::vector<TensorIr>& out) {
     if (skipped_in_cat(t)) continue;
     bool same = t.shape.rank() == rank;
     for (int d = 0; same && d < rank; ++d) same = d == dim || t.shape[d] == first->shape[d];
-    KILN_CHECK(same, "cat",
-               "shapes " + describe(*first) + " and " + describe(t) + " must match except in dim " + std::to_string(dim));
+    KILN_CHECK(
+        same, "cat",
+        "shapes " + describe(*first) + " and " + describe(t) + " must match except in dim " + std::to_string(dim));
     shape[dim] += t.shape[dim];
   }
   emit(out, shape, first->dtype);

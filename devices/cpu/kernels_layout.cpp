@@ -39,8 +39,7 @@ void expand_kernel(const OpIr& op, const KernelArgs& a) {
   const Shape st = contiguous_strides(in);
   const int lead = out.rank() - in.rank();
   StridedCopy c = copy_into_output(op, a, 0);
-  for (int d = 0; d < out.rank(); ++d)
-    c.push_dim(out[d], d < lead || in[d - lead] == 1 ? 0 : st[d - lead], 0);
+  for (int d = 0; d < out.rank(); ++d) c.push_dim(out[d], d < lead || in[d - lead] == 1 ? 0 : st[d - lead], 0);
   set_contiguous_dst(c);
   run_strided_copy(c);
 }
@@ -169,7 +168,8 @@ void pad_kernel(const OpIr& op, const KernelArgs& a) {
 
 // Row i of each matrix keeps columns [lo, hi) and zeroes the rest. Safe in place: a kept element
 // is left where it is, a dropped one is only written.
-template <bool kLower> void triangle_kernel(const OpIr& op, const KernelArgs& a) {
+template <bool kLower>
+void triangle_kernel(const OpIr& op, const KernelArgs& a) {
   const TensorIr& x = op.inputs[0];
   if (x.numel() == 0) return;
   const std::int64_t rows = x.shape[x.shape.rank() - 2], cols = x.shape.back();

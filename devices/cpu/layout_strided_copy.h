@@ -20,7 +20,7 @@ struct StridedCopy {
   std::array<std::int64_t, kMaxCopyRank> size{};
   std::array<std::int64_t, kMaxCopyRank> src_stride{};  // in elements
   std::array<std::int64_t, kMaxCopyRank> dst_stride{};  // in elements
-  const std::byte* src = nullptr;  // element at index (0, ..., 0)
+  const std::byte* src = nullptr;                       // element at index (0, ..., 0)
   std::byte* dst = nullptr;
   std::size_t elem_bytes = 4;
 

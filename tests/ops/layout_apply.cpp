@@ -21,14 +21,15 @@ std::vector<Tensor> apply_layout_op(const std::string& op, const Json& a, const 
   if (op == "narrow") return {narrow(x, num("dim", 0), num("start", 0), num("length", 0))};
   if (op == "cat") return {cat(xs, num("dim", 0))};
   if (op == "stack") return {stack(xs, num("dim", 0))};
-  if (op == "split") return a.contains("size") ? split(x, num("size", 0), num("dim", 0)) : split(x, list("sizes"), num("dim", 0));
+  if (op == "split")
+    return a.contains("size") ? split(x, num("size", 0), num("dim", 0)) : split(x, list("sizes"), num("dim", 0));
   if (op == "chunk") return chunk(x, num("chunks", 1), num("dim", 0));
   if (op == "flip") return {flip(x, list("dims"))};
   if (op == "repeat") return {repeat(x, list("repeats"))};
   if (op == "pad") {
     double value = 0.0;
-    if (a.contains("value")) value = a.at("value").is_string() ? json_values(Json{{"data", {a.at("value")}}})[0]
-                                                               : a.at("value").get<double>();
+    if (a.contains("value"))
+      value = a.at("value").is_string() ? json_values(Json{{"data", {a.at("value")}}})[0] : a.at("value").get<double>();
     return {pad(x, list("pads"), value)};
   }
   if (op == "tril") return {tril(x, num("diagonal", 0))};

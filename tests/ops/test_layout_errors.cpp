@@ -13,7 +13,8 @@
 namespace kiln {
 namespace {
 
-template <class Fn> void expect_error(Fn&& fn, const std::string& op, std::initializer_list<std::string> fragments) {
+template <class Fn>
+void expect_error(Fn&& fn, const std::string& op, std::initializer_list<std::string> fragments) {
   try {
     (void)fn();
     ADD_FAILURE() << "expected kiln::Error from " << op;
@@ -111,9 +112,16 @@ TEST_P(LayoutErrors, FlattenStartAfterEnd) {
 }
 
 TEST_P(LayoutErrors, SplitSizesNotSummingToTheDim) {
-  expect_error([&] { return split(f32({3, 2}), std::vector<std::int64_t>{1, 1}, 0); }, "split",
-               {"[1, 1]", "sum to 2", "not to 3", "f32[3, 2]"});
-  expect_error([&] { return split(f32({3, 2}), std::vector<std::int64_t>{4, -1}, 0); }, "split", {"[4, -1]", "negative"});
+  expect_error(
+      [&] {
+        return split(f32({3, 2}), std::vector<std::int64_t>{1, 1}, 0);
+      },
+      "split", {"[1, 1]", "sum to 2", "not to 3", "f32[3, 2]"});
+  expect_error(
+      [&] {
+        return split(f32({3, 2}), std::vector<std::int64_t>{4, -1}, 0);
+      },
+      "split", {"[4, -1]", "negative"});
   expect_error([&] { return split(f32({3, 2}), std::int64_t{0}, 0); }, "split", {"split_size", "f32[3, 2]"});
 }
 

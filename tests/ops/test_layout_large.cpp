@@ -25,7 +25,8 @@ class LayoutLarge : public ::testing::TestWithParam<Device> {
   }
 
   // Compares every value of `t` (row-major over `shape`) with the input index `source(idx)`.
-  template <class T, class Fn> void expect_gather(const Tensor& t, const Shape& shape, T base, Fn&& source) {
+  template <class T, class Fn>
+  void expect_gather(const Tensor& t, const Shape& shape, T base, Fn&& source) {
     ASSERT_EQ(t.shape(), shape);
     const std::vector<T> got = t.template to_vector<T>().get();
     std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.rank()), 0);
@@ -75,6 +76,12 @@ TEST_P(LayoutLarge, Permute4D) {
   const Shape s{8, 16, 32, 33};
   expect_gather(permute(iota(s), {2, 0, 3, 1}), Shape{32, 8, 33, 16}, 0.0f,
                 [&](const auto& i) { return ((i[1] * 16 + i[3]) * 32 + i[0]) * 33 + i[2]; });
+}
+
+TEST_P(LayoutLarge, ReversedDimsTileAroundTheContiguousDim) {
+  const std::int64_t a = 40, b = 3, c = 50;
+  expect_gather(permute(iota({a, b, c}), {2, 1, 0}), Shape{c, b, a}, 0.0f,
+                [&](const auto& i) { return (i[2] * b + i[1]) * c + i[0]; });
 }
 
 TEST_P(LayoutLarge, SliceWithStep) {
