@@ -79,8 +79,9 @@ TEST_P(IndexLarge, ScatterAddCountsDuplicates) {
   std::vector<float> want(R * C, 0.0f);
   for (std::int64_t i = 0; i < R; ++i)
     for (std::int64_t j = 0; j < J; ++j) want[i * C + idx[i * J + j]] += 1.0f;
-  const Tensor counts = scatter_add(zeros(Shape{R, C}, {DType::f32, GetParam()}), 1,
-                                    from_vector(idx, Shape{R, J}, GetParam()), ones(Shape{R, J}, {DType::f32, GetParam()}));
+  const Tensor counts =
+      scatter_add(zeros(Shape{R, C}, {DType::f32, GetParam()}), 1, from_vector(idx, Shape{R, J}, GetParam()),
+                  ones(Shape{R, J}, {DType::f32, GetParam()}));
   EXPECT_EQ(counts.to_vector<float>().get(), want);
 }
 
