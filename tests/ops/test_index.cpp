@@ -49,6 +49,11 @@ std::vector<Tensor> run_case(const RefCase& c, Device d, std::vector<Tensor>* ke
     auto [values, indices] = topk(in(0), c.attrs.at("k").get<std::int64_t>(), dim(), c.attrs.at("largest").get<bool>());
     return {values, indices};
   }
+  if (c.op == "topk_then_gather") {
+    Tensor x = in(0);
+    Tensor top = topk(x, c.attrs.at("k").get<std::int64_t>(), dim()).second;
+    return {gather(std::move(x), dim(), std::move(top))};
+  }
   throw std::runtime_error("no runner for op " + c.op);
 }
 
