@@ -126,6 +126,13 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
 
 }  // namespace
 
-void register_linalg_kernels(KernelTable& t) { t.set(OpKind::matmul, matmul_kernel); }
+void register_linalg_kernels(KernelTable& t) {
+#if defined(__SANITIZE_THREAD__)
+  // OpenBLAS's threads hand results back through uninstrumented spin-waits, which TSan reports
+  // as races on the output (as with oneTBB, see parallel.h): keep every gemm on the calling thread.
+  openblas_set_num_threads(1);
+#endif
+  t.set(OpKind::matmul, matmul_kernel);
+}
 
 }  // namespace kiln::cpu
