@@ -16,8 +16,8 @@ std::int64_t torch_size(const TensorIr& t, int d) { return t.shape.rank() == 0 ?
 int checked_dim(const char* op, std::int64_t dim, const TensorIr& x) {
   const int r = torch_rank(x);
   KILN_CHECK(dim >= -r && dim < r, op,
-             "dim " + std::to_string(dim) + " is out of range for input " + describe(x) + " (valid: " +
-                 std::to_string(-r) + " to " + std::to_string(r - 1) + ")");
+             "dim " + std::to_string(dim) + " is out of range for input " + describe(x) +
+                 " (valid: " + std::to_string(-r) + " to " + std::to_string(r - 1) + ")");
   return static_cast<int>(dim < 0 ? dim + r : dim);
 }
 

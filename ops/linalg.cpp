@@ -13,8 +13,7 @@ void matmul_rule(const OpIr& op, std::vector<TensorIr>& out) {
   const TensorIr& b = op.inputs[1];
   const std::string both = describe(a) + " and " + describe(b);
   KILN_CHECK(a.dtype == DType::f32 && b.dtype == DType::f32, "matmul", "expected f32 operands, got " + both);
-  KILN_CHECK(a.shape.rank() >= 1 && b.shape.rank() >= 1, "matmul",
-             "both operands need at least 1 dim, got " + both);
+  KILN_CHECK(a.shape.rank() >= 1 && b.shape.rank() >= 1, "matmul", "both operands need at least 1 dim, got " + both);
   const int ra = a.shape.rank(), rb = b.shape.rank();
   const std::int64_t k_a = a.shape[ra - 1];
   const std::int64_t k_b = rb == 1 ? b.shape[0] : b.shape[rb - 2];
@@ -27,8 +26,9 @@ void matmul_rule(const OpIr& op, std::vector<TensorIr>& out) {
   for (int i = 0; i < batch; ++i) {
     const int ia = batch_a - batch + i, ib = batch_b - batch + i;
     const std::int64_t da = ia >= 0 ? a.shape[ia] : 1, db = ib >= 0 ? b.shape[ib] : 1;
-    KILN_CHECK(da == db || da == 1 || db == 1, "matmul",
-               "batch dims of " + both + " cannot be broadcast (" + std::to_string(da) + " vs " + std::to_string(db) + ")");
+    KILN_CHECK(
+        da == db || da == 1 || db == 1, "matmul",
+        "batch dims of " + both + " cannot be broadcast (" + std::to_string(da) + " vs " + std::to_string(db) + ")");
     shape.push_back(da == 1 ? db : da);
   }
   if (ra >= 2) shape.push_back(a.shape[ra - 2]);

@@ -3,8 +3,8 @@
 // last dim, so the innermost loop is contiguous in every tensor. Scatter writes of two different
 // units never meet (they differ in a coordinate other than `dim`), so units run in parallel while
 // the positions of one unit, which may repeat an index, run in order.
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "devices/cpu/index_kernels.h"
@@ -60,22 +60,22 @@ void gather_typed(const OpIr& op, const KernelArgs& args) {
   const std::int64_t x_size = w.x.size[w.dim], x_step = w.x.stride[w.dim], i_step = w.index.stride[w.dim];
   // Rows are (unit, j) pairs of L elements each; a chunk of rows may span several units.
   parallel_for(w.units * w.J, std::max<std::int64_t>(1, kDefaultGrain / w.L), [&](std::int64_t b, std::int64_t e) {
-    std::int64_t u = b / w.J, j = b % w.J, io, xo, oo;
+    std::int64_t u = b / w.J, j = b % w.J, io, xo, out_offset;
     while (b < e) {
-      w.offsets(u, io, xo, oo);
+      w.offsets(u, io, xo, out_offset);  // the output has the index's shape: out_offset == io
       const std::int64_t j_end = std::min(w.J, j + (e - b));
       const T* xs = x + xo;
       if (w.dim_is_last) {
         const std::int64_t* ip = idx + io;
-        T* op_ = out + io;
+        T* dst = out + io;
         check_indices(op, ip + j, j_end - j, w.dim, x_size);
-        for (std::int64_t q = j; q < j_end; ++q) op_[q] = xs[ip[q]];
+        for (std::int64_t q = j; q < j_end; ++q) dst[q] = xs[ip[q]];
       } else {
         for (std::int64_t q = j; q < j_end; ++q) {
           const std::int64_t* ip = idx + io + q * i_step;
-          T* op_ = out + io + q * i_step;
+          T* dst = out + io + q * i_step;
           check_indices(op, ip, w.L, w.dim, x_size);
-          for (std::int64_t l = 0; l < w.L; ++l) op_[l] = xs[ip[l] * x_step + l];
+          for (std::int64_t l = 0; l < w.L; ++l) dst[l] = xs[ip[l] * x_step + l];
         }
       }
       b += j_end - j;
@@ -113,31 +113,33 @@ void scatter_typed(const OpIr& op, const KernelArgs& args) {
   const std::int64_t x_size = w.x.size[w.dim], x_step = w.x.stride[w.dim];
   const std::int64_t i_step = w.index.stride[w.dim], s_step = w.other.stride[w.dim];
   auto put = [](T& dst, T v) {
-    if constexpr (!kAdd) dst = v;
-    else if constexpr (std::is_same_v<T, bool>) dst = dst || v;
-    else dst += v;
+    if constexpr (!kAdd)
+      dst = v;
+    else if constexpr (std::is_same_v<T, bool>)
+      dst = dst || v;
+    else
+      dst += v;
   };
-  parallel_for(w.units, std::max<std::int64_t>(1, kDefaultGrain / (w.J * w.L)),
-               [&](std::int64_t b, std::int64_t e) {
-                 std::int64_t io, xo, so;
-                 for (std::int64_t u = b; u < e; ++u) {
-                   w.offsets(u, io, xo, so);
-                   T* os = out + xo;
-                   if (w.dim_is_last) {
-                     const std::int64_t* ip = idx + io;
-                     const T* sp = src + so;
-                     check_indices(op, ip, w.J, w.dim, x_size);
-                     for (std::int64_t q = 0; q < w.J; ++q) put(os[ip[q]], sp[q]);
-                   } else {
-                     for (std::int64_t q = 0; q < w.J; ++q) {
-                       const std::int64_t* ip = idx + io + q * i_step;
-                       const T* sp = src + so + q * s_step;
-                       check_indices(op, ip, w.L, w.dim, x_size);
-                       for (std::int64_t l = 0; l < w.L; ++l) put(os[ip[l] * x_step + l], sp[l]);
-                     }
-                   }
-                 }
-               });
+  parallel_for(w.units, std::max<std::int64_t>(1, kDefaultGrain / (w.J * w.L)), [&](std::int64_t b, std::int64_t e) {
+    std::int64_t io, xo, so;
+    for (std::int64_t u = b; u < e; ++u) {
+      w.offsets(u, io, xo, so);
+      T* os = out + xo;
+      if (w.dim_is_last) {
+        const std::int64_t* ip = idx + io;
+        const T* sp = src + so;
+        check_indices(op, ip, w.J, w.dim, x_size);
+        for (std::int64_t q = 0; q < w.J; ++q) put(os[ip[q]], sp[q]);
+      } else {
+        for (std::int64_t q = 0; q < w.J; ++q) {
+          const std::int64_t* ip = idx + io + q * i_step;
+          const T* sp = src + so + q * s_step;
+          check_indices(op, ip, w.L, w.dim, x_size);
+          for (std::int64_t l = 0; l < w.L; ++l) put(os[ip[l] * x_step + l], sp[l]);
+        }
+      }
+    }
+  });
 }
 
 }  // namespace

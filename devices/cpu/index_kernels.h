@@ -29,7 +29,8 @@ Dims dims_of(const Shape& s);
 int op_dim(const OpIr& op, int rank);
 
 // Calls fn(T{}) with T the element type stored for dtype t.
-template <class Fn> void visit_dtype(DType t, const char* op, Fn&& fn) {
+template <class Fn>
+void visit_dtype(DType t, const char* op, Fn&& fn) {
   switch (t) {
     case DType::f32: fn(float{}); return;
     case DType::i64: fn(std::int64_t{}); return;

@@ -26,8 +26,10 @@ void index_select_typed(const OpIr& op, const KernelArgs& args) {
     for (std::int64_t r = b; r < e; ++r) {
       const T* from = src + (o * size + idx[j]) * inner;
       T* to = out + r * inner;
-      if (inner == 1) *to = *from;
-      else std::memcpy(to, from, static_cast<std::size_t>(inner) * sizeof(T));
+      if (inner == 1)
+        *to = *from;
+      else
+        std::memcpy(to, from, static_cast<std::size_t>(inner) * sizeof(T));
       if (++j == n) j = 0, ++o;
     }
   });

@@ -12,18 +12,23 @@
 namespace kiln::cpu::index {
 namespace {
 
-template <class T> struct Entry {
+template <class T>
+struct Entry {
   T value;
   std::int64_t pos;
 };
 
 // a ranks strictly before b in ascending order (NaN last).
-template <class T> bool less_nan_last(T a, T b) {
-  if constexpr (std::is_same_v<T, float>) return a < b || (std::isnan(b) && !std::isnan(a));
-  else return a < b;
+template <class T>
+bool less_nan_last(T a, T b) {
+  if constexpr (std::is_same_v<T, float>)
+    return a < b || (std::isnan(b) && !std::isnan(a));
+  else
+    return a < b;
 }
 
-template <class T> auto entry_order(bool descending) {
+template <class T>
+auto entry_order(bool descending) {
   return [descending](const Entry<T>& a, const Entry<T>& b) {
     const bool before = descending ? less_nan_last(b.value, a.value) : less_nan_last(a.value, b.value);
     const bool after = descending ? less_nan_last(a.value, b.value) : less_nan_last(b.value, a.value);
@@ -52,8 +57,10 @@ void sort_slices(const OpIr& op, const KernelArgs& args, std::int64_t kept, bool
       const std::int64_t o = s / inner, i = s % inner;
       const T* in = src + o * size * inner + i;
       for (std::int64_t p = 0; p < size; ++p) scratch[p] = Entry<T>{in[p * inner], p};
-      if (kept == size) std::sort(scratch.begin(), scratch.end(), order);
-      else std::partial_sort(scratch.begin(), scratch.begin() + kept, scratch.end(), order);
+      if (kept == size)
+        std::sort(scratch.begin(), scratch.end(), order);
+      else
+        std::partial_sort(scratch.begin(), scratch.begin() + kept, scratch.end(), order);
       const std::int64_t base = o * kept * inner + i;
       for (std::int64_t p = 0; p < kept; ++p) {
         values[base + p * inner] = scratch[p].value;
@@ -68,8 +75,7 @@ void sort_slices(const OpIr& op, const KernelArgs& args, std::int64_t kept, bool
 void sort_kernel(const OpIr& op, const KernelArgs& args) {
   const Dims x = dims_of(op.inputs[0].shape);
   const std::int64_t size = x.size[op_dim(op, x.rank)];
-  visit_dtype(op.inputs[0].dtype, "sort",
-              [&](auto tag) { sort_slices<decltype(tag)>(op, args, size, op.attrs.flag); });
+  visit_dtype(op.inputs[0].dtype, "sort", [&](auto tag) { sort_slices<decltype(tag)>(op, args, size, op.attrs.flag); });
 }
 
 void topk_kernel(const OpIr& op, const KernelArgs& args) {

@@ -80,8 +80,7 @@ MatmulGeometry geometry(const OpIr& op) {
 // C[m, n] = A[m, k] @ B[k, n], all contiguous row-major; m, n, k > 0. Matrix-vector products
 // go to gemv, which is faster for them; `threaded_ok` false keeps to sgemm, whose threshold for
 // using OpenBLAS's threads is known (gemv's is lower).
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
-          bool threaded_ok) {
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, bool threaded_ok) {
   const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
   if (threaded_ok && n == 1) {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, 1.0f, a, K, b, 1, 0.0f, c, 1);
@@ -127,6 +126,13 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
 
 }  // namespace
 
-void register_linalg_kernels(KernelTable& t) { t.set(OpKind::matmul, matmul_kernel); }
+void register_linalg_kernels(KernelTable& t) {
+#if defined(__SANITIZE_THREAD__)
+  // OpenBLAS's threads hand results back through uninstrumented spin-waits, which TSan reports
+  // as races on the output (as with oneTBB, see parallel.h): keep every gemm on the calling thread.
+  openblas_set_num_threads(1);
+#endif
+  t.set(OpKind::matmul, matmul_kernel);
+}
 
 }  // namespace kiln::cpu

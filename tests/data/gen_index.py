@@ -169,4 +169,9 @@ topk("topk_i64", torch.randperm(12).reshape(3, 4) - 6, 2)
 topk("topk_empty", torch.zeros(0, 3), 2)
 topk("topk_0d", torch.tensor(1.5), 1)
 
+# An index produced by another op: the indices of topk feed gather.
+x = distinct(4, 6)
+cases.append(case("topk_then_gather", "topk_then_gather", [x], torch.gather(x, 1, torch.topk(x, 3, dim=1).indices),
+                  {"k": 3, "dim": 1}))
+
 write("index", cases)

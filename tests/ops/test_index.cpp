@@ -49,6 +49,11 @@ std::vector<Tensor> run_case(const RefCase& c, Device d, std::vector<Tensor>* ke
     auto [values, indices] = topk(in(0), c.attrs.at("k").get<std::int64_t>(), dim(), c.attrs.at("largest").get<bool>());
     return {values, indices};
   }
+  if (c.op == "topk_then_gather") {
+    Tensor x = in(0);
+    Tensor top = topk(x, c.attrs.at("k").get<std::int64_t>(), dim()).second;
+    return {gather(std::move(x), dim(), std::move(top))};
+  }
   throw std::runtime_error("no runner for op " + c.op);
 }
 
@@ -86,8 +91,8 @@ TEST_P(Index, HandedOverInputsMatchTorch) {
     for (std::size_t i = 0; i < outs.size(); ++i)
       EXPECT_TRUE(matches(outs[i], c.outputs[i], tolerance_for(c))) << "output " << i;
     const Shape in_shape = test::json_shape(c.inputs[0]);
-    const bool may_reuse = c.op == "scatter" || c.op == "scatter_add" || c.op == "masked_fill" || c.op == "sort" ||
-                           c.op == "topk";
+    const bool may_reuse =
+        c.op == "scatter" || c.op == "scatter_add" || c.op == "masked_fill" || c.op == "sort" || c.op == "topk";
     if (may_reuse && in_shape == test::json_shape(c.outputs[0]) && in_shape.numel() > 0) {
       EXPECT_GT(counters(GetParam()).inplace_reuses, reuses) << "expected the input's buffer to be reused";
     }
@@ -114,7 +119,8 @@ TEST_P(Index, ScatterWhoseOutputReusesTheIndexOrSrcBuffer) {
   EXPECT_EQ(x.to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{10, 11, 12, 13, 14, 15}));
 }
 
-template <class Fn> void expect_device_error(Fn&& read, const std::string& op, const std::vector<std::string>& fragments) {
+template <class Fn>
+void expect_device_error(Fn&& read, const std::string& op, const std::vector<std::string>& fragments) {
   try {
     read();
     ADD_FAILURE() << "expected the read to fail";
@@ -150,8 +156,11 @@ TEST_P(Index, IndexOutOfRangeReachesTheFuture) {
                       {"class value -1"});
 
   // Tensors computed from a failed one fail with the first error; in-place runs fail the same way.
-  expect_device_error([&] { (void)matmul(g, ones(Shape{2}, {DType::f32, d})).to_vector<float>().get(); }, "gather",
-                      {"index 7"});
+  expect_device_error(
+      [&] {
+        (void)matmul(g, ones(Shape{2}, {DType::f32, d})).to_vector<float>().get();
+      },
+      "gather", {"index 7"});
   Tensor owned = from_vector(std::vector<float>(12, 1.0f), Shape{3, 4}, d);
   expect_device_error([&] { (void)scatter(std::move(owned), 1, bad, src).to_vector<float>().get(); }, "scatter",
                       {"index 7"});

@@ -16,7 +16,8 @@ class IndexErrors : public ::testing::TestWithParam<Device> {
   Tensor boolean(const Shape& s) const { return zeros(s, {DType::bool_, GetParam()}); }
 };
 
-template <class Fn> void expect_error(Fn&& call, const std::string& op, const std::vector<std::string>& fragments) {
+template <class Fn>
+void expect_error(Fn&& call, const std::string& op, const std::vector<std::string>& fragments) {
   try {
     (void)call();
     ADD_FAILURE() << "expected kiln::Error from " << op;
@@ -29,7 +30,11 @@ template <class Fn> void expect_error(Fn&& call, const std::string& op, const st
 TEST_P(IndexErrors, Gather) {
   expect_error([&] { return gather(f32({3, 4}), 1, f32({3, 2})); }, "gather", {"i64 index", "f32[3, 2]"});
   expect_error([&] { return gather(f32({3, 4}), 1, i64({3})); }, "gather", {"same rank", "i64[3]", "f32[3, 4]"});
-  expect_error([&] { return gather(f32({3, 4}), 1, i64({4, 2})); }, "gather", {"larger", "i64[4, 2]", "f32[3, 4]", "dim 0"});
+  expect_error(
+      [&] {
+        return gather(f32({3, 4}), 1, i64({4, 2}));
+      },
+      "gather", {"larger", "i64[4, 2]", "f32[3, 4]", "dim 0"});
   expect_error([&] { return gather(f32({3, 4}), 2, i64({3, 2})); }, "gather", {"dim 2", "out of range", "f32[3, 4]"});
   expect_error([&] { return gather(f32({3, 4}), -3, i64({3, 2})); }, "gather", {"dim -3", "out of range", "f32[3, 4]"});
 }
@@ -40,25 +45,46 @@ TEST_P(IndexErrors, Scatter) {
     auto call = [&](Tensor x, std::int64_t dim, Tensor index, Tensor src) {
       return std::string(op) == "scatter" ? scatter(x, dim, index, src) : scatter_add(x, dim, index, src);
     };
-    expect_error([&] { return call(f32({3, 4}), 1, i64({3, 2}), i64({3, 2})); }, op,
-                 {"src i64[3, 2]", "dtype", "f32[3, 4]"});
-    expect_error([&] { return call(f32({3, 4}), 1, i64({3, 3}), f32({3, 2})); }, op,
-                 {"larger than src", "i64[3, 3]", "f32[3, 2]"});
-    expect_error([&] { return call(f32({3, 4}), 1, i64({4, 2}), f32({4, 2})); }, op,
-                 {"larger than input", "i64[4, 2]", "f32[3, 4]"});
+    expect_error(
+        [&] {
+          return call(f32({3, 4}), 1, i64({3, 2}), i64({3, 2}));
+        },
+        op, {"src i64[3, 2]", "dtype", "f32[3, 4]"});
+    expect_error(
+        [&] {
+          return call(f32({3, 4}), 1, i64({3, 3}), f32({3, 2}));
+        },
+        op, {"larger than src", "i64[3, 3]", "f32[3, 2]"});
+    expect_error(
+        [&] {
+          return call(f32({3, 4}), 1, i64({4, 2}), f32({4, 2}));
+        },
+        op, {"larger than input", "i64[4, 2]", "f32[3, 4]"});
     expect_error([&] { return call(f32({3, 4}), 0, i64({3}), f32({3})); }, op, {"same rank", "i64[3]"});
     expect_error([&] { return call(f32({3, 4}), 1, i64({3, 2}), f32({3})); }, op, {"same rank", "src f32[3]"});
     expect_error([&] { return call(f32({3, 4}), 1, f32({3, 2}), f32({3, 2})); }, op, {"i64 index", "f32[3, 2]"});
-    expect_error([&] { return call(f32({3, 4}), 2, i64({3, 2}), f32({3, 2})); }, op, {"dim 2", "out of range", "f32[3, 4]"});
+    expect_error(
+        [&] {
+          return call(f32({3, 4}), 2, i64({3, 2}), f32({3, 2}));
+        },
+        op, {"dim 2", "out of range", "f32[3, 4]"});
   }
 }
 
 TEST_P(IndexErrors, IndexSelect) {
   expect_error([&] { return index_select(f32({3, 4}), 0, i64({2, 1})); }, "index_select", {"1-D", "i64[2, 1]"});
   expect_error([&] { return index_select(f32({3, 4}), 0, boolean({2})); }, "index_select", {"i64 index", "bool[2]"});
-  expect_error([&] { return index_select(f32({3, 0}), 1, i64({2})); }, "index_select", {"empty", "f32[3, 0]", "i64[2]"});
+  expect_error(
+      [&] {
+        return index_select(f32({3, 0}), 1, i64({2}));
+      },
+      "index_select", {"empty", "f32[3, 0]", "i64[2]"});
   expect_error([&] { return index_select(f32({}), 0, i64({2})); }, "index_select", {"0-d", "f32[]", "i64[2]"});
-  expect_error([&] { return index_select(f32({3, 4}), -3, i64({2})); }, "index_select", {"dim -3", "out of range", "f32[3, 4]"});
+  expect_error(
+      [&] {
+        return index_select(f32({3, 4}), -3, i64({2}));
+      },
+      "index_select", {"dim -3", "out of range", "f32[3, 4]"});
 }
 
 TEST_P(IndexErrors, MaskedFill) {

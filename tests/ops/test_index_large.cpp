@@ -14,6 +14,12 @@ namespace {
 
 class IndexLarge : public ::testing::TestWithParam<Device> {};
 
+double sum_of(const Tensor& t) {
+  double s = 0;
+  for (float v : t.to_vector<float>().get()) s += v;
+  return s;
+}
+
 std::vector<float> random_floats(std::int64_t n, unsigned seed, int distinct = 0) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-10.0f, 10.0f);
@@ -49,14 +55,33 @@ TEST_P(IndexLarge, GatherAlongEachDim) {
   }
 }
 
+// A bad index found by one of several parallel tasks still reaches the future, and only there.
+TEST_P(IndexLarge, OutOfRangeInAParallelGatherReachesTheFuture) {
+  const std::int64_t R = 400, C = 300;
+  auto idx = random_indices(R * C, C, 15);
+  idx[R * C / 2 + 7] = C + 5;
+  const Tensor x = zeros(Shape{R, C}, {DType::f32, GetParam()});
+  const Tensor out = gather(x, 1, from_vector(idx, Shape{R, C}, GetParam()));
+  try {
+    (void)out.to_vector<float>().get();
+    FAIL() << "expected the read to fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), "gather");
+    EXPECT_NE(std::string(e.what()).find("index 305 is out of range for dim 1 of size 300"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(sum_of(gather(x, 0, from_vector(std::vector<std::int64_t>(C, 1), Shape{1, C}, GetParam()))), 0.0);
+}
+
 TEST_P(IndexLarge, ScatterAddCountsDuplicates) {
   const std::int64_t R = 200, C = 300, J = 1000;
   const auto idx = random_indices(R * J, C, 4);
   std::vector<float> want(R * C, 0.0f);
   for (std::int64_t i = 0; i < R; ++i)
     for (std::int64_t j = 0; j < J; ++j) want[i * C + idx[i * J + j]] += 1.0f;
-  const Tensor counts = scatter_add(zeros(Shape{R, C}, {DType::f32, GetParam()}), 1,
-                                    from_vector(idx, Shape{R, J}, GetParam()), ones(Shape{R, J}, {DType::f32, GetParam()}));
+  const Tensor counts =
+      scatter_add(zeros(Shape{R, C}, {DType::f32, GetParam()}), 1, from_vector(idx, Shape{R, J}, GetParam()),
+                  ones(Shape{R, J}, {DType::f32, GetParam()}));
   EXPECT_EQ(counts.to_vector<float>().get(), want);
 }
 

@@ -75,9 +75,8 @@ struct LoopCase {
 // operand folded into one taller product, many small products in parallel, a few large ones.
 TEST_P(Linalg, MatmulPathsMatchPlainLoops) {
   const LoopCase cases[] = {
-      {"single_large", 1, 1, 200, 300, 150}, {"matrix_vector", 1, 1, 500, 400, 1},
-      {"vector_matrix", 1, 1, 1, 400, 500},  {"shared_b_folded", 6, 1, 50, 64, 40},
-      {"many_small", 3000, 3000, 4, 5, 3},   {"few_large", 3, 3, 70, 80, 60},
+      {"single_large", 1, 1, 200, 300, 150}, {"matrix_vector", 1, 1, 500, 400, 1}, {"vector_matrix", 1, 1, 1, 400, 500},
+      {"shared_b_folded", 6, 1, 50, 64, 40}, {"many_small", 3000, 3000, 4, 5, 3},  {"few_large", 3, 3, 70, 80, 60},
   };
   for (const LoopCase& lc : cases) {
     SCOPED_TRACE(lc.name);
