@@ -56,6 +56,12 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
     in_slots[i] = find(expr.inputs[i].id);
     if (!in_slots[i] || in_slots[i]->error) return replay_unfused();
   }
+  if (expr.outputs.empty()) {
+    // Every value of the group died inside it: nothing observable is left to compute.
+    counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
+    for (EntityId id : group.consumed) slots_.erase(id);
+    return;
+  }
   std::vector<Buffer*> in(expr.inputs.size()), out(expr.outputs.size());
   std::vector<BufferPtr> out_buffers(expr.outputs.size());
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = in_slots[i]->buffer.get();
