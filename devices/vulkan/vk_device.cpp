@@ -157,12 +157,13 @@ const char* glsl_pointer_type(DType t) {
 
 std::string glsl_load(DType t, const std::string& ptr, const std::string& index) {
   const std::string e = ptr + ".v[" + index + "]";
-  return t == DType::bool_ ? "(" + e + " != uint8_t(0))" : e;
+  // Bools are bytes; 8-bit storage without 8-bit arithmetic (shaderInt8) is enough.
+  return t == DType::bool_ ? "(uint(" + e + ") != 0u)" : e;
 }
 
 std::string glsl_store(DType t, const std::string& ptr, const std::string& index, const std::string& value) {
   const std::string e = ptr + ".v[" + index + "] = ";
-  return t == DType::bool_ ? e + "uint8_t((" + value + ") ? 1 : 0);" : e + value + ";";
+  return t == DType::bool_ ? e + "uint8_t((" + value + ") ? 1u : 0u);" : e + value + ";";
 }
 
 }  // namespace kiln::vk
