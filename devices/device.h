@@ -1,10 +1,11 @@
 // devices/: the one interface every device implements — memory, host transfers, running an op,
-// synchronizing — and its implementations (cpu/, later vulkan/). Nothing outside devices/ names
+// synchronizing — and its implementations (cpu/, vulkan/). Nothing outside devices/ names
 // a BLAS or Vulkan type. Kernels receive the op message and one buffer per input and output.
 #pragma once
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "memory/memory.h"
 #include "ops/fused_expr.h"
@@ -47,8 +48,14 @@ class DeviceBackend {
   virtual void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) = 0;
   // Waits for everything this device has been given.
   virtual void synchronize() = 0;
+  // The executor finished a batch: start work that is only recorded (Vulkan submits its
+  // command buffer), without waiting for it.
+  virtual void flush() {}
 };
 
 std::unique_ptr<DeviceBackend> make_cpu_device();
+// One backend per usable Vulkan device, best first (discrete GPUs, then integrated, then
+// software); none when KILN_VULKAN=0, when there is no driver, or when built without Vulkan.
+std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices();
 
 }  // namespace kiln

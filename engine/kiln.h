@@ -1,7 +1,7 @@
 // kiln: tensors on the CPU and on Vulkan GPUs, where every op is asynchronous.
 //
 //   Tensor   — a handle to an entity on a device; ops on it return new handles at once
-//   Device   — where a tensor lives (Device::cpu(), Device::vulkan(i))
+//   Device   — where a tensor lives (Device::cpu(), Device::vulkan(i)); to(x, device) moves it
 //   Future   — what reading values or syncing a device returns
 //   ops      — creation, elementwise, reduce, linalg, layout, index
 //   engine   — sync, memory statistics and limits, scheduler counters
@@ -17,3 +17,4 @@
 #include "engine/linalg.h"
 #include "engine/reduce.h"
 #include "engine/tensor.h"
+#include "engine/transfer.h"

@@ -23,6 +23,20 @@ Engine::Engine() {
   cpu->backend = make_cpu_device();
   cpu->executor = std::make_unique<Executor>(*cpu->backend);
   runtimes_.push_back(std::move(cpu));
+  // Vulkan devices, unless KILN_VULKAN=0; none found means CPU only (logged at debug level).
+  std::vector<std::unique_ptr<DeviceBackend>> gpus;
+  try {
+    gpus = make_vulkan_devices();
+  } catch (const std::exception& e) {
+    if (log_enabled(spdlog::level::debug)) logger().debug("vulkan unavailable: {}", e.what());
+  }
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->device = Device::vulkan(static_cast<int>(i));
+    rt->backend = std::move(gpus[i]);
+    rt->executor = std::make_unique<Executor>(*rt->backend);
+    runtimes_.push_back(std::move(rt));
+  }
   scheduler_ = std::make_unique<Scheduler>();
   for (auto& r : runtimes_) scheduler_->attach(r->stream, *r->executor);
   g_alive.store(true, std::memory_order_release);

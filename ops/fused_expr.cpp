@@ -1,5 +1,6 @@
 #include "ops/fused_expr.h"
 
+#include "ops/elementwise_rules.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -67,6 +68,46 @@ std::string FusedExpr::describe() const {
   for (std::size_t i = 0; i < output_nodes.size(); ++i) s += (i ? ", n" : "n") + std::to_string(output_nodes[i]);
   s += ' ' + shape.str();
   return s;
+}
+
+FusedNode fused_node_of(const OpIr& op, std::span<const FusedOperand> tensor_operands) {
+  FusedNode node;
+  node.kind = op.kind;
+  node.out = op.outputs[0].dtype;
+  node.compute = elementwise_compute_dtype(op);
+  node.attrs = op.attrs;
+  node.shape = op.outputs[0].shape;
+  std::vector<FusedOperand> operands(tensor_operands.begin(), tensor_operands.end());
+  if (op_info(op.kind).family == OpFamily::binary && op.inputs.size() == 1) {
+    const FusedOperand s{FusedOperand::Kind::scalar, 0};
+    if (op.attrs.scalar_side == ScalarSide::Lhs) operands.insert(operands.begin(), s);
+    else operands.push_back(s);
+  }
+  node.arity = static_cast<std::uint8_t>(operands.size());
+  for (std::size_t i = 0; i < operands.size() && i < 3; ++i) node.operands[i] = operands[i];
+  return node;
+}
+
+FusedExpr single_op_expr(const OpIr& op) {
+  FusedExpr e;
+  e.shape = op.outputs[0].shape;
+  std::vector<FusedOperand> operands;
+  for (const TensorIr& t : op.inputs) {
+    std::uint32_t index = 0;
+    while (index < e.inputs.size() && e.inputs[index].id != t.id) ++index;
+    if (index == e.inputs.size()) {
+      TensorIr in = t;
+      in.status = TensorStatus::ReadOnly;
+      e.inputs.push_back(in);
+    }
+    operands.push_back(FusedOperand{FusedOperand::Kind::input, index});
+  }
+  e.nodes.push_back(fused_node_of(op, operands));
+  e.output_nodes.push_back(0);
+  TensorIr out = op.outputs[0];
+  out.status = TensorStatus::NotInit;
+  e.outputs.push_back(out);
+  return e;
 }
 
 double fused_scalar_value(const FusedNode& node, int) { return node.attrs.scalar; }

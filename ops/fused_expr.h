@@ -6,6 +6,7 @@
 // until it is asked to run it.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,15 @@ struct FusedExpr {
   // "exp(mul(x0, 0.7)) -> y0" style description for logs.
   std::string describe() const;
 };
+
+// The node an elementwise op becomes, given the operands its tensor inputs map to (in the order
+// of op.inputs): the scalar of a scalar-form binary op is placed on its side. The fusion planner
+// and single_op_expr both build nodes with it, so a fused and an unfused op compute alike.
+FusedNode fused_node_of(const OpIr& op, std::span<const FusedOperand> tensor_operands);
+
+// The one-node expression of an elementwise op (each distinct input entity is one expression
+// input): how a device runs an unfused elementwise op with its fused code generator.
+FusedExpr single_op_expr(const OpIr& op);
 
 // The value an operand of `node` reads when that operand is a scalar: attrs.scalar for the
 // scalar forms of binary ops, per side.

@@ -60,6 +60,14 @@ class Completion {
   virtual void fail(std::exception_ptr error) = 0;
 };
 
+// The bytes of an upload that another device is still producing (kiln::to): wait() blocks
+// until they exist, or throws the producer's error.
+class PendingHostData {
+ public:
+  virtual ~PendingHostData() = default;
+  virtual std::shared_ptr<const std::vector<std::byte>> wait() const = 0;
+};
+
 struct OpIr {
   OpKind kind = OpKind::sync;
   std::uint64_t seq = 0;  // position in its stream, set at submission
@@ -67,6 +75,7 @@ struct OpIr {
   std::vector<TensorIr> outputs;
   OpAttrs attrs;
   std::shared_ptr<const std::vector<std::byte>> host_data;  // upload
+  std::shared_ptr<const PendingHostData> pending_data;       // upload from another device
   std::shared_ptr<Completion> completion;                   // read, sync
 };
 

@@ -27,6 +27,12 @@ void Executor::run_batch(std::span<OpIr> ops) {
     if (step.fused) run_fused(plan_.groups[step.index], ops);
     else run_one(ops[step.index]);
   }
+  try {
+    device_.flush();
+  } catch (const std::exception& e) {
+    // The failure (a lost device) reaches the futures at the next read or sync.
+    logger().error("{}: {}", device_.info().name, e.what());
+  }
 }
 
 const CompiledKernel& Executor::compiled(const FusedExpr& expr) {
@@ -214,6 +220,8 @@ void Executor::run_compute(OpIr& op) {
 
     if (!info.view) {
       if (op.kind == OpKind::upload) {
+        // From another device: wait for the bytes (see kiln::to for why this cannot deadlock).
+        if (op.pending_data) op.host_data = op.pending_data->wait();
         device_.write(*out[0], op.host_data->data(), op.outputs[0].bytes());
       } else {
         const KernelArgs args{std::span<Buffer* const>(in, op.inputs.size()),

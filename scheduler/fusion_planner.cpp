@@ -48,22 +48,10 @@ class OpenGroup {
   void add(const OpIr& op, std::uint32_t batch_index) {
     FusedExpr& e = group_.expr;
     if (e.nodes.empty()) e.shape = op.outputs[0].shape;
-    FusedNode node;
-    node.kind = op.kind;
-    node.out = op.outputs[0].dtype;
-    node.compute = elementwise_compute_dtype(op);
-    node.attrs = op.attrs;
-    node.shape = op.outputs[0].shape;
-    // Tensor operands in order, with the scalar of a scalar-form binary op on its side.
+    // Tensor operands in order; fused_node_of places a scalar operand on its side.
     std::vector<FusedOperand> operands;
     for (const TensorIr& t : op.inputs) operands.push_back(operand_for(t));
-    if (op_info(op.kind).family == OpFamily::binary && op.inputs.size() == 1) {
-      const FusedOperand s{FusedOperand::Kind::scalar, 0};
-      if (op.attrs.scalar_side == ScalarSide::Lhs) operands.insert(operands.begin(), s);
-      else operands.push_back(s);
-    }
-    node.arity = static_cast<std::uint8_t>(operands.size());
-    for (std::size_t i = 0; i < operands.size(); ++i) node.operands[i] = operands[i];
+    FusedNode node = fused_node_of(op, operands);
     const auto index = static_cast<std::uint32_t>(e.nodes.size());
     e.nodes.push_back(std::move(node));
     node_of_[op.outputs[0].id] = index;

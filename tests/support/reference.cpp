@@ -1,6 +1,7 @@
 #include "support/reference.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -130,6 +131,15 @@ Tensor make_tensor(const Json& t, Device device) {
   return ::testing::AssertionSuccess();
 }
 
-std::vector<Device> test_devices() { return devices(); }
+std::vector<Device> test_devices() {
+  // The op suites run on the CPU; KILN_TEST_VULKAN=1 adds the Vulkan devices (for the engineers
+  // bringing up reduce/layout/index/matmul kernels there).
+  const char* env = std::getenv("KILN_TEST_VULKAN");
+  const bool vulkan = env && std::string(env) == "1";
+  std::vector<Device> out;
+  for (const Device& d : devices())
+    if (d.kind == DeviceKind::cpu || vulkan) out.push_back(d);
+  return out;
+}
 
 }  // namespace kiln::test

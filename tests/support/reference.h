@@ -48,7 +48,8 @@ struct Tolerance {
 // Waits for `actual` and compares shape, dtype and every value with the JSON tensor.
 ::testing::AssertionResult matches(const Tensor& actual, const Json& expected, Tolerance tol = {});
 
-// All devices the engine offers: op suites are instantiated once per device.
+// The devices op suites are instantiated for: the CPU, plus the Vulkan devices when
+// KILN_TEST_VULKAN=1.
 std::vector<Device> test_devices();
 
 }  // namespace kiln::test

@@ -1,0 +1,171 @@
+#include "devices/vulkan/vk_commands.h"
+
+#include <algorithm>
+
+namespace kiln::vk {
+
+namespace {
+
+void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = dst_access;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1, &b,
+                       0, nullptr, 0, nullptr);
+}
+
+}  // namespace
+
+CommandStream::CommandStream(const Context& ctx) : ctx_(ctx) {
+  VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  ci.queueFamilyIndex = ctx.queue_family();
+  VkCommandPool pool = VK_NULL_HANDLE;
+  check(vkCreateCommandPool(ctx.device(), &ci, nullptr, &pool), "vkCreateCommandPool");
+  pool_ = own(ctx.device(), pool);
+}
+
+CommandStream::~CommandStream() {
+  try {
+    finish();
+  } catch (...) {
+    // A lost device at teardown: nothing left to wait for.
+  }
+  vkDeviceWaitIdle(ctx_.device());
+}
+
+void CommandStream::check_alive() const {
+  if (lost_) throw DeviceLost("an earlier submission (the device is unusable)");
+}
+
+CommandStream::Frame& CommandStream::current() {
+  if (recording_) return *recording_;
+  check_alive();
+  // Reuse a finished frame; with too many in flight, wait for the oldest.
+  while (!in_flight_.empty() &&
+         (in_flight_.size() >= kMaxInFlight || vkGetFenceStatus(ctx_.device(), in_flight_.front()->fence.get()) == VK_SUCCESS)) {
+    wait(*in_flight_.front());
+    retire(std::move(in_flight_.front()));
+    in_flight_.pop_front();
+  }
+  if (!idle_frames_.empty()) {
+    recording_ = std::move(idle_frames_.back());
+    idle_frames_.pop_back();
+  } else {
+    recording_ = std::make_unique<Frame>();
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_.get();
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(ctx_.device(), &ai, &recording_->cb), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence = VK_NULL_HANDLE;
+    check(vkCreateFence(ctx_.device(), &fi, nullptr, &fence), "vkCreateFence");
+    recording_->fence = own(ctx_.device(), fence);
+  }
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(recording_->cb, &bi), "vkBeginCommandBuffer");
+  return *recording_;
+}
+
+VkCommandBuffer CommandStream::begin_command() {
+  Frame& f = current();
+  // Orders this command after everything before it, including earlier submissions.
+  global_barrier(f.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT);
+  return f.cb;
+}
+
+void CommandStream::done_command() {
+  if (++recording_->commands >= kMaxCommands) submit();
+}
+
+HostSlice CommandStream::host_alloc(std::uint64_t bytes, std::uint64_t align) {
+  Frame& f = current();
+  bytes = std::max<std::uint64_t>(bytes, 1);
+  HostBlock* block = nullptr;
+  if (!f.host.empty()) {
+    HostBlock& last = *f.host.back();
+    const std::uint64_t at = (last.used + align - 1) / align * align;
+    if (at + bytes <= last.alloc.size) {
+      last.used = at;
+      block = &last;
+    }
+  }
+  if (!block) {
+    // An idle block that fits, else a new one (at least kHostBlockBytes).
+    auto it = std::find_if(idle_host_.begin(), idle_host_.end(), [&](auto& b) { return b->alloc.size >= bytes; });
+    if (it != idle_host_.end()) {
+      f.host.push_back(std::move(*it));
+      idle_host_.erase(it);
+    } else {
+      auto b = std::make_unique<HostBlock>();
+      b->alloc = allocate_buffer(ctx_, std::max(bytes, kHostBlockBytes),
+                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+      f.host.push_back(std::move(b));
+    }
+    block = f.host.back().get();
+    block->used = 0;
+  }
+  HostSlice s;
+  s.ptr = static_cast<std::byte*>(block->alloc.mapped) + block->used;
+  s.buffer = block->alloc.buffer.get();
+  s.offset = block->used;
+  s.address = block->alloc.address + block->used;
+  block->used += bytes;
+  return s;
+}
+
+void CommandStream::submit() {
+  if (!recording_) return;
+  Frame& f = *recording_;
+  // Results become visible to the host once the fence signals.
+  global_barrier(f.cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  check(vkEndCommandBuffer(f.cb), "vkEndCommandBuffer");
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &f.cb;
+  const VkResult r = vkQueueSubmit(ctx_.queue(), 1, &si, f.fence.get());
+  if (r != VK_SUCCESS) {
+    lost_ = lost_ || r == VK_ERROR_DEVICE_LOST;
+    vkResetCommandBuffer(f.cb, 0);
+    retire(std::move(recording_));
+    throw_result(r, "vkQueueSubmit");
+  }
+  in_flight_.push_back(std::move(recording_));
+}
+
+void CommandStream::wait(Frame& frame) {
+  const VkFence fence = frame.fence.get();
+  const VkResult r = vkWaitForFences(ctx_.device(), 1, &fence, VK_TRUE, UINT64_MAX);
+  if (r != VK_SUCCESS) {
+    lost_ = lost_ || r == VK_ERROR_DEVICE_LOST;
+    throw_result(r, "vkWaitForFences");
+  }
+}
+
+void CommandStream::retire(std::unique_ptr<Frame> frame) {
+  const VkFence fence = frame->fence.get();
+  vkResetFences(ctx_.device(), 1, &fence);
+  vkResetCommandBuffer(frame->cb, 0);
+  // Keep a bounded amount of staging memory around: big one-off blocks go back to the driver.
+  for (auto& b : frame->host)
+    if (b->alloc.size <= 4 * kHostBlockBytes && idle_host_.size() < 16) idle_host_.push_back(std::move(b));
+  frame->host.clear();
+  frame->commands = 0;
+  idle_frames_.push_back(std::move(frame));
+}
+
+void CommandStream::finish() {
+  submit();
+  while (!in_flight_.empty()) {
+    wait(*in_flight_.front());
+    retire(std::move(in_flight_.front()));
+    in_flight_.pop_front();
+  }
+}
+
+}  // namespace kiln::vk

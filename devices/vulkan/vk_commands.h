@@ -1,0 +1,79 @@
+// devices/vulkan private: the command stream of one device. Copies and dispatches are recorded
+// into a command buffer and submitted in batches (at most kMaxCommands per submission, or when
+// the executor finishes a batch, or when the host needs a result); each submission has a fence,
+// and nothing waits for the queue to go idle per op. A global memory barrier separates every
+// two commands, which orders any dependent pair (kernels then need no barrier bookkeeping).
+//
+// Host memory that a recorded command reads or writes (staging for uploads and reads, kernel
+// argument blocks) comes from host_alloc(): it lives until that submission's fence signals, then
+// its blocks are reused, so steady-state work allocates nothing.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "devices/vulkan/vk_memory.h"
+
+namespace kiln::vk {
+
+// Host-visible, mapped memory for one recorded command.
+struct HostSlice {
+  void* ptr = nullptr;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  std::uint64_t offset = 0;
+  VkDeviceAddress address = 0;
+};
+
+class CommandStream {
+ public:
+  static constexpr std::uint32_t kMaxCommands = 256;   // per submission
+  static constexpr std::uint32_t kMaxInFlight = 8;     // submissions before the host waits
+  static constexpr std::uint64_t kHostBlockBytes = 4ull << 20;
+
+  explicit CommandStream(const Context& ctx);
+  ~CommandStream();  // waits for submitted work
+  CommandStream(const CommandStream&) = delete;
+  CommandStream& operator=(const CommandStream&) = delete;
+
+  // The command buffer being recorded, with a barrier after the previous command already in it.
+  // Call done_command() after recording one command.
+  VkCommandBuffer begin_command();
+  void done_command();
+
+  // Mapped host memory that stays valid until the work recorded so far has completed.
+  HostSlice host_alloc(std::uint64_t bytes, std::uint64_t align = 16);
+
+  // Submits what is recorded; does not wait.
+  void submit();
+  // Submits and waits for every submission; recycles their host memory.
+  void finish();
+  // Throws DeviceLost if the device was lost earlier.
+  void check_alive() const;
+
+ private:
+  struct HostBlock {
+    BufferAllocation alloc;
+    std::uint64_t used = 0;
+  };
+  struct Frame {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    Owned<VkFence> fence;
+    std::vector<std::unique_ptr<HostBlock>> host;
+    std::uint32_t commands = 0;
+  };
+
+  Frame& current();
+  void retire(std::unique_ptr<Frame> frame);
+  void wait(Frame& frame);
+
+  const Context& ctx_;
+  Owned<VkCommandPool> pool_;
+  std::unique_ptr<Frame> recording_;
+  std::deque<std::unique_ptr<Frame>> in_flight_;
+  std::vector<std::unique_ptr<Frame>> idle_frames_;
+  std::vector<std::unique_ptr<HostBlock>> idle_host_;
+  bool lost_ = false;
+};
+
+}  // namespace kiln::vk

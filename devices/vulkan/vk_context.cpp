@@ -1,0 +1,188 @@
+#include "devices/vulkan/vk_context.h"
+
+#include <mutex>
+
+#include "ops/log.h"
+
+namespace kiln::vk {
+
+bool PhysicalDeviceInfo::usable() const { return why_unusable().empty(); }
+
+std::string PhysicalDeviceInfo::why_unusable() const {
+  if (api_version < VK_API_VERSION_1_2) return "needs Vulkan 1.2";
+  if (compute_queue_family == UINT32_MAX) return "has no compute queue";
+  if (!buffer_device_address) return "lacks bufferDeviceAddress";
+  if (!shader_int64) return "lacks shaderInt64";
+  return {};
+}
+
+const char* PhysicalDeviceInfo::type_name() const {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+namespace {
+
+PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
+  PhysicalDeviceInfo info;
+  info.handle = pd;
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(pd, &props);
+  info.name = props.deviceName;
+  info.type = props.deviceType;
+  info.api_version = props.apiVersion;
+  info.driver_version = props.driverVersion;
+  info.vendor_id = props.vendorID;
+  info.device_id = props.deviceID;
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  for (std::uint32_t h = 0; h < mem.memoryHeapCount; ++h)
+    if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      info.device_local_bytes = std::max<std::uint64_t>(info.device_local_bytes, mem.memoryHeaps[h].size);
+
+  std::uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
+  // Prefer a compute-only family (an async compute queue), else any family with compute.
+  for (std::uint32_t f = 0; f < n; ++f) {
+    const VkQueueFlags flags = families[f].queueFlags;
+    if (!(flags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (info.compute_queue_family == UINT32_MAX || !(flags & VK_QUEUE_GRAPHICS_BIT)) info.compute_queue_family = f;
+  }
+
+  if (props.apiVersion >= VK_API_VERSION_1_2) {
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    f11.pNext = &f12;
+    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    f2.pNext = &f11;
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    info.buffer_device_address = f12.bufferDeviceAddress;
+    info.shader_int64 = f2.features.shaderInt64;
+    info.storage_8bit = f12.storageBuffer8BitAccess;
+    info.storage_16bit = f11.storageBuffer16BitAccess;
+    info.shader_float16 = f12.shaderFloat16;
+    info.shader_int8 = f12.shaderInt8;
+  }
+  return info;
+}
+
+}  // namespace
+
+Instance::Instance() {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "kiln";
+  app.pEngineName = "kiln";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  check(vkCreateInstance(&ci, nullptr, &instance_), "vkCreateInstance");
+  std::uint32_t n = 0;
+  VkResult r = vkEnumeratePhysicalDevices(instance_, &n, nullptr);
+  std::vector<VkPhysicalDevice> pds(n);
+  if (r == VK_SUCCESS && n) r = vkEnumeratePhysicalDevices(instance_, &n, pds.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    vkDestroyInstance(instance_, nullptr);
+    throw_result(r, "vkEnumeratePhysicalDevices");
+  }
+  for (std::uint32_t i = 0; i < n; ++i) devices_.push_back(describe(pds[i]));
+}
+
+Instance::~Instance() {
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+std::shared_ptr<Instance> Instance::get() {
+  static std::mutex mutex;
+  static std::shared_ptr<Instance> instance;
+  std::lock_guard lock(mutex);
+  if (!instance) instance = std::make_shared<Instance>();
+  return instance;
+}
+
+int best_device_index(const std::vector<PhysicalDeviceInfo>& devices) {
+  int best = -1, best_rank = -1;
+  for (int i = 0; i < static_cast<int>(devices.size()); ++i) {
+    if (!devices[i].usable()) continue;
+    int rank = 0;
+    switch (devices[i].type) {
+      case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: rank = 3; break;
+      case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: rank = 2; break;
+      case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: rank = 1; break;
+      default: rank = 0;
+    }
+    if (rank > best_rank) best = i, best_rank = rank;
+  }
+  return best;
+}
+
+Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info)
+    : instance_(std::move(instance)), info_(info) {
+  KILN_CHECK(info_.usable(), "vulkan", info_.name + " " + info_.why_unusable());
+  vkGetPhysicalDeviceProperties(info_.handle, &props_);
+  vkGetPhysicalDeviceMemoryProperties(info_.handle, &memory_);
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &m3;
+  vkGetPhysicalDeviceProperties2(info_.handle, &p2);
+  max_allocation_ = m3.maxMemoryAllocationSize;
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = info_.compute_queue_family;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+
+  // Enable exactly what kernels may use and the device has.
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f12.bufferDeviceAddress = VK_TRUE;
+  f12.storageBuffer8BitAccess = info_.storage_8bit;
+  f12.shaderFloat16 = info_.shader_float16;
+  f12.shaderInt8 = info_.shader_int8;
+  f12.timelineSemaphore = VK_FALSE;
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  f11.storageBuffer16BitAccess = info_.storage_16bit;
+  f11.pNext = &f12;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.features.shaderInt64 = VK_TRUE;
+  f2.pNext = &f11;
+
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &f2;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  check(vkCreateDevice(info_.handle, &dci, nullptr, &device_), "vkCreateDevice");
+  vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("vulkan: opened {} ({}), 8-bit storage {}, 16-bit storage {}, float16 {}", info_.name,
+                   info_.type_name(), info_.storage_8bit, info_.storage_16bit, info_.shader_float16);
+}
+
+Context::~Context() {
+  if (device_) {
+    vkDeviceWaitIdle(device_);
+    vkDestroyDevice(device_, nullptr);
+  }
+}
+
+std::uint32_t Context::find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags required,
+                                        VkMemoryPropertyFlags preferred) const {
+  std::uint32_t fallback = UINT32_MAX;
+  for (std::uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+    if (!(type_bits & (1u << i))) continue;
+    const VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
+    if ((f & required) != required) continue;
+    if ((f & preferred) == preferred) return i;
+    if (fallback == UINT32_MAX) fallback = i;
+  }
+  return fallback;
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,86 @@
+// devices/vulkan private: the Vulkan instance (one per process), the physical devices it sees,
+// and a Context per logical device: the VkDevice, its compute queue, and the features and
+// limits that kernels depend on. bufferDeviceAddress and shaderInt64 are required (kernels
+// address memory through 64-bit pointers); 8/16-bit storage and float16 are reported.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "devices/vulkan/vk_common.h"
+
+namespace kiln::vk {
+
+// What a physical device offers, as found at enumeration.
+struct PhysicalDeviceInfo {
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  std::string name;            // "llvmpipe (LLVM 15.0.6, 256 bits)"
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  std::uint32_t api_version = 0;
+  std::uint32_t driver_version = 0;
+  std::uint32_t vendor_id = 0, device_id = 0;
+  std::uint64_t device_local_bytes = 0;  // largest device-local heap
+  std::uint32_t compute_queue_family = UINT32_MAX;
+  bool buffer_device_address = false;  // required
+  bool shader_int64 = false;           // required
+  bool storage_8bit = false;           // bool tensors need it
+  bool storage_16bit = false;
+  bool shader_float16 = false;
+  bool shader_int8 = false;
+  bool usable() const;
+  std::string why_unusable() const;
+  const char* type_name() const;
+};
+
+// The process-wide instance; created on first use. Throws kiln::Error when there is no loader
+// or no driver (the engine then runs on the CPU only).
+class Instance {
+ public:
+  static std::shared_ptr<Instance> get();
+  ~Instance();
+  VkInstance handle() const { return instance_; }
+  const std::vector<PhysicalDeviceInfo>& devices() const { return devices_; }
+
+  Instance();
+ private:
+  VkInstance instance_ = VK_NULL_HANDLE;
+  std::vector<PhysicalDeviceInfo> devices_;
+};
+
+// The index of the best device for "pick the best": the first discrete GPU, else integrated,
+// else anything usable; -1 when none is usable.
+int best_device_index(const std::vector<PhysicalDeviceInfo>& devices);
+
+class Context {
+ public:
+  Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physical() const { return info_.handle; }
+  VkQueue queue() const { return queue_; }
+  std::uint32_t queue_family() const { return info_.compute_queue_family; }
+  const PhysicalDeviceInfo& info() const { return info_; }
+  const VkPhysicalDeviceLimits& limits() const { return props_.limits; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
+  std::uint64_t max_allocation_bytes() const { return max_allocation_; }
+
+  // A memory type with all `required` flags among `type_bits`, preferring `preferred` too;
+  // UINT32_MAX when none.
+  std::uint32_t find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags required,
+                                 VkMemoryPropertyFlags preferred = 0) const;
+
+ private:
+  std::shared_ptr<Instance> instance_;
+  PhysicalDeviceInfo info_;
+  VkPhysicalDeviceProperties props_{};
+  VkPhysicalDeviceMemoryProperties memory_{};
+  std::uint64_t max_allocation_ = 0;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+};
+
+}  // namespace kiln::vk

@@ -1,0 +1,212 @@
+#include "devices/vulkan/vk_device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "ops/log.h"
+#include "ops/registry.h"
+
+namespace kiln::vk {
+
+VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& pinfo, int index,
+                           std::string cache_dir) {
+  info_.name = "vulkan:" + std::to_string(index) + " (" + pinfo.name + ")";
+  info_.kind = "vulkan";
+  ctx_ = std::make_unique<Context>(std::move(instance), pinfo);
+  commands_ = std::make_unique<CommandStream>(*ctx_);
+  pipelines_ = std::make_unique<PipelineCache>(*ctx_, std::move(cache_dir));
+  error_flag_ = allocate_buffer(*ctx_, 16, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  std::memset(error_flag_.mapped, 0, 16);
+  auto allocator = std::make_unique<DeviceAllocator>(*ctx_);
+  allocator->set_wait_idle([this] { commands_->finish(); });
+  pool_ = std::make_unique<MemoryPool>(std::move(allocator));
+  register_creation_kernels(kernels_);
+  register_elementwise_kernels(kernels_);
+  prelude_ = kernel_prelude(*this);
+}
+
+VulkanDevice::~VulkanDevice() {
+  try {
+    commands_->finish();
+  } catch (...) {
+    // A lost device: its memory goes away with it.
+  }
+  single_ops_.clear();
+  pool_.reset();  // before the context: chunks are VkDeviceMemory
+}
+
+std::uint64_t VulkanDevice::address(const Buffer& b) { return DeviceAllocator::address_of(b.block()); }
+
+void VulkanDevice::write(Buffer& dst, const void* src, std::size_t bytes) {
+  if (!bytes) return;
+  const HostSlice staging = commands_->host_alloc(bytes);
+  std::memcpy(staging.ptr, src, bytes);
+  VkCommandBuffer cb = commands_->begin_command();
+  VkBufferCopy region{staging.offset, dst.block().offset, bytes};
+  vkCmdCopyBuffer(cb, staging.buffer, DeviceAllocator::buffer_of(dst.block()), 1, &region);
+  commands_->done_command();
+}
+
+void VulkanDevice::read(const Buffer& src, void* dst, std::size_t bytes) {
+  if (bytes) {
+    const HostSlice staging = commands_->host_alloc(bytes);
+    VkCommandBuffer cb = commands_->begin_command();
+    VkBufferCopy region{src.block().offset, staging.offset, bytes};
+    vkCmdCopyBuffer(cb, DeviceAllocator::buffer_of(src.block()), staging.buffer, 1, &region);
+    commands_->done_command();
+    commands_->finish();
+    check_error_flag();
+    std::memcpy(dst, staging.ptr, bytes);
+    return;
+  }
+  synchronize();
+}
+
+void VulkanDevice::copy(const Buffer& src, const Buffer& dst, std::size_t bytes) {
+  if (!bytes) return;
+  VkCommandBuffer cb = commands_->begin_command();
+  VkBufferCopy region{src.block().offset, dst.block().offset, bytes};
+  vkCmdCopyBuffer(cb, DeviceAllocator::buffer_of(src.block()), DeviceAllocator::buffer_of(dst.block()), 1, &region);
+  commands_->done_command();
+}
+
+void VulkanDevice::synchronize() {
+  commands_->finish();
+  check_error_flag();
+}
+
+void VulkanDevice::flush() { commands_->submit(); }
+
+void VulkanDevice::check_error_flag() {
+  auto* flag = static_cast<std::uint32_t*>(error_flag_.mapped);
+  const std::uint32_t code = flag[0];
+  if (!code) return;
+  flag[0] = 0;
+  // Codes are 1 + the OpKind of the op that raised it (the only device-side error so far).
+  if (code - 1 < kOpCount)
+    throw Error(op_name(static_cast<OpKind>(code - 1)), "integer division by zero (an i64 divisor is 0) on " + info_.name);
+  throw Error("vulkan", "a kernel reported error code " + std::to_string(code));
+}
+
+const Pipeline& VulkanDevice::pipeline(const std::string& key, const char* name, const SourceFn& source) {
+  return pipelines_->get(key, name, source);
+}
+
+void VulkanDevice::dispatch(const Pipeline& p, const LaunchArgs& args, Groups groups) {
+  if (!groups[0] || !groups[1] || !groups[2]) return;
+  const HostSlice block = commands_->host_alloc(std::max<std::size_t>(args.size(), 1) * 8, 8);
+  if (args.size()) std::memcpy(block.ptr, args.words().data(), args.size() * 8);
+  VkCommandBuffer cb = commands_->begin_command();
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline.get());
+  const PushConstants push{block.address, error_flag_.address};
+  vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+  vkCmdDispatch(cb, groups[0], groups[1], groups[2]);
+  commands_->done_command();
+}
+
+void VulkanDevice::launch(const std::string& key, const char* name, const SourceFn& source, const LaunchArgs& args,
+                          Groups groups) {
+  dispatch(pipeline(key, name, source), args, groups);
+}
+
+void VulkanDevice::run(const OpIr& op, const KernelArgs& args) {
+  commands_->check_alive();
+  const Kernel k = kernels_[op.kind];
+  KILN_CHECK(k != nullptr, op_name(op.kind), "no Vulkan kernel for this op yet (" + info_.name + ")");
+  k(*this, op, args);
+}
+
+// ---- the kernel API helpers (vk_kernels.h) ----
+
+LaunchArgs& LaunchArgs::buffer(const Buffer& b) { return push(VulkanDevice::address(b)); }
+
+LaunchArgs& LaunchArgs::scalar(double v, DType dtype) {
+  switch (dtype) {
+    case DType::f32: return f32(static_cast<float>(v));
+    case DType::i64: return i64(static_cast<std::int64_t>(v));
+    case DType::bool_: return u64(v != 0.0 ? 1 : 0);
+    default: throw Error("vulkan", std::string("no scalar argument of dtype ") + dtype_name(dtype));
+  }
+}
+
+Groups groups_for(std::uint64_t n, std::uint32_t local) {
+  const std::uint64_t g = std::min<std::uint64_t>((n + local - 1) / local, 65535);
+  return {static_cast<std::uint32_t>(g), 1, 1};
+}
+
+const char* glsl_value_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::i64: return "int64_t";
+    case DType::bool_: return "bool";
+    case DType::f16: return "float16_t";
+    default: throw Error("vulkan", std::string("dtype ") + dtype_name(t) + " is not supported by Vulkan kernels yet");
+  }
+}
+
+const char* glsl_pointer_type(DType t) {
+  switch (t) {
+    case DType::f32: return "F32s";
+    case DType::i64: return "I64s";
+    case DType::bool_: return "U8s";
+    case DType::f16: return "F16s";
+    default: throw Error("vulkan", std::string("dtype ") + dtype_name(t) + " is not supported by Vulkan kernels yet");
+  }
+}
+
+std::string glsl_load(DType t, const std::string& ptr, const std::string& index) {
+  const std::string e = ptr + ".v[" + index + "]";
+  // Bools are bytes; 8-bit storage without 8-bit arithmetic (shaderInt8) is enough.
+  return t == DType::bool_ ? "(uint(" + e + ") != 0u)" : e;
+}
+
+std::string glsl_store(DType t, const std::string& ptr, const std::string& index, const std::string& value) {
+  const std::string e = ptr + ".v[" + index + "] = ";
+  return t == DType::bool_ ? e + "uint8_t((" + value + ") ? 1u : 0u);" : e + value + ";";
+}
+
+}  // namespace kiln::vk
+
+namespace kiln {
+
+std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices() {
+  std::vector<std::unique_ptr<DeviceBackend>> out;
+  if (const char* env = std::getenv("KILN_VULKAN"); env && std::string(env) == "0") {
+    if (log_enabled(spdlog::level::debug)) logger().debug("vulkan: disabled by KILN_VULKAN=0");
+    return out;
+  }
+  std::shared_ptr<vk::Instance> instance;
+  try {
+    instance = vk::Instance::get();
+  } catch (const std::exception& e) {
+    if (log_enabled(spdlog::level::debug)) logger().debug("vulkan: no instance ({}); running on the CPU only", e.what());
+    return out;
+  }
+  // Best first (discrete, integrated, virtual, software), then in the driver's order.
+  std::vector<const vk::PhysicalDeviceInfo*> usable;
+  for (const auto& d : instance->devices()) {
+    if (d.usable()) usable.push_back(&d);
+    else if (log_enabled(spdlog::level::debug)) logger().debug("vulkan: skipping {}: {}", d.name, d.why_unusable());
+  }
+  auto rank = [](const vk::PhysicalDeviceInfo* d) {
+    switch (d->type) {
+      case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+      case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+      case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+      default: return 3;
+    }
+  };
+  std::stable_sort(usable.begin(), usable.end(), [&](auto* a, auto* b) { return rank(a) < rank(b); });
+  for (const auto* d : usable) {
+    try {
+      out.push_back(std::make_unique<vk::VulkanDevice>(instance, *d, static_cast<int>(out.size())));
+    } catch (const std::exception& e) {
+      if (log_enabled(spdlog::level::debug)) logger().debug("vulkan: cannot open {}: {}", d->name, e.what());
+    }
+  }
+  if (out.empty() && log_enabled(spdlog::level::debug)) logger().debug("vulkan: no usable device; running on the CPU only");
+  return out;
+}
+
+}  // namespace kiln

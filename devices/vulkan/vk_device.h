@@ -1,0 +1,64 @@
+// devices/vulkan private: the Vulkan device behind DeviceBackend. It owns the context, the
+// memory pool (over DeviceAllocator), the command stream, the pipeline cache and a device-side
+// error flag; kernels (vk_kernels.h) run through launch()/dispatch(). Only the device's
+// scheduler thread calls it, except memory() and the pipeline cache, which lock.
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "devices/vulkan/vk_commands.h"
+#include "devices/vulkan/vk_kernels.h"
+#include "devices/vulkan/vk_pipeline_cache.h"
+
+namespace kiln::vk {
+
+class VulkanDevice final : public DeviceBackend {
+ public:
+  VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info, int index,
+               std::string cache_dir = {});
+  ~VulkanDevice() override;
+
+  const DeviceInfo& info() const override { return info_; }
+  MemoryPool& memory() override { return *pool_; }
+  void write(Buffer& dst, const void* src, std::size_t bytes) override;
+  void read(const Buffer& src, void* dst, std::size_t bytes) override;
+  void run(const OpIr& op, const KernelArgs& args) override;
+  std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) override;
+  void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) override;
+  void synchronize() override;
+  void flush() override;
+
+  // ---- the kernel API (vk_kernels.h) ----
+  // Compiles (or finds) the kernel `key` and records one dispatch of it.
+  void launch(const std::string& key, const char* name, const SourceFn& source, const LaunchArgs& args, Groups groups);
+  // The same in two steps, for callers that keep the pipeline (fused kernels).
+  const Pipeline& pipeline(const std::string& key, const char* name, const SourceFn& source);
+  void dispatch(const Pipeline& pipeline, const LaunchArgs& args, Groups groups);
+  // An unfused elementwise op, through the fused code generator (a one-node expression).
+  void run_elementwise(const OpIr& op, const KernelArgs& args);
+  // Copies between device buffers (recorded like a dispatch).
+  void copy(const Buffer& src, const Buffer& dst, std::size_t bytes);
+  static std::uint64_t address(const Buffer& b);
+
+  const Context& context() const { return *ctx_; }
+  PipelineCache& pipelines() { return *pipelines_; }
+  const std::string& prelude() const { return prelude_; }
+
+ private:
+  // Throws the error a kernel raised through kiln_raise (after the work completed).
+  void check_error_flag();
+
+  DeviceInfo info_;
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<CommandStream> commands_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  BufferAllocation error_flag_;
+  std::unique_ptr<MemoryPool> pool_;
+  KernelTable kernels_;
+  std::string prelude_;
+  // One-node expressions of unfused elementwise ops, by structure key.
+  std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> single_ops_;
+};
+
+}  // namespace kiln::vk

@@ -1,0 +1,181 @@
+#include "devices/vulkan/vk_pipeline_cache.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "devices/vulkan/vk_shader.h"
+#include "ops/log.h"
+
+namespace kiln::vk {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'S', 'P', 'V', '1'};
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ULL) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+void warn_disk(const std::string& what) {
+  if (log_enabled(spdlog::level::warn)) logger().warn("vulkan pipeline cache: {}", what);
+}
+
+std::vector<char> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return {};
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+// Writes through a temporary file and a rename, so that a concurrent reader never sees half.
+void write_file(const fs::path& p, const void* data, std::size_t bytes) {
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  const fs::path tmp = p.string() + ".tmp" + std::to_string(std::rand());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    if (!out) {
+      warn_disk("cannot write " + tmp.string());
+      fs::remove(tmp, ec);
+      return;
+    }
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    warn_disk("cannot write " + p.string() + ": " + ec.message());
+    fs::remove(tmp, ec);
+  }
+}
+
+}  // namespace
+
+std::string PipelineCache::default_root() {
+  if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
+  return "-";
+}
+
+PipelineCache::PipelineCache(const Context& ctx, std::string dir) : ctx_(ctx) {
+  if (dir.empty()) dir = default_root();
+  if (dir != "-") {
+    const PhysicalDeviceInfo& info = ctx.info();
+    const std::string tag = info.name + '|' + std::to_string(info.vendor_id) + ':' + std::to_string(info.device_id) +
+                            '|' + std::to_string(info.driver_version) + '|' + std::to_string(info.api_version);
+    dir_ = dir + "/vulkan-" + hex(fnv1a(tag));
+  }
+
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants)};
+  VkPipelineLayoutCreateInfo li{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  li.pushConstantRangeCount = 1;
+  li.pPushConstantRanges = &range;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  check(vkCreatePipelineLayout(ctx.device(), &li, nullptr, &layout), "vkCreatePipelineLayout");
+  layout_ = own(ctx.device(), layout);
+
+  std::vector<char> blob;
+  if (!dir_.empty()) blob = read_file(fs::path(dir_) / "pipelines.bin");
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  ci.initialDataSize = blob.size();
+  ci.pInitialData = blob.empty() ? nullptr : blob.data();
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  if (vkCreatePipelineCache(ctx.device(), &ci, nullptr, &cache) != VK_SUCCESS) {
+    // A blob from another driver build: start empty.
+    ci.initialDataSize = 0;
+    ci.pInitialData = nullptr;
+    check(vkCreatePipelineCache(ctx.device(), &ci, nullptr, &cache), "vkCreatePipelineCache");
+  }
+  driver_cache_ = own(ctx.device(), cache);
+}
+
+PipelineCache::~PipelineCache() {
+  if (dir_.empty() || stats_.compiles + stats_.disk_hits == 0) return;
+  std::size_t size = 0;
+  if (vkGetPipelineCacheData(ctx_.device(), driver_cache_.get(), &size, nullptr) != VK_SUCCESS || size == 0) return;
+  std::vector<char> data(size);
+  if (vkGetPipelineCacheData(ctx_.device(), driver_cache_.get(), &size, data.data()) != VK_SUCCESS) return;
+  write_file(fs::path(dir_) / "pipelines.bin", data.data(), size);
+}
+
+PipelineCacheStats PipelineCache::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+const Pipeline& PipelineCache::get(const std::string& key, const char* name, const std::function<std::string()>& source) {
+  std::lock_guard lock(mutex_);
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) {
+    ++stats_.memory_hits;
+    return *it->second;
+  }
+  const std::string glsl = source();
+  std::vector<std::uint32_t> spirv;
+  fs::path file;
+  if (!dir_.empty()) {
+    file = fs::path(dir_) / (hex(fnv1a(glsl, fnv1a(key))) + ".spv");
+    // Layout: magic, key length, key, SPIR-V words. The key guards against hash collisions.
+    const std::vector<char> bytes = read_file(file);
+    const std::size_t head = sizeof kMagic + 4 + key.size();
+    std::uint32_t key_len = 0;
+    if (bytes.size() > head && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0) {
+      std::memcpy(&key_len, bytes.data() + sizeof kMagic, 4);
+      if (key_len == key.size() && std::memcmp(bytes.data() + sizeof kMagic + 4, key.data(), key.size()) == 0 &&
+          (bytes.size() - head) % 4 == 0) {
+        spirv.resize((bytes.size() - head) / 4);
+        std::memcpy(spirv.data(), bytes.data() + head, bytes.size() - head);
+        ++stats_.disk_hits;
+      }
+    }
+  }
+  if (spirv.empty()) {
+    spirv = compile_glsl(name, glsl);
+    ++stats_.compiles;
+    if (!file.empty()) {
+      std::vector<char> bytes(sizeof kMagic + 4 + key.size() + spirv.size() * 4);
+      const auto key_len = static_cast<std::uint32_t>(key.size());
+      std::memcpy(bytes.data(), kMagic, sizeof kMagic);
+      std::memcpy(bytes.data() + sizeof kMagic, &key_len, 4);
+      std::memcpy(bytes.data() + sizeof kMagic + 4, key.data(), key.size());
+      std::memcpy(bytes.data() + sizeof kMagic + 4 + key.size(), spirv.data(), spirv.size() * 4);
+      write_file(file, bytes.data(), bytes.size());
+    }
+  }
+  auto p = std::make_unique<Pipeline>(create(name, spirv));
+  const Pipeline& ref = *p;
+  pipelines_.emplace(key, std::move(p));
+  return ref;
+}
+
+Pipeline PipelineCache::create(const char* name, const std::vector<std::uint32_t>& spirv) {
+  const VkDevice dev = ctx_.device();
+  VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mi.codeSize = spirv.size() * 4;
+  mi.pCode = spirv.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  check(vkCreateShaderModule(dev, &mi, nullptr, &module), "vkCreateShaderModule");
+  Owned<VkShaderModule> module_owner = own(dev, module);
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module;
+  ci.stage.pName = "main";
+  ci.layout = layout_.get();
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  const VkResult r = vkCreateComputePipelines(dev, driver_cache_.get(), 1, &ci, nullptr, &pipeline);
+  if (r != VK_SUCCESS) throw Error(name, std::string("vkCreateComputePipelines failed: ") + result_name(r));
+  return Pipeline{name, own(dev, pipeline)};
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,65 @@
+// devices/vulkan private: compute pipelines by key. In memory, a key maps to its pipeline for
+// the device's lifetime. On disk ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
+// ~/.cache/kiln), a directory per device (name, vendor/device id, driver version) holds the
+// SPIR-V of each kernel, named by a hash of its key and GLSL source (a changed kernel never
+// loads stale code), and the driver's VkPipelineCache blob, so a second process skips both
+// glslang and most of the driver's compile. Disk failures are logged, never raised.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "devices/vulkan/vk_context.h"
+
+namespace kiln::vk {
+
+// What every kernel receives in its push constants (see vk_kernels.h): the address of its
+// argument block and of the device's error flag.
+struct PushConstants {
+  VkDeviceAddress args = 0;
+  VkDeviceAddress error_flag = 0;
+};
+
+struct Pipeline {
+  std::string name;
+  Owned<VkPipeline> pipeline;
+};
+
+struct PipelineCacheStats {
+  std::uint64_t memory_hits = 0;
+  std::uint64_t disk_hits = 0;   // SPIR-V loaded from disk
+  std::uint64_t compiles = 0;    // GLSL compiled with glslang
+};
+
+class PipelineCache {
+ public:
+  // `dir` empty: the default directory from the environment; "-" disables the disk cache.
+  PipelineCache(const Context& ctx, std::string dir = {});
+  ~PipelineCache();  // saves the VkPipelineCache blob
+  PipelineCache(const PipelineCache&) = delete;
+  PipelineCache& operator=(const PipelineCache&) = delete;
+
+  // The pipeline for `key`; `source` is called only when the key is not in memory.
+  const Pipeline& get(const std::string& key, const char* name, const std::function<std::string()>& source);
+  VkPipelineLayout layout() const { return layout_.get(); }
+  PipelineCacheStats stats() const;
+  const std::string& directory() const { return dir_; }  // with the device's subdirectory
+
+  static std::string default_root();
+
+ private:
+  Pipeline create(const char* name, const std::vector<std::uint32_t>& spirv);
+
+  const Context& ctx_;
+  std::string dir_;
+  Owned<VkPipelineLayout> layout_;
+  Owned<VkPipelineCache> driver_cache_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  PipelineCacheStats stats_;
+};
+
+}  // namespace kiln::vk

@@ -1,0 +1,235 @@
+// The GLSL prelude of every kernel, and the math library with PyTorch's semantics. Vulkan
+// leaves many edge cases of GLSL's built-ins undefined (log of a negative, sqrt of a negative,
+// atan(0, 0), pow of a negative base) and lets drivers drop NaN checks, so the functions here
+// test bits and handle those cases explicitly.
+#include <string>
+
+#include "devices/vulkan/vk_device.h"
+
+namespace kiln::vk {
+
+namespace {
+
+constexpr const char* kHeader = R"(#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_8bit_storage : require
+)";
+
+constexpr const char* kF16 = R"(#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16s { float16_t v[]; };
+)";
+
+constexpr const char* kBody = R"(
+layout(push_constant) uniform KilnPush { uint64_t args; uint64_t error_flag; } kiln_push;
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer KilnWords { uint64_t w[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32s { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64s { int64_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32s { int v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32s { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8s { uint8_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer KilnErrorFlag { uint code; };
+
+uint64_t arg_u64(uint i) { return KilnWords(kiln_push.args).w[i]; }
+int64_t arg_i64(uint i) { return int64_t(arg_u64(i)); }
+uint arg_u32(uint i) { return uint(arg_u64(i)); }
+float arg_f32(uint i) { return uintBitsToFloat(uint(arg_u64(i))); }
+
+// The first error a kernel raises is kept; the host reads it when it next waits for the device.
+void kiln_raise(uint code) { atomicCompSwap(KilnErrorFlag(kiln_push.error_flag).code, 0u, code); }
+
+#define KILN_FOR_EACH(i, n) for (uint i = gl_GlobalInvocationID.x; i < (n); i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+const int64_t KILN_I64_MIN = -9223372036854775807l - 1l;
+
+bool kiln_isnan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+bool kiln_isinf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
+bool kiln_signbit(float x) { return (floatBitsToUint(x) & 0x80000000u) != 0u; }
+float kiln_nan() { return uintBitsToFloat(0x7fc00000u); }
+float kiln_inf() { return uintBitsToFloat(0x7f800000u); }
+float kiln_copysign(float x, float s) {
+  return uintBitsToFloat((floatBitsToUint(x) & 0x7fffffffu) | (floatBitsToUint(s) & 0x80000000u));
+}
+
+// torch.maximum / minimum: NaN if either operand is NaN.
+float kiln_maximum(float a, float b) { return kiln_isnan(a) || kiln_isnan(b) ? kiln_nan() : max(a, b); }
+float kiln_minimum(float a, float b) { return kiln_isnan(a) || kiln_isnan(b) ? kiln_nan() : min(a, b); }
+
+float kiln_log(float x) {
+  if (kiln_isnan(x) || x < 0.0) return kiln_nan();
+  if (x == 0.0) return -kiln_inf();
+  if (kiln_isinf(x)) return x;
+  return log(x);
+}
+float kiln_sqrt(float x) { return kiln_isnan(x) || x < 0.0 ? kiln_nan() : sqrt(x); }
+float kiln_exp(float x) {
+  if (kiln_isnan(x)) return x;
+  if (x > 88.72284) return kiln_inf();
+  if (x < -103.97208) return 0.0;
+  return exp(x);
+}
+
+// Kahan's forms: accurate near 0 given accurate exp and log.
+float kiln_log1p(float x) {
+  precise float u = 1.0 + x;
+  if (u == 1.0) return x;
+  if (kiln_isinf(u) || u <= 0.0) return kiln_log(u);
+  return kiln_log(u) * (x / (u - 1.0));
+}
+float kiln_expm1(float x) {
+  if (kiln_isnan(x)) return x;
+  if (x > 88.72284) return kiln_inf();
+  if (x < -20.0) return -1.0;
+  if (abs(x) > 0.5) return exp(x) - 1.0;  // no cancellation to fear
+  precise float u = exp(x);
+  if (u == 1.0) return x;
+  precise float um1 = u - 1.0;
+  if (um1 == -1.0) return -1.0;
+  return um1 * x / log(u);
+}
+
+float kiln_tanh(float x) {
+  if (kiln_isnan(x)) return x;
+  float a = abs(x);
+  if (a > 9.1) return kiln_copysign(1.0, x);
+  float e = kiln_expm1(-2.0 * a);
+  return kiln_copysign(-e / (2.0 + e), x);
+}
+
+// erf with a maximum error under 1e-7 (N. Juffa's float erf: two minimax polynomials).
+float kiln_erf(float a) {
+  float t = abs(a), s = a * a, r;
+  if (kiln_isnan(a)) return a;
+  if (t > 0.927734375) {
+    r = fma(-1.72853470e-5, t, 3.83197126e-4);
+    float u = fma(-3.88396438e-3, t, 2.42546219e-2);
+    r = fma(r, s, u);
+    r = fma(r, t, -1.06777877e-1);
+    r = fma(r, t, -6.34846687e-1);
+    r = fma(r, t, -1.28717512e-1);
+    r = fma(r, t, -t);
+    r = 1.0 - kiln_exp(r);
+    r = kiln_copysign(r, a);
+  } else {
+    r = -5.96761703e-4;
+    r = fma(r, s, 4.99119423e-3);
+    r = fma(r, s, -2.67681349e-2);
+    r = fma(r, s, 1.12819925e-1);
+    r = fma(r, s, -3.76125336e-1);
+    r = fma(r, s, 1.28379166e-1);
+    r = fma(r, a, a);
+  }
+  return r;
+}
+
+bool kiln_is_odd_integer(float b) {
+  return abs(b) < 16777216.0 && floor(b) == b && (int(abs(b)) & 1) == 1;
+}
+
+// torch.pow (C's powf): every special case of IEEE pow, then exp2(b * log2|a|).
+float kiln_pow(float a, float b) {
+  if (b == 0.0 || a == 1.0) return 1.0;
+  if (kiln_isnan(a) || kiln_isnan(b)) return kiln_nan();
+  float aa = abs(a);
+  if (kiln_isinf(b)) {
+    if (aa == 1.0) return 1.0;
+    return (aa > 1.0) == (b > 0.0) ? kiln_inf() : 0.0;
+  }
+  bool odd = kiln_is_odd_integer(b);
+  if (a == 0.0) {
+    float r = b > 0.0 ? 0.0 : kiln_inf();
+    return odd ? kiln_copysign(r, a) : r;
+  }
+  if (kiln_isinf(a)) {
+    float r = b > 0.0 ? kiln_inf() : 0.0;
+    return (a < 0.0 && odd) ? -r : r;
+  }
+  if (a < 0.0 && floor(b) != b) return kiln_nan();
+  float r = exp2(b * log2(aa));
+  return (a < 0.0 && odd) ? -r : r;
+}
+
+// torch.remainder: the remainder of floor division, with the divisor's sign.
+float kiln_remainder(float a, float b) {
+  if (kiln_isnan(a) || kiln_isnan(b) || kiln_isinf(a) || b == 0.0) return kiln_nan();
+  float m;
+  if (kiln_isinf(b)) {
+    m = a;
+  } else {
+    // fmod by binary long division: each step subtracts |b| scaled to within a factor of two of
+    // the rest, which is exact (Sterbenz), so the result is exact for every quotient size.
+    float ab = abs(b), r = abs(a);
+    int eb;
+    frexp(ab, eb);
+    while (r >= ab) {
+      int er;
+      frexp(r, er);
+      float t = ldexp(ab, er - eb);
+      if (t > r) t *= 0.5;
+      r -= t;
+    }
+    m = kiln_copysign(r, a);
+  }
+  if (m != 0.0 && ((b < 0.0) != (m < 0.0))) m += b;
+  return m;
+}
+
+float kiln_atan2(float y, float x) {
+  if (kiln_isnan(x) || kiln_isnan(y)) return kiln_nan();
+  const float pi = 3.14159265358979;
+  if (y == 0.0) return kiln_signbit(x) ? kiln_copysign(pi, y) : y;
+  if (x == 0.0) return kiln_copysign(pi / 2.0, y);
+  if (kiln_isinf(x) && kiln_isinf(y)) return kiln_copysign(x > 0.0 ? pi / 4.0 : 3.0 * pi / 4.0, y);
+  if (kiln_isinf(x)) return x > 0.0 ? kiln_copysign(0.0, y) : kiln_copysign(pi, y);
+  if (kiln_isinf(y)) return kiln_copysign(pi / 2.0, y);
+  return atan(y, x);
+}
+
+// The driver's sin/cos: Vulkan only bounds their error on [-pi, pi] and most drivers reduce
+// larger arguments in f32, so |x| beyond ~1e4 loses accuracy (PyTorch reduces exactly).
+float kiln_sin(float x) { return kiln_isinf(x) ? kiln_nan() : sin(x); }
+float kiln_cos(float x) { return kiln_isinf(x) ? kiln_nan() : cos(x); }
+float kiln_tan(float x) { return kiln_isinf(x) ? kiln_nan() : tan(x); }
+
+// f32 -> i64 as PyTorch on x86: truncation; NaN and out-of-range values give i64's minimum.
+int64_t kiln_f32_to_i64(float x) {
+  return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? int64_t(x) : KILN_I64_MIN;
+}
+
+// torch.remainder on i64: a zero divisor raises `code` (the op) and gives 0.
+int64_t kiln_remainder_i64(int64_t a, int64_t b, uint code) {
+  if (b == 0l) { kiln_raise(code); return 0l; }
+  if (b == -1l) return 0l;
+  int64_t r = a - (a / b) * b;
+  if (r != 0l && ((r < 0l) != (b < 0l))) r += b;
+  return r;
+}
+
+// torch's integer pow: a negative exponent gives 0 unless |a| == 1; wraps on overflow.
+int64_t kiln_pow_i64(int64_t a, int64_t b) {
+  if (b < 0l) {
+    if (a == 1l) return 1l;
+    if (a == -1l) return (b & 1l) != 0l ? -1l : 1l;
+    return 0l;
+  }
+  uint64_t result = 1ul, base = uint64_t(a);
+  for (uint64_t e = uint64_t(b); e != 0ul; e >>= 1) {
+    if ((e & 1ul) != 0ul) result *= base;
+    base *= base;
+  }
+  return int64_t(result);
+}
+)";
+
+}  // namespace
+
+std::string kernel_prelude(const VulkanDevice& dev) {
+  std::string s = kHeader;
+  if (dev.context().info().storage_16bit && dev.context().info().shader_float16) s += kF16;
+  s += kBody;
+  return s;
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,77 @@
+#include "devices/vulkan/vk_shader.h"
+
+#include <glslang/Public/ResourceLimits.h>
+#include <glslang/Public/ShaderLang.h>
+#include <glslang/SPIRV/GlslangToSpv.h>
+#include <spirv-tools/libspirv.hpp>
+#include <spirv-tools/optimizer.hpp>
+
+#include <mutex>
+#include <sstream>
+
+#include "ops/error.h"
+#include "ops/log.h"
+
+namespace kiln::vk {
+
+namespace {
+
+std::string numbered(const std::string& source) {
+  std::istringstream in(source);
+  std::string line, out;
+  for (int n = 1; std::getline(in, line); ++n) out += std::to_string(n) + ": " + line + '\n';
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source) {
+  // glslang keeps process-wide state; one compile at a time keeps it simple (compiles are rare:
+  // the pipeline cache serves repeats from memory or disk).
+  static std::mutex mutex;
+  static std::once_flag init;
+  std::lock_guard lock(mutex);
+  std::call_once(init, [] { glslang::InitializeProcess(); });
+
+  glslang::TShader shader(EShLangCompute);
+  const char* text = source.c_str();
+  shader.setStrings(&text, 1);
+  shader.setEnvInput(glslang::EShSourceGlsl, EShLangCompute, glslang::EShClientVulkan, 100);
+  shader.setEnvClient(glslang::EShClientVulkan, glslang::EShTargetVulkan_1_2);
+  shader.setEnvTarget(glslang::EShTargetSpv, glslang::EShTargetSpv_1_5);
+  const auto messages = static_cast<EShMessages>(EShMsgSpvRules | EShMsgVulkanRules);
+  if (!shader.parse(GetDefaultResources(), 460, false, messages))
+    throw Error(kernel_name, "GLSL compile failed:\n" + std::string(shader.getInfoLog()) + "\n" + numbered(source));
+  glslang::TProgram program;
+  program.addShader(&shader);
+  if (!program.link(messages))
+    throw Error(kernel_name, "GLSL link failed:\n" + std::string(program.getInfoLog()));
+
+  std::vector<std::uint32_t> spirv;
+  spv::SpvBuildLogger spv_log;
+  glslang::SpvOptions options;
+  options.disableOptimizer = true;  // SPIRV-Tools runs below, with its performance passes
+  glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &spv_log, &options);
+
+  std::string tool_log;
+  auto consumer = [&tool_log](spv_message_level_t, const char*, const spv_position_t& pos, const char* m) {
+    tool_log += "  at word " + std::to_string(pos.index) + ": " + m + '\n';
+  };
+  spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
+  opt.SetMessageConsumer(consumer);
+  opt.RegisterPerformancePasses();
+  std::vector<std::uint32_t> optimized;
+  if (!opt.Run(spirv.data(), spirv.size(), &optimized)) {
+    // The optimizer is an improvement, not a requirement.
+    if (log_enabled(spdlog::level::warn)) logger().warn("{}: SPIR-V optimizer failed, using unoptimized code:\n{}", kernel_name, tool_log);
+    optimized = spirv;
+    tool_log.clear();
+  }
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
+  tools.SetMessageConsumer(consumer);
+  if (!tools.Validate(optimized))
+    throw Error(kernel_name, "generated SPIR-V does not validate:\n" + tool_log + numbered(source));
+  return optimized;
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,13 @@
+// devices/vulkan private: GLSL -> SPIR-V. glslang compiles for Vulkan 1.2 / SPIR-V 1.5, the
+// SPIRV-Tools optimizer runs its performance passes, and the validator checks the result. A
+// failure throws kiln::Error naming the kernel, with glslang's log and the numbered source.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::vk {
+
+std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source);
+
+}  // namespace kiln::vk

@@ -1,0 +1,8 @@
+// Built instead of devices/vulkan/ when CMake's KILN_VULKAN option is OFF.
+#include "devices/device.h"
+
+namespace kiln {
+
+std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices() { return {}; }
+
+}  // namespace kiln

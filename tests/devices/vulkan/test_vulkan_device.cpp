@@ -1,0 +1,173 @@
+// The Vulkan device on its own: discovery, transfers of every dtype, creation ops, errors
+// (mixing devices, out of memory, i64 division by zero) and kiln::to between devices.
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+#include "vulkan_test_support.h"
+
+namespace kiln::test {
+namespace {
+
+TEST(VulkanDevice, IsListedWithItsName) {
+  KILN_REQUIRE_VULKAN();
+  const std::vector<Device> all = devices();
+  ASSERT_GE(all.size(), 2u);
+  EXPECT_EQ(all[0], Device::cpu());
+  const std::string name = device_name(vk0());
+  EXPECT_EQ(name.rfind("vulkan:0 (", 0), 0u) << name;
+}
+
+TEST(VulkanDevice, RoundTripEveryDtype) {
+  KILN_REQUIRE_VULKAN();
+  std::vector<float> f(1000);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i) * 0.37f - 100.0f;
+  f[3] = NAN;
+  f[4] = -INFINITY;
+  EXPECT_TRUE(close(values(from_vector(f, Shape{10, 100}, vk0())), values(from_vector(f, Shape{10, 100})), {}));
+  std::vector<std::int64_t> i{0, -1, 1, INT64_MIN, INT64_MAX, 1234567890123LL};
+  EXPECT_EQ(from_vector(i, Shape{6}, vk0()).to_vector<std::int64_t>().get(), i);
+  std::vector<bool> b{true, false, false, true, true};
+  EXPECT_EQ(from_vector(b, Shape{5}, vk0()).to_vector<bool>().get(), b);
+  // Empty and 0-d tensors.
+  EXPECT_TRUE(from_vector(std::vector<float>{}, Shape{0, 3}, vk0()).to_vector<float>().get().empty());
+  EXPECT_EQ(scalar(2.5, {DType::f32, vk0()}).item<float>().get(), 2.5f);
+}
+
+TEST(VulkanDevice, LargeUploadCrossesStagingBlocks) {
+  KILN_REQUIRE_VULKAN();
+  std::vector<float> f(3 << 20);  // 12 MiB: bigger than one staging block
+  std::iota(f.begin(), f.end(), 0.0f);
+  EXPECT_EQ(from_vector(f, Shape{static_cast<std::int64_t>(f.size())}, vk0()).to_vector<float>().get(), f);
+}
+
+TEST(VulkanDevice, CreationOpsMatchTheCpu) {
+  KILN_REQUIRE_VULKAN();
+  for (DType t : {DType::f32, DType::i64, DType::bool_}) {
+    EXPECT_TRUE(close(values(full(Shape{3, 7}, 3.0, {t, vk0()})), values(full(Shape{3, 7}, 3.0, {t})), {}));
+    EXPECT_TRUE(close(values(eye(4, 6, {t, vk0()})), values(eye(4, 6, {t})), {}));
+  }
+  EXPECT_TRUE(close(values(arange(-5, 17, 3, {DType::i64, vk0()})), values(arange(-5, 17, 3, {DType::i64})), {}));
+  EXPECT_TRUE(close(values(arange(0.5, 9.0, 0.25, {DType::f32, vk0()})), values(arange(0.5, 9.0, 0.25)), {1e-6, 1e-6}));
+  EXPECT_TRUE(close(values(linspace(-1, 2, 101, {DType::f32, vk0()})), values(linspace(-1, 2, 101)), {1e-6, 1e-6}));
+  EXPECT_TRUE(close(values(full(Shape{0}, 1.0, {DType::f32, vk0()})), {}, {}));
+}
+
+double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+
+TEST(VulkanDevice, RandomOpsAreSeededAndDistributed) {
+  KILN_REQUIRE_VULKAN();
+  const Shape s{100000};
+  Generator g1(7), g2(7);
+  const std::vector<double> u1 = values(uniform(s, -2, 3, g1, {DType::f32, vk0()}));
+  const std::vector<double> u2 = values(uniform(s, -2, 3, g2, {DType::f32, vk0()}));
+  EXPECT_EQ(u1, u2);
+  for (double x : u1) ASSERT_TRUE(x >= -2 && x < 3) << x;
+  EXPECT_NEAR(mean(u1), 0.5, 0.03);
+
+  const std::vector<double> n = values(normal(s, 1.0, 2.0, g1, {DType::f32, vk0()}));
+  const double m = mean(n);
+  double var = 0;
+  for (double x : n) var += (x - m) * (x - m);
+  EXPECT_NEAR(m, 1.0, 0.05);
+  EXPECT_NEAR(std::sqrt(var / static_cast<double>(n.size())), 2.0, 0.05);
+
+  const std::vector<double> b = values(bernoulli(s, 0.3, g1, {DType::bool_, vk0()}));
+  EXPECT_NEAR(mean(b), 0.3, 0.01);
+  EXPECT_NE(values(rand(s, g1, {DType::f32, vk0()})), values(rand(s, g1, {DType::f32, vk0()})));
+}
+
+TEST(VulkanDevice, MixingDevicesIsAnErrorAtTheCallSite) {
+  KILN_REQUIRE_VULKAN();
+  Tensor a = ones(Shape{3});
+  Tensor b = ones(Shape{3}, {DType::f32, vk0()});
+  try {
+    (void)add(a, b);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("different devices"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VulkanDevice, ToMovesBetweenDevices) {
+  KILN_REQUIRE_VULKAN();
+  Tensor x = arange(0, 1000, 1, {DType::f32});
+  Tensor on_gpu = to(x, vk0());
+  EXPECT_EQ(on_gpu.device(), vk0());
+  Tensor doubled = mul(on_gpu, 2.0);
+  Tensor back = to(doubled, Device::cpu());
+  EXPECT_EQ(back.device(), Device::cpu());
+  EXPECT_TRUE(close(values(back), values(mul(x, 2.0)), {}));
+  for (DType t : {DType::i64, DType::bool_}) {
+    Tensor y = cast(arange(0, 10, 1, {DType::i64}), t);
+    EXPECT_TRUE(close(values(to(to(y, vk0()), Device::cpu())), values(y), {}));
+  }
+  EXPECT_EQ(to(x, Device::cpu()).id(), x.id());
+}
+
+TEST(VulkanDevice, OppositeTransfersFromManyThreadsDoNotDeadlock) {
+  KILN_REQUIRE_VULKAN();
+  std::vector<std::thread> threads;
+  std::vector<double> sums(8);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([t, &sums] {
+      const Device from = t % 2 ? vk0() : Device::cpu();
+      const Device there = t % 2 ? Device::cpu() : vk0();
+      Tensor x = full(Shape{257}, static_cast<double>(t), {DType::f32, from});
+      for (int i = 0; i < 5; ++i) x = to(add(to(std::move(x), there), 1.0), from);
+      sums[t] = values(x)[0];
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(sums[t], t + 5.0);
+}
+
+TEST(VulkanDevice, FailureTravelsThroughTo) {
+  KILN_REQUIRE_VULKAN();
+  Tensor huge = full(Shape{1ll << 38}, 1.0, {DType::f32, vk0()});  // 1 TiB
+  Tensor back = to(huge, Device::cpu());
+  EXPECT_THROW((void)back.to_vector<float>().get(), Error);
+}
+
+TEST(VulkanDevice, OutOfMemoryReachesTheFutureAndTheDeviceGoesOn) {
+  KILN_REQUIRE_VULKAN();
+  Tensor huge = full(Shape{1ll << 38}, 1.0, {DType::f32, vk0()});
+  Tensor dependent = add(huge, 1.0);
+  try {
+    (void)dependent.to_vector<float>().get();
+    FAIL() << "expected out of memory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(values(add(full(Shape{4}, 1.0, {DType::f32, vk0()}), 1.0)), std::vector<double>(4, 2.0));
+  // The pool's limit gives the same error.
+  set_memory_limit(vk0(), 1 << 20);
+  Tensor over = full(Shape{1 << 20}, 1.0, {DType::f32, vk0()});
+  EXPECT_THROW((void)over.to_vector<float>().get(), Error);
+  set_memory_limit(vk0(), 0);
+}
+
+TEST(VulkanDevice, IntegerRemainderByZeroIsReported) {
+  KILN_REQUIRE_VULKAN();
+  Tensor a = from_vector(std::vector<std::int64_t>{5, 6, 7}, Shape{3}, vk0());
+  Tensor b = from_vector(std::vector<std::int64_t>{2, 0, 3}, Shape{3}, vk0());
+  try {
+    (void)remainder(a, b).to_vector<std::int64_t>().get();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), "remainder");
+  }
+  // The flag is cleared: the device goes on.
+  EXPECT_EQ(remainder(a, 4.0).to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{1, 2, 3}));
+}
+
+TEST(VulkanDevice, MemoryIsPooled) {
+  KILN_REQUIRE_VULKAN();
+  vk0().sync().get();
+  const MemoryStats before = memory_stats(vk0());
+  for (int i = 0; i < 5; ++i) (void)values(add(full(Shape{1000}, 1.0, {DType::f32, vk0()}), 1.0));
+  const MemoryStats after = memory_stats(vk0());
+  EXPECT_GT(after.served_from_pool, before.served_from_pool);
+}
+
+}  // namespace
+}  // namespace kiln::test

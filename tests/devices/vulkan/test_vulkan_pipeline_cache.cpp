@@ -1,0 +1,81 @@
+// The pipeline cache and the shader compiler on their own (devices/vulkan private classes).
+#include <filesystem>
+
+#include "devices/vulkan/vk_pipeline_cache.h"
+#include "devices/vulkan/vk_shader.h"
+#include "vulkan_test_support.h"
+
+namespace kiln::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kKernel = R"(#version 460
+layout(local_size_x = 64) in;
+layout(push_constant) uniform P { uint64_t args; uint64_t flag; } p;
+void main() {}
+)";
+
+std::string kernel_source() {
+  return std::string("#version 460\n#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n") +
+         (kKernel + std::string(kKernel).find('\n') + 1);
+}
+
+class PipelineCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KILN_REQUIRE_VULKAN();
+    auto instance = vk::Instance::get();
+    const int best = vk::best_device_index(instance->devices());
+    ASSERT_GE(best, 0);
+    ctx_ = std::make_unique<vk::Context>(instance, instance->devices()[best]);
+    dir_ = fs::temp_directory_path() / ("kiln-cache-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::unique_ptr<vk::Context> ctx_;
+  fs::path dir_;
+};
+
+TEST_F(PipelineCacheTest, SecondProcessLoadsFromDisk) {
+  int generated = 0;
+  auto source = [&] {
+    ++generated;
+    return kernel_source();
+  };
+  {
+    vk::PipelineCache cache(*ctx_, dir_.string());
+    cache.get("test/noop", "noop", source);
+    cache.get("test/noop", "noop", source);
+    EXPECT_EQ(cache.stats().compiles, 1u);
+    EXPECT_EQ(cache.stats().memory_hits, 1u);
+    EXPECT_EQ(generated, 1);
+  }
+  EXPECT_TRUE(fs::exists(dir_));
+  {
+    vk::PipelineCache fresh(*ctx_, dir_.string());
+    fresh.get("test/noop", "noop", source);
+    EXPECT_EQ(fresh.stats().compiles, 0u);
+    EXPECT_EQ(fresh.stats().disk_hits, 1u);
+  }
+  // An unwritable directory only costs the disk cache.
+  vk::PipelineCache nowhere(*ctx_, "/proc/kiln-cannot-write-here");
+  nowhere.get("test/noop", "noop", source);
+  EXPECT_EQ(nowhere.stats().compiles, 1u);
+}
+
+TEST_F(PipelineCacheTest, CompileErrorNamesTheKernel) {
+  vk::PipelineCache cache(*ctx_, "-");
+  try {
+    cache.get("test/broken", "broken_kernel", [] { return std::string("#version 460\nvoid main() { undefined_thing(); }\n"); });
+    FAIL() << "expected a compile error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), "broken_kernel");
+    EXPECT_NE(std::string(e.what()).find("undefined_thing"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,40 @@
+// Helpers of the Vulkan device suites: the device under test (or a skip when no Vulkan device
+// exists at all), host data for every dtype, and comparison of a Vulkan result with the CPU's.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/kiln.h"
+
+namespace kiln::test {
+
+// Empty when the engine has a Vulkan device; otherwise why the test must skip (no device at
+// all, or KILN_VULKAN=0). A device that exists but that the engine failed to open is an error.
+std::string vulkan_unavailable_reason();
+
+#define KILN_REQUIRE_VULKAN()                                         \
+  do {                                                                \
+    const std::string reason = ::kiln::test::vulkan_unavailable_reason(); \
+    if (!reason.empty()) GTEST_SKIP() << reason;                      \
+  } while (0)
+
+inline Device vk0() { return Device::vulkan(0); }
+
+// The values of any tensor as doubles (waits).
+std::vector<double> values(const Tensor& t);
+
+struct Tol {
+  double rtol = 0;  // 0 and 0: exact (NaN equals NaN)
+  double atol = 0;
+};
+
+// Builds the same inputs on the CPU and on Vulkan, applies `fn` on both and compares.
+::testing::AssertionResult same_as_cpu(const std::vector<std::function<Tensor(Device)>>& inputs,
+                                       const std::function<Tensor(const std::vector<Tensor>&)>& fn, Tol tol);
+
+::testing::AssertionResult close(const std::vector<double>& got, const std::vector<double>& want, Tol tol);
+
+}  // namespace kiln::test
