@@ -36,6 +36,9 @@ class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
   virtual const DeviceInfo& info() const = 0;
+  // Whether tensors of dtype t can live on this device (checked at submission). Every device
+  // has f32, i64 and bool; f16 and bf16 only some Vulkan devices.
+  virtual bool supports(DType t) const { return t == DType::f32 || t == DType::i64 || t == DType::bool_; }
   virtual MemoryPool& memory() = 0;
   virtual void write(Buffer& dst, const void* src, std::size_t bytes) = 0;
   virtual void read(const Buffer& src, void* dst, std::size_t bytes) = 0;

@@ -17,6 +17,23 @@ TensorState::~TensorState() {
 
 namespace {
 
+bool core_dtype(DType t) { return t == DType::f32 || t == DType::i64 || t == DType::bool_; }
+
+// f16 and bf16 exist only on devices that have them (the shape rules accept them for the ops
+// that can run on them): a clear error on the caller's thread, naming the op and the device.
+void check_device_dtypes(const char* name, const OpIr& op, const std::vector<TensorIr>& outs, const DeviceRuntime& rt) {
+  auto check = [&](DType t) {
+    if (core_dtype(t) || rt.backend->supports(t)) return;
+    std::string tensors;
+    for (const TensorIr& in : op.inputs) tensors += (tensors.empty() ? "" : ", ") + describe(in);
+    for (const TensorIr& o : outs) tensors += std::string(tensors.empty() ? "" : " -> ") + describe(o);
+    throw Error(name, std::string(dtype_name(t)) + " is not supported on " + rt.backend->info().name + " (" + tensors +
+                          "): f16 and bf16 need a Vulkan device with 16-bit storage");
+  };
+  for (const TensorIr& in : op.inputs) check(in.dtype);
+  for (const TensorIr& o : outs) check(o.dtype);
+}
+
 // The one path from an op call to its message. Writes the output handles into `outs`.
 void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, Device device, Tensor* outs,
                  std::size_t out_capacity) {
@@ -39,6 +56,7 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   }
   DeviceRuntime& rt = Engine::get().runtime(device, name);
   std::vector<TensorIr> metas = infer_outputs(op);
+  check_device_dtypes(name, op, metas, rt);
   KILN_CHECK(metas.size() <= out_capacity, name, "internal error: too many outputs");
 
   // Ownership: an input whose handle is the last one (the caller moved it in) is handed over.

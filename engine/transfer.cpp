@@ -37,6 +37,9 @@ Tensor to(Tensor x, Device device) {
   KILN_CHECK(x.defined(), "to", "the tensor is undefined");
   if (x.device() == device) return x;
   DeviceRuntime& dst = Engine::get().runtime(device, "to");
+  KILN_CHECK(dst.backend->supports(x.dtype()), "to",
+             std::string(dtype_name(x.dtype())) + " is not supported on " + dst.backend->info().name + " (tensor " +
+                 dtype_name(x.dtype()) + x.shape().str() + "): f16 and bf16 need a Vulkan device with 16-bit storage");
   auto transfer = std::make_shared<Transfer>();
   detail::submit_read(x, "to", x.dtype(), transfer);
 

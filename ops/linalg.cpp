@@ -1,6 +1,7 @@
 // Shape rule of matmul, with torch.matmul's rules: a 1-D operand is promoted to a matrix (a
 // leading 1 for the left, a trailing 1 for the right) and the added dim removed from the result;
-// the dims before the last two are batch dims and broadcast. The CPU path is f32 only.
+// the dims before the last two are batch dims and broadcast. Operands are f32, or both f16 or
+// both bf16 (the result has their dtype, as in torch); the CPU device is f32 only.
 #include "ops/registry.h"
 
 namespace kiln {
@@ -12,7 +13,9 @@ void matmul_rule(const OpIr& op, std::vector<TensorIr>& out) {
   const TensorIr& a = op.inputs[0];
   const TensorIr& b = op.inputs[1];
   const std::string both = describe(a) + " and " + describe(b);
-  KILN_CHECK(a.dtype == DType::f32 && b.dtype == DType::f32, "matmul", "expected f32 operands, got " + both);
+  const bool floating = a.dtype == DType::f32 || a.dtype == DType::f16 || a.dtype == DType::bf16;
+  KILN_CHECK(floating && a.dtype == b.dtype, "matmul",
+             "expected f32 operands (or two f16 or two bf16 operands, on devices that have them), got " + both);
   KILN_CHECK(a.shape.rank() >= 1 && b.shape.rank() >= 1, "matmul", "both operands need at least 1 dim, got " + both);
   const int ra = a.shape.rank(), rb = b.shape.rank();
   const std::int64_t k_a = a.shape[ra - 1];
@@ -33,7 +36,7 @@ void matmul_rule(const OpIr& op, std::vector<TensorIr>& out) {
   }
   if (ra >= 2) shape.push_back(a.shape[ra - 2]);
   if (rb >= 2) shape.push_back(b.shape[rb - 1]);
-  out.push_back(TensorIr{0, shape, DType::f32, TensorStatus::NotInit});
+  out.push_back(TensorIr{0, shape, a.dtype, TensorStatus::NotInit});
 }
 
 }  // namespace

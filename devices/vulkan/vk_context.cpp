@@ -57,13 +57,24 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     if (info.compute_queue_family == UINT32_MAX || !(flags & VK_QUEUE_GRAPHICS_BIT)) info.compute_queue_family = f;
   }
 
+  std::uint32_t n_ext = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, nullptr);
+  std::vector<VkExtensionProperties> exts(n_ext);
+  if (n_ext) vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, exts.data());
+  bool has_coop_nv = false;
+  for (const auto& e : exts) has_coop_nv |= std::string(e.extensionName) == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+
   if (props.apiVersion >= VK_API_VERSION_1_2) {
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    if (has_coop_nv) f12.pNext = &coop;
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     f2.pNext = &f11;
     vkGetPhysicalDeviceFeatures2(pd, &f2);
+    info.coop_matrix_nv = has_coop_nv && coop.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16 &&
+                          f11.storageBuffer16BitAccess;
     info.buffer_device_address = f12.bufferDeviceAddress;
     info.shader_int64 = f2.features.shaderInt64;
     info.storage_8bit = f12.storageBuffer8BitAccess;
@@ -147,6 +158,11 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   f12.shaderFloat16 = info_.shader_float16;
   f12.shaderInt8 = info_.shader_int8;
   f12.timelineSemaphore = VK_FALSE;
+  f12.vulkanMemoryModel = info_.coop_matrix_nv;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  coop.cooperativeMatrix = VK_TRUE;
+  if (info_.coop_matrix_nv) f12.pNext = &coop;
+  const char* coop_ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   f11.storageBuffer16BitAccess = info_.storage_16bit;
   f11.pNext = &f12;
@@ -158,11 +174,14 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   dci.pNext = &f2;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = info_.coop_matrix_nv ? 1 : 0;
+  dci.ppEnabledExtensionNames = info_.coop_matrix_nv ? &coop_ext : nullptr;
   check(vkCreateDevice(info_.handle, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
   if (log_enabled(spdlog::level::debug))
-    logger().debug("vulkan: opened {} ({}), 8-bit storage {}, 16-bit storage {}, float16 {}", info_.name,
-                   info_.type_name(), info_.storage_8bit, info_.storage_16bit, info_.shader_float16);
+    logger().debug("vulkan: opened {} ({}), 8-bit storage {}, 16-bit storage {}, float16 {}, NV cooperative matrix {}",
+                   info_.name, info_.type_name(), info_.storage_8bit, info_.storage_16bit, info_.shader_float16,
+                   info_.coop_matrix_nv);
 }
 
 Context::~Context() {

@@ -28,6 +28,8 @@ struct PhysicalDeviceInfo {
   bool storage_16bit = false;
   bool shader_float16 = false;
   bool shader_int8 = false;
+  // VK_NV_cooperative_matrix (with the Vulkan memory model its shaders use): tensor cores.
+  bool coop_matrix_nv = false;
   bool usable() const;
   std::string why_unusable() const;
   const char* type_name() const;

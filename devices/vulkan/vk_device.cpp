@@ -23,6 +23,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
   pool_ = std::make_unique<MemoryPool>(std::move(allocator));
   register_creation_kernels(kernels_);
   register_elementwise_kernels(kernels_);
+  register_linalg_kernels(kernels_);
   prelude_ = kernel_prelude(*this);
 }
 
@@ -140,7 +141,8 @@ const char* glsl_value_type(DType t) {
     case DType::f32: return "float";
     case DType::i64: return "int64_t";
     case DType::bool_: return "bool";
-    case DType::f16: return "float16_t";
+    case DType::f16:
+    case DType::bf16: return "float";  // held as f32, stored as 16-bit words (see vk_prelude.cpp)
     default: throw Error("vulkan", std::string("dtype ") + dtype_name(t) + " is not supported by Vulkan kernels yet");
   }
 }
@@ -150,7 +152,8 @@ const char* glsl_pointer_type(DType t) {
     case DType::f32: return "F32s";
     case DType::i64: return "I64s";
     case DType::bool_: return "U8s";
-    case DType::f16: return "F16s";
+    case DType::f16:
+    case DType::bf16: return "U16s";
     default: throw Error("vulkan", std::string("dtype ") + dtype_name(t) + " is not supported by Vulkan kernels yet");
   }
 }
@@ -158,12 +161,24 @@ const char* glsl_pointer_type(DType t) {
 std::string glsl_load(DType t, const std::string& ptr, const std::string& index) {
   const std::string e = ptr + ".v[" + index + "]";
   // Bools are bytes; 8-bit storage without 8-bit arithmetic (shaderInt8) is enough.
-  return t == DType::bool_ ? "(uint(" + e + ") != 0u)" : e;
+  if (t == DType::bool_) return "(uint(" + e + ") != 0u)";
+  if (t == DType::f16) return "kiln_f16_to_f32(uint(" + e + "))";
+  if (t == DType::bf16) return "kiln_bf16_to_f32(uint(" + e + "))";
+  return e;
 }
 
 std::string glsl_store(DType t, const std::string& ptr, const std::string& index, const std::string& value) {
   const std::string e = ptr + ".v[" + index + "] = ";
-  return t == DType::bool_ ? e + "uint8_t((" + value + ") ? 1u : 0u);" : e + value + ";";
+  if (t == DType::bool_) return e + "uint8_t((" + value + ") ? 1u : 0u);";
+  if (t == DType::f16) return e + "uint16_t(kiln_f32_to_f16(" + value + "));";
+  if (t == DType::bf16) return e + "uint16_t(kiln_f32_to_bf16(" + value + "));";
+  return e + value + ";";
+}
+
+bool VulkanDevice::supports(DType t) const {
+  // f16 and bf16 are 16-bit words converted with bit arithmetic: 16-bit storage is enough.
+  if (t == DType::f16 || t == DType::bf16) return ctx_->info().storage_16bit;
+  return DeviceBackend::supports(t);
 }
 
 }  // namespace kiln::vk

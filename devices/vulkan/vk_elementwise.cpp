@@ -30,6 +30,10 @@ bool broadcasts(const TensorIr& in, const Shape& shape) {
 // `e`, a value of dtype `from`, as dtype `to`.
 std::string convert(const std::string& e, DType from, DType to) {
   if (from == to) return e;
+  // f16 and bf16 values are held as f32 (already rounded): convert as f32, round to 16 bits.
+  if (from == DType::f16 || from == DType::bf16) return convert(e, DType::f32, to);
+  if (to == DType::f16) return "kiln_round_f16(" + convert(e, from, DType::f32) + ")";
+  if (to == DType::bf16) return "kiln_round_bf16(" + convert(e, from, DType::f32) + ")";
   if (from == DType::f32 && to == DType::i64) return "kiln_f32_to_i64(" + e + ")";
   if (from == DType::f32 && to == DType::bool_) return "!((" + e + ") == 0.0)";
   if (from == DType::i64 && to == DType::f32) return "float(" + e + ")";

@@ -8,7 +8,8 @@
 // declares the typed pointer types and the accessors for the argument block:
 //
 //   arg_u64(i) arg_i64(i) arg_u32(i) arg_f32(i)   word i of the argument block
-//   F32s, I64s, I32s, U32s, U8s (bool), F16s      pointers: F32s p = F32s(arg_u64(0)); p.v[k]
+//   F32s, I64s, I32s, U32s, U8s (bool), U16s      pointers: F32s p = F32s(arg_u64(0)); p.v[k]
+//     (U16s holds f16/bf16 bits: kiln_f16_to_f32, kiln_f32_to_f16, kiln_bf16_to_f32, ...)
 //   kiln_raise(code)                             report a device-side error (first code wins)
 //   KILN_FOR_EACH(i, n)                          grid-stride loop over [0, n)
 //   kiln_isnan, kiln_isinf, kiln_nan(), kiln_erf, ... (math with PyTorch semantics, see
@@ -112,5 +113,6 @@ class KernelTable {
 void register_creation_kernels(KernelTable& t);
 // Elementwise ops run as one-node fused expressions (see vk_elementwise.cpp).
 void register_elementwise_kernels(KernelTable& t);
+void register_linalg_kernels(KernelTable& t);
 
 }  // namespace kiln::vk

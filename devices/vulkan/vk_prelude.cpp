@@ -16,9 +16,42 @@ constexpr const char* kHeader = R"(#version 460
 #extension GL_EXT_shader_8bit_storage : require
 )";
 
-constexpr const char* kF16 = R"(#extension GL_EXT_shader_16bit_storage : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+constexpr const char* k16BitStorage = "#extension GL_EXT_shader_16bit_storage : require\n";
+constexpr const char* kF16Math = "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+constexpr const char* kF16s = R"(
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16s { float16_t v[]; };
+)";
+
+// f16 and bf16 tensors are stored as 16-bit words (U16s) and held in registers as f32: loads
+// convert exactly, stores round to nearest even as PyTorch does (NaN stays NaN: f16 keeps the
+// sign with 0x7e00, bf16 gives 0x7fc0). Plain bit arithmetic, so the result never depends on
+// the driver's f16 conversion or denormal modes.
+constexpr const char* k16BitTypes = R"(
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16s { uint16_t v[]; };
+
+float kiln_f16_to_f32(uint h) {
+  uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0u) return uintBitsToFloat(sign | floatBitsToUint(float(m) * 5.9604644775390625e-8));
+  if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+uint kiln_f32_to_f16(float x) {
+  uint u = floatBitsToUint(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u;            // NaN
+  if (a >= 0x477ff000u) return sign | 0x7c00u;           // rounds beyond 65504: infinity
+  if (a < 0x38800000u)                                   // f16 subnormal (or zero): units of 2^-24
+    return sign | uint(roundEven(uintBitsToFloat(a) * 16777216.0));
+  uint r = a - 0x38000000u;                              // rebias the exponent (127 -> 15)
+  return sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+}
+float kiln_bf16_to_f32(uint h) { return uintBitsToFloat(h << 16); }
+uint kiln_f32_to_bf16(float x) {
+  uint u = floatBitsToUint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+float kiln_round_f16(float x) { return kiln_f16_to_f32(kiln_f32_to_f16(x)); }
+float kiln_round_bf16(float x) { return kiln_bf16_to_f32(kiln_f32_to_bf16(x)); }
 )";
 
 constexpr const char* kBody = R"(
@@ -226,9 +259,13 @@ int64_t kiln_pow_i64(int64_t a, int64_t b) {
 }  // namespace
 
 std::string kernel_prelude(const VulkanDevice& dev) {
+  const PhysicalDeviceInfo& info = dev.context().info();
   std::string s = kHeader;
-  if (dev.context().info().storage_16bit && dev.context().info().shader_float16) s += kF16;
+  if (info.storage_16bit) s += k16BitStorage;
+  if (info.storage_16bit && info.shader_float16) s += kF16Math;
   s += kBody;
+  if (info.storage_16bit) s += k16BitTypes;
+  if (info.storage_16bit && info.shader_float16) s += kF16s;
   return s;
 }
 

@@ -1,0 +1,275 @@
+// matmul on Vulkan: the op's geometry (torch.matmul's rules, as on the CPU device), the choice
+// of kernel, and its launch. Like the CPU, a right operand shared by every batch folds the
+// batches into one taller product; otherwise batches are the grid's z dimension, with each
+// operand's batch strides (0 where it is broadcast) in the argument block:
+//   0 A, 1 B, 2 C, 3 M, 4 N, 5 K, 6 batches, 7 batch dims, then per dim: size, A stride, B stride
+// The kernel for a shape: the cooperative-matrix one for f16 where the device has tensor cores
+// (and K, N are multiples of 8), else the tiled configuration that the autotuner picked for the
+// shape class (vk_autotune.h), or a heuristic one without autotuning.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "devices/vulkan/vk_autotune.h"
+#include "devices/vulkan/vk_device.h"
+#include "devices/vulkan/vk_matmul.h"
+#include "ops/log.h"
+#include "ops/registry.h"
+
+namespace kiln::vk {
+
+namespace {
+
+std::atomic<int> g_forced_tile{-1};
+std::atomic<bool> g_coop_enabled{true};
+
+struct Geometry {
+  std::uint64_t m = 1, n = 1, k = 1, batches = 1;
+  int dims = 0;  // batch dims left after dropping 1s and merging contiguous neighbours
+  std::uint64_t size[kMaxRank] = {}, a_stride[kMaxRank] = {}, b_stride[kMaxRank] = {};
+};
+
+Geometry geometry(const OpIr& op) {
+  const Shape& a = op.inputs[0].shape;
+  const Shape& b = op.inputs[1].shape;
+  const Shape& out = op.outputs[0].shape;
+  Geometry g;
+  g.k = static_cast<std::uint64_t>(a[a.rank() - 1]);
+  g.m = a.rank() >= 2 ? static_cast<std::uint64_t>(a[a.rank() - 2]) : 1;
+  g.n = b.rank() >= 2 ? static_cast<std::uint64_t>(b[b.rank() - 1]) : 1;
+  const int batch_rank = out.rank() - (a.rank() >= 2) - (b.rank() >= 2);
+  // Strides of each operand's batch dims, right-aligned against the output's.
+  auto strides = [&](const Shape& s, std::uint64_t matrix, std::uint64_t* stride) {
+    const int own = std::max(s.rank() - 2, 0);
+    std::uint64_t acc = matrix;
+    for (int d = batch_rank - 1; d >= 0; --d) {
+      const int i = own - batch_rank + d;
+      const std::uint64_t size = i >= 0 ? static_cast<std::uint64_t>(s[i]) : 1;
+      stride[d] = size == 1 ? 0 : acc;
+      acc *= size;
+    }
+  };
+  std::uint64_t sa[kMaxRank] = {}, sb[kMaxRank] = {};
+  strides(a, g.m * g.k, sa);
+  strides(b, g.k * g.n, sb);
+  bool b_batched = false;
+  for (int d = 0; d < batch_rank; ++d) {
+    const auto size = static_cast<std::uint64_t>(out[d]);
+    g.batches *= size;
+    b_batched |= sb[d] != 0;
+    if (size == 1) continue;
+    const int last = g.dims - 1;
+    // Merge with the previous dim when both operands step through them as one.
+    if (last >= 0 && g.a_stride[last] == sa[d] * size && g.b_stride[last] == sb[d] * size) {
+      g.size[last] *= size;
+      g.a_stride[last] = sa[d];
+      g.b_stride[last] = sb[d];
+      continue;
+    }
+    g.size[g.dims] = size;
+    g.a_stride[g.dims] = sa[d];
+    g.b_stride[g.dims] = sb[d];
+    ++g.dims;
+  }
+  if (!b_batched) {  // A's batches are consecutive rows of one taller product
+    g.m *= g.batches;
+    g.batches = 1;
+    g.dims = 0;
+  }
+  return g;
+}
+
+// A kernel choice: a tiled configuration (index into tile_configs()) or the coop kernel.
+struct Plan {
+  bool coop = false;
+  int tile = 0;
+  std::string name() const { return coop ? "coop" : tile_configs()[static_cast<std::size_t>(tile)].name; }
+};
+
+// What one device remembers between matmuls: its tensor-core shape and the autotuner's choices.
+struct MatmulState {
+  CoopShape coop;
+  bool software = false;  // no autotuning unless KILN_AUTOTUNE=1
+  std::unique_ptr<AutotuneCache> cache;
+};
+
+MatmulState& state_of(VulkanDevice& dev) {
+  static std::mutex mutex;
+  static std::unordered_map<const VulkanDevice*, std::unique_ptr<MatmulState>> states;
+  std::lock_guard lock(mutex);
+  auto& s = states[&dev];
+  if (!s) {
+    s = std::make_unique<MatmulState>();
+    const PhysicalDeviceInfo& info = dev.context().info();
+    s->coop = coop_shape(dev);
+    s->software = info.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    const std::string& dir = dev.pipelines().directory();
+    s->cache = std::make_unique<AutotuneCache>(dir.empty() ? std::string() : dir + "/matmul_autotune.txt",
+                                               info.name + " driver " + std::to_string(info.driver_version));
+    if (log_enabled(spdlog::level::debug))
+      logger().debug("vulkan matmul on {}: cooperative matrix {}x{}x{}, autotune {}", info.name, s->coop.m, s->coop.n,
+                     s->coop.k, autotune_enabled(s->software));
+  }
+  return *s;
+}
+
+bool fits(const VulkanDevice& dev, const TileConfig& c) {
+  const VkPhysicalDeviceLimits& l = dev.context().limits();
+  return c.shared_bytes() <= l.maxComputeSharedMemorySize && c.threads() <= l.maxComputeWorkGroupInvocations &&
+         c.threads() <= l.maxComputeWorkGroupSize[0];
+}
+
+// Without autotuning: big tiles when they still give many workgroups, smaller ones otherwise.
+int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
+  const auto& configs = tile_configs();
+  auto index = [&](const char* name) {
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      if (std::string(configs[i].name) == name && fits(dev, configs[i])) return static_cast<int>(i);
+    return -1;
+  };
+  const std::uint64_t work = g.m * g.n * g.batches;
+  int pick = -1;
+  if (dev.context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) pick = index(work >= 64 * 64 ? "t64x64x16_8x8" : "t32x32x16_4x4");
+  else if (work >= 2048ull * 2048) pick = index("t128x128x8_8x8");
+  else if (work >= 512ull * 512) pick = index("t64x64x16_8x8");
+  else pick = index("t32x32x16_4x4");
+  if (pick >= 0) return pick;
+  for (std::size_t i = configs.size(); i-- > 0;)
+    if (fits(dev, configs[i])) return static_cast<int>(i);
+  throw Error("matmul", "no tiled matmul configuration fits the limits of " + dev.info().name);
+}
+
+class Launcher {
+ public:
+  Launcher(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, const Geometry& g)
+      : dev_(dev), g_(g), dtype_(op.inputs[0].dtype) {
+    // An empty operand (K = 0) has no memory; the kernel never reads it then.
+    for (int i = 0; i < 2; ++i) {
+      if (op.inputs[static_cast<std::size_t>(i)].numel() == 0) args_.address(0);
+      else args_.buffer(*args.inputs[static_cast<std::size_t>(i)]);
+    }
+    args_.buffer(*args.outputs[0]);
+    args_.u64(g.m).u64(g.n).u64(g.k).u64(g.batches).u64(static_cast<std::uint64_t>(g.dims));
+    for (int d = 0; d < g.dims; ++d) args_.u64(g.size[d]).u64(g.a_stride[d]).u64(g.b_stride[d]);
+    variant_ = TileVariant{dtype_, g.k % 4 == 0, g.n % 4 == 0};
+  }
+
+  void run(const Plan& p) {
+    std::uint32_t bm, bn;
+    std::string key;
+    SourceFn source;
+    if (p.coop) {
+      const CoopShape s = state_of(dev_).coop;
+      bm = kCoopTileM, bn = kCoopTileN;
+      key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+      source = [this, s] { return coop_matmul_source(dev_.prelude(), s, DType::f16); };
+    } else {
+      const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.tile)];
+      bm = c.bm, bn = c.bn;
+      key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (variant_.vec_a ? "/va" : "/sa") +
+            (variant_.vec_b ? "/vb" : "/sb");
+      source = [this, &c] { return tiled_matmul_source(dev_.prelude(), c, variant_); };
+    }
+    const auto& max = dev_.context().limits().maxComputeWorkGroupCount;
+    const std::uint64_t gx = (g_.n + bn - 1) / bn, gy = (g_.m + bm - 1) / bm;
+    KILN_CHECK(gx <= max[0], "matmul", "N = " + std::to_string(g_.n) + " needs more workgroups than the device has");
+    // The kernel loops over the row tiles and batches beyond the grid.
+    const Groups groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(std::min<std::uint64_t>(gy, max[1])),
+                        static_cast<std::uint32_t>(std::min<std::uint64_t>(g_.batches, max[2]))};
+    dev_.launch(key, "matmul", source, args_, groups);
+  }
+
+  DType dtype() const { return dtype_; }
+  const TileVariant& variant() const { return variant_; }
+
+ private:
+  VulkanDevice& dev_;
+  const Geometry& g_;
+  DType dtype_;
+  TileVariant variant_;
+  LaunchArgs args_;
+};
+
+// Seconds per run of `plan`, by the host clock around complete submissions (the first run,
+// untimed, also compiles the pipeline). Short kernels are repeated to about a millisecond.
+double time_plan(VulkanDevice& dev, Launcher& launcher, const Plan& plan) {
+  using clock = std::chrono::steady_clock;
+  launcher.run(plan);
+  dev.synchronize();
+  auto t0 = clock::now();
+  launcher.run(plan);
+  dev.synchronize();
+  double once = std::chrono::duration<double>(clock::now() - t0).count();
+  const int reps = static_cast<int>(std::clamp(1e-3 / std::max(once, 1e-7), 0.0, 20.0));
+  if (reps < 2) return once;
+  t0 = clock::now();
+  for (int r = 0; r < reps; ++r) launcher.run(plan);
+  dev.synchronize();
+  return std::chrono::duration<double>(clock::now() - t0).count() / reps;
+}
+
+std::string shape_class(const Launcher& l, const Geometry& g, bool coop) {
+  return std::string(dtype_name(l.dtype())) + (l.variant().vec_a ? " va" : " sa") + (l.variant().vec_b ? "vb" : "sb") +
+         (coop ? " coop" : "") + " m" + std::to_string(size_bucket(g.m)) + " n" + std::to_string(size_bucket(g.n)) +
+         " k" + std::to_string(size_bucket(g.k)) + " z" + std::to_string(size_bucket(g.batches));
+}
+
+Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geometry& g) {
+  const auto& configs = tile_configs();
+  if (const int forced = g_forced_tile.load(); forced >= 0 && forced < static_cast<int>(configs.size()))
+    return Plan{false, forced};
+  const bool coop = g_coop_enabled.load() && state.coop.m != 0 && launcher.dtype() == DType::f16 && g.k > 0 &&
+                    g.k % 8 == 0 && g.n % 8 == 0;
+  if (!autotune_enabled(state.software)) return coop ? Plan{true, 0} : Plan{false, heuristic_tile(dev, g)};
+
+  const std::string key = shape_class(launcher, g, coop);
+  if (auto hit = state.cache->lookup(key)) {
+    if (*hit == "coop" && coop) return Plan{true, 0};
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      if (*hit == configs[i].name && fits(dev, configs[i])) return Plan{false, static_cast<int>(i)};
+  }
+  std::vector<Plan> candidates;
+  if (coop) candidates.push_back(Plan{true, 0});
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    if (fits(dev, configs[i])) candidates.push_back(Plan{false, static_cast<int>(i)});
+  Plan best = candidates.front();
+  double best_s = 0;
+  std::string report;
+  for (const Plan& p : candidates) {
+    const double s = time_plan(dev, launcher, p);
+    report += ' ';
+    report += p.name();
+    report += '=';
+    report += std::to_string(s * 1e6);
+    report += "us";
+    if (best_s == 0 || s < best_s) best = p, best_s = s;
+  }
+  if (log_enabled(spdlog::level::info)) logger().info("vulkan matmul autotune [{}]: {} ({})", key, best.name(), report);
+  state.cache->store(key, best.name());
+  return best;
+}
+
+void matmul_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  if (op.outputs[0].numel() == 0) return;
+  const Geometry g = geometry(op);
+  constexpr std::uint64_t kMax32 = 0xffffffffull;
+  KILN_CHECK(g.m * g.k <= kMax32 && g.k * g.n <= kMax32 && g.m * g.n <= kMax32 && g.batches <= kMax32, "matmul",
+             "matrices over 2^32 elements are not supported on Vulkan yet (" + describe(op.inputs[0]) + " @ " +
+                 describe(op.inputs[1]) + ")");
+  MatmulState& state = state_of(dev);
+  Launcher launcher(dev, op, args, g);
+  // Timing runs write the output too; the chosen plan runs last, so the result is its own.
+  launcher.run(choose(dev, state, launcher, g));
+}
+
+}  // namespace
+
+void force_tile_config(int index) { g_forced_tile.store(index); }
+void set_coop_enabled(bool enabled) { g_coop_enabled.store(enabled); }
+
+void register_linalg_kernels(KernelTable& t) { t.set(OpKind::matmul, matmul_kernel); }
+
+}  // namespace kiln::vk

@@ -1,0 +1,66 @@
+// devices/vulkan private: matmul on the Vulkan device. Two kernels compute C = A @ B for
+// row-major operands batched over the z dimension (a broadcast operand has batch stride 0):
+//  - a register-blocked, shared-memory tiled kernel (FMA in f32), generated from a template with
+//    the parameters of TileConfig; several configurations, picked per shape class by the
+//    autotuner (vk_autotune.h); f32, f16 and bf16 inputs, f32 accumulation;
+//  - a tensor-core kernel (GL_NV_cooperative_matrix) for f16 inputs with f32 accumulators, on
+//    devices that expose VK_NV_cooperative_matrix with an f16 x f16 -> f32 shape.
+// bf16 has no cooperative-matrix type that glslang 12 can compile (that needs
+// GL_KHR_cooperative_matrix or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/dtype.h"
+
+namespace kiln::vk {
+
+class VulkanDevice;
+
+// One configuration of the tiled kernel: a BM x BN tile of C per workgroup, staged through
+// shared memory BK columns of A (rows of B) at a time; each thread owns TM x TN outputs.
+// TM, TN and BK are multiples of 4 (loads and shared-memory reads are vec4).
+struct TileConfig {
+  const char* name;  // stable: the autotune cache on disk stores it
+  std::uint32_t bm, bn, bk, tm, tn;
+  std::uint32_t threads() const { return (bm / tm) * (bn / tn); }
+  std::uint32_t shared_bytes() const { return 16 * (bm * (bk / 4 + 1) + bk * (bn / 4)); }
+};
+
+// Every configuration, in a fixed order (the first is the default for large products).
+const std::vector<TileConfig>& tile_configs();
+
+// How the kernel reads and writes memory for one shape: vector access needs K % 4 == 0 for A and
+// N % 4 == 0 for B and C.
+struct TileVariant {
+  DType dtype = DType::f32;  // of A, B and C
+  bool vec_a = false;
+  bool vec_b = false;
+};
+
+// The GLSL of the tiled kernel; `prelude` is the device's kernel_prelude().
+std::string tiled_matmul_source(const std::string& prelude, const TileConfig& config, const TileVariant& variant);
+
+// A cooperative-matrix shape: M x N x K of one subgroup-scope multiply-add.
+struct CoopShape {
+  std::uint32_t m = 0, n = 0, k = 0;
+};
+
+// The GLSL of the cooperative-matrix kernel for f16 operands (f32 accumulation, output `out`:
+// f16 or f32), for aligned shapes: M % 128, N % 128 == 0 and K % 32 == 0 are not required, but
+// K % 8 == 0 and N % 8 == 0 are (16-byte loads).
+std::string coop_matmul_source(const std::string& prelude, CoopShape shape, DType out);
+// Workgroup tile of the cooperative-matrix kernel.
+inline constexpr std::uint32_t kCoopTileM = 128, kCoopTileN = 128, kCoopTileK = 32, kCoopThreads = 256;
+
+// The f16 x f16 -> f32 subgroup shape the device offers for the cooperative-matrix kernel;
+// m == 0 when it has none (or VK_NV_cooperative_matrix is not enabled).
+CoopShape coop_shape(const VulkanDevice& dev);
+
+// Test hooks: force one tiled configuration (an index into tile_configs()) for every matmul,
+// or -1 for the normal choice; disable the cooperative-matrix path.
+void force_tile_config(int index);
+void set_coop_enabled(bool enabled);
+
+}  // namespace kiln::vk

@@ -1,0 +1,203 @@
+// The tiled matmul kernel's GLSL, generated from a TileConfig (see vk_matmul.h).
+//
+// A workgroup computes a BM x BN tile of C. Per step of BK, every thread loads vec4s of the A
+// tile (4 consecutive k of one row) and of the B tile (4 consecutive columns of one k) into
+// registers, stores them to shared memory (A row-major with one vec4 of padding per row, B
+// row-major), and, while the next step's loads are in flight, multiplies from shared memory:
+// per 4 k it reads one vec4 of A per owned row and TN/4 vec4s of B per k, and does TM x TN
+// FMAs. A thread owns rows ty + i*TY and column quads tx + g*TX, so that the B reads of a
+// subgroup are consecutive 16-byte words (no bank conflicts) and the C stores coalesce.
+// Out-of-range rows, columns and k read as 0 and are never stored; batches are the z
+// dimension (and a grid-stride loop beyond 65535); operands are f32, f16 or bf16 (converted
+// to f32 on load, with f32 accumulation; C rounded once on store).
+#include <string>
+
+#include "devices/vulkan/vk_matmul.h"
+#include "ops/error.h"
+
+namespace kiln::vk {
+
+namespace {
+
+std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
+
+// Element access macros per storage dtype: PTR1/LOAD1/STORE1 for one element, PTR4/LOAD4/STORE4
+// for 4 consecutive elements at an index that is a multiple of 4.
+std::string access_macros(DType t) {
+  switch (t) {
+    case DType::f32:
+      return R"(#define ESIZE 4ul
+#define PTR1 F32s
+#define PTR4 MmF32x4s
+#define LOAD1(p, i) p.v[i]
+#define LOAD4(p, i) p.v[(i) >> 2]
+#define STORE1(p, i, x) p.v[i] = (x)
+#define STORE4(p, i, x) p.v[(i) >> 2] = (x)
+)";
+    case DType::f16:
+    case DType::bf16: {
+      const std::string from = t == DType::f16 ? "kiln_f16_to_f32" : "kiln_bf16_to_f32";
+      const std::string to = t == DType::f16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16";
+      return "#define ESIZE 2ul\n#define PTR1 U16s\n#define PTR4 MmU32x2s\n#define LOAD1(p, i) " + from +
+             "(uint(p.v[i]))\n#define STORE1(p, i, x) p.v[i] = uint16_t(" + to +
+             "(x))\n#define LOAD4(p, i) mm_unpack4(p.v[(i) >> 2])\n#define STORE4(p, i, x) p.v[(i) >> 2] = "
+             "mm_pack4(x)\n"
+             "vec4 mm_unpack4(uvec2 w) {\n  return vec4(" +
+             from + "(w.x & 0xffffu), " + from + "(w.x >> 16), " + from + "(w.y & 0xffffu), " + from +
+             "(w.y >> 16));\n}\n"
+             "uvec2 mm_pack4(vec4 x) {\n  return uvec2(" +
+             to + "(x.x) | (" + to + "(x.y) << 16), " + to + "(x.z) | (" + to + "(x.w) << 16));\n}\n";
+    }
+    default: throw Error("matmul", std::string("no Vulkan matmul for dtype ") + dtype_name(t));
+  }
+}
+
+// Loads of one vec4 of A (4 consecutive k of row `row`) and of B (4 consecutive columns of row
+// `k`), zero outside the matrix. Written as if-statements: a select could load out of bounds.
+std::string load_functions(const TileVariant& v) {
+  std::string s;
+  s += "vec4 load_a(PTR1 A, PTR4 A4, uint M, uint K, uint row, uint k) {\n  vec4 r = vec4(0.0);\n";
+  if (v.vec_a) {
+    s += "  if (row < M && k < K) r = LOAD4(A4, row * K + k);\n";
+  } else {
+    s += "  if (row < M) {\n    uint i = row * K + k;\n";
+    s += "    if (k < K) r.x = LOAD1(A, i);\n    if (k + 1u < K) r.y = LOAD1(A, i + 1u);\n";
+    s += "    if (k + 2u < K) r.z = LOAD1(A, i + 2u);\n    if (k + 3u < K) r.w = LOAD1(A, i + 3u);\n  }\n";
+  }
+  s += "  return r;\n}\n";
+  s += "vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {\n  vec4 r = vec4(0.0);\n";
+  if (v.vec_b) {
+    s += "  if (k < K && col < N) r = LOAD4(B4, k * N + col);\n";
+  } else {
+    s += "  if (k < K) {\n    uint i = k * N + col;\n";
+    s += "    if (col < N) r.x = LOAD1(B, i);\n    if (col + 1u < N) r.y = LOAD1(B, i + 1u);\n";
+    s += "    if (col + 2u < N) r.z = LOAD1(B, i + 2u);\n    if (col + 3u < N) r.w = LOAD1(B, i + 3u);\n  }\n";
+  }
+  s += "  return r;\n}\n";
+  s += "void store_c(PTR1 C, PTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
+  if (v.vec_b) {
+    s += "  if (col < N) STORE4(C4, row * N + col, x);\n";
+  } else {
+    s += "  uint i = row * N + col;\n";
+    s += "  if (col < N) STORE1(C, i, x.x);\n  if (col + 1u < N) STORE1(C, i + 1u, x.y);\n";
+    s += "  if (col + 2u < N) STORE1(C, i + 2u, x.z);\n  if (col + 3u < N) STORE1(C, i + 3u, x.w);\n";
+  }
+  s += "}\n";
+  return s;
+}
+
+constexpr const char* kBody = R"(
+const uint TX = BN / TN, TY = BM / TM, WG = TX * TY;
+const uint SA4 = BK / 4u + 1u;  // vec4s per row of As (one of padding)
+const uint SB4 = BN / 4u;       // vec4s per row of Bs
+const uint AV = BM * BK / 4u / WG, BV = BK * BN / 4u / WG;  // vec4 loads per thread and step
+layout(local_size_x = WG) in;
+shared vec4 As[BM * SA4];
+shared vec4 Bs[BK * SB4];
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint tx = tid % TX, ty = tid / TX;
+  const uint64_t a_base = arg_u64(0), b_base = arg_u64(1), c_base = arg_u64(2);
+  const uint M = arg_u32(3), N = arg_u32(4), K = arg_u32(5), batches = arg_u32(6), nb = arg_u32(7);
+  const uint tiles_m = (M + BM - 1u) / BM;
+  const uint n0 = gl_WorkGroupID.x * BN;
+  for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
+    // Batch offsets of A and B, from the output's batch index (strides 0 where broadcast).
+    uint64_t a_off = 0ul, b_off = 0ul;
+    uint rest = bz;
+    for (uint d = nb; d > 0u; --d) {
+      const uint w = 8u + 3u * (d - 1u);
+      const uint size = arg_u32(w);
+      const uint idx = rest % size;
+      rest /= size;
+      a_off += uint64_t(idx) * arg_u64(w + 1u);
+      b_off += uint64_t(idx) * arg_u64(w + 2u);
+    }
+    const uint64_t a_addr = a_base + a_off * ESIZE, b_addr = b_base + b_off * ESIZE;
+    const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * ESIZE;
+    PTR1 A = PTR1(a_addr); PTR4 A4 = PTR4(a_addr);
+    PTR1 B = PTR1(b_addr); PTR4 B4 = PTR4(b_addr);
+    PTR1 C = PTR1(c_addr); PTR4 C4 = PTR4(c_addr);
+    for (uint mt = gl_WorkGroupID.y; mt < tiles_m; mt += gl_NumWorkGroups.y) {
+      const uint m0 = mt * BM;
+      vec4 acc[TM * (TN / 4u)];
+      [[unroll]] for (uint i = 0u; i < TM * (TN / 4u); ++i) acc[i] = vec4(0.0);
+      vec4 ra[AV], rb[BV];
+      [[unroll]] for (uint j = 0u; j < AV; ++j) {
+        const uint e = tid + j * WG;
+        ra[j] = load_a(A, A4, M, K, m0 + e / (BK / 4u), (e % (BK / 4u)) * 4u);
+      }
+      [[unroll]] for (uint j = 0u; j < BV; ++j) {
+        const uint e = tid + j * WG;
+        rb[j] = load_b(B, B4, K, N, e / SB4, n0 + (e % SB4) * 4u);
+      }
+      for (uint k0 = 0u; k0 < K; k0 += BK) {
+        barrier();  // the previous step (or tile) has finished reading shared memory
+        [[unroll]] for (uint j = 0u; j < AV; ++j) {
+          const uint e = tid + j * WG;
+          As[(e / (BK / 4u)) * SA4 + e % (BK / 4u)] = ra[j];
+        }
+        [[unroll]] for (uint j = 0u; j < BV; ++j) Bs[tid + j * WG] = rb[j];
+        barrier();
+        if (k0 + BK < K) {  // the next step's loads overlap this step's math
+          [[unroll]] for (uint j = 0u; j < AV; ++j) {
+            const uint e = tid + j * WG;
+            ra[j] = load_a(A, A4, M, K, m0 + e / (BK / 4u), k0 + BK + (e % (BK / 4u)) * 4u);
+          }
+          [[unroll]] for (uint j = 0u; j < BV; ++j) {
+            const uint e = tid + j * WG;
+            rb[j] = load_b(B, B4, K, N, k0 + BK + e / SB4, n0 + (e % SB4) * 4u);
+          }
+        }
+        [[unroll]] for (uint kq = 0u; kq < BK / 4u; ++kq) {
+          vec4 a[TM];
+          [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[(i * TY + ty) * SA4 + kq];
+          [[unroll]] for (uint kk = 0u; kk < 4u; ++kk) {
+            vec4 b[TN / 4u];
+            [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) b[g] = Bs[(kq * 4u + kk) * SB4 + g * TX + tx];
+            [[unroll]] for (uint i = 0u; i < TM; ++i)
+              [[unroll]] for (uint g = 0u; g < TN / 4u; ++g)
+                acc[i * (TN / 4u) + g] = fma(vec4(a[i][kk]), b[g], acc[i * (TN / 4u) + g]);
+          }
+        }
+      }
+      [[unroll]] for (uint i = 0u; i < TM; ++i) {
+        const uint row = m0 + i * TY + ty;
+        if (row >= M) continue;
+        [[unroll]] for (uint g = 0u; g < TN / 4u; ++g)
+          store_c(C, C4, N, row, n0 + (g * TX + tx) * 4u, acc[i * (TN / 4u) + g]);
+      }
+    }
+  }
+}
+)";
+
+}  // namespace
+
+std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c, const TileVariant& v) {
+  std::string s = prelude;
+  s.insert(s.find('\n') + 1, "#extension GL_EXT_control_flow_attributes : require\n");
+  s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF32x4s { vec4 v[]; };\n";
+  s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer MmU32x2s { uvec2 v[]; };\n";
+  s += access_macros(v.dtype);
+  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", TM = " + u(c.tm) +
+       ", TN = " + u(c.tn) + ";\n";
+  s += load_functions(v);
+  s += kBody;
+  return s;
+}
+
+const std::vector<TileConfig>& tile_configs() {
+  // Large tiles (8x8 per thread) for big products; smaller ones so that mid-sized products
+  // still fill the GPU; 32x32 for small ones and software devices.
+  static const std::vector<TileConfig> configs = {
+      {"t128x128x8_8x8", 128, 128, 8, 8, 8},  {"t128x128x16_8x8", 128, 128, 16, 8, 8},
+      {"t128x64x16_8x4", 128, 64, 16, 8, 4},  {"t64x128x16_4x8", 64, 128, 16, 4, 8},
+      {"t64x64x16_4x4", 64, 64, 16, 4, 4},    {"t64x64x16_8x8", 64, 64, 16, 8, 8},
+      {"t32x32x16_4x4", 32, 32, 16, 4, 4},
+  };
+  return configs;
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,300 @@
+// matmul on Vulkan against the CPU device (itself verified against PyTorch in tests/ops):
+// torch.matmul's shape rules, every configuration of the tiled kernel, f16/bf16 storage and
+// matmul, the autotune cache file, and the cooperative-matrix kernel's GLSL (compiled even where
+// no device can run it).
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "devices/vulkan/vk_autotune.h"
+#include "devices/vulkan/vk_device.h"
+#include "devices/vulkan/vk_matmul.h"
+#include "devices/vulkan/vk_shader.h"
+#include "vulkan_test_support.h"
+
+namespace kiln::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr Tol kF32{1e-4, 1e-4};
+
+std::vector<float> random_values(std::int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+std::function<Tensor(Device)> random_tensor(Shape s, unsigned seed) {
+  return [s, seed](Device d) { return from_vector(random_values(s.numel(), seed), s, d); };
+}
+
+::testing::AssertionResult matmul_same_as_cpu(const Shape& a, const Shape& b, Tol tol = kF32) {
+  return same_as_cpu({random_tensor(a, 1), random_tensor(b, 2)},
+                     [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, tol);
+}
+
+struct ShapeCase {
+  const char* name;
+  Shape a, b;
+};
+
+// torch.matmul's forms, odd sizes (edges of every tile), empty dims.
+const ShapeCase kCases[] = {
+    {"dot", {45}, {45}},
+    {"vector_matrix", {45}, {45, 67}},
+    {"matrix_vector", {67, 45}, {45}},
+    {"square", {64, 64}, {64, 64}},
+    {"odd", {67, 45}, {45, 131}},
+    {"aligned_tall", {200, 96}, {96, 136}},
+    {"batched", {3, 33, 20}, {3, 20, 17}},
+    {"shared_right_folded", {4, 3, 19, 28}, {28, 36}},
+    {"shared_left", {19, 28}, {5, 28, 36}},
+    {"broadcast_batch", {2, 1, 9, 12}, {1, 3, 12, 8}},
+    {"batched_vector", {5, 7, 16}, {16}},
+    {"vector_batched", {16}, {5, 16, 7}},
+    {"empty_k", {6, 0}, {0, 5}},
+    {"empty_m", {0, 7}, {7, 5}},
+    {"empty_batch", {0, 4, 3}, {3, 2}},
+};
+
+TEST(VulkanMatmul, MatchesTheCpu) {
+  KILN_REQUIRE_VULKAN();
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(matmul_same_as_cpu(c.a, c.b));
+  }
+}
+
+TEST(VulkanMatmul, LargerProductsUseManyWorkgroups) {
+  KILN_REQUIRE_VULKAN();
+  EXPECT_TRUE(matmul_same_as_cpu({300, 257}, {257, 190}));
+  EXPECT_TRUE(matmul_same_as_cpu({2, 129, 64}, {2, 64, 260}));
+}
+
+TEST(VulkanMatmul, ConfigurationsAreWellFormed) {
+  for (const vk::TileConfig& c : vk::tile_configs()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.tm % 4, 0u);
+    EXPECT_EQ(c.tn % 4, 0u);
+    EXPECT_EQ(c.bk % 4, 0u);
+    EXPECT_EQ(c.bm % c.tm, 0u);
+    EXPECT_EQ(c.bn % c.tn, 0u);
+    // Every thread loads whole vec4s of both tiles.
+    EXPECT_EQ((c.bm * c.bk / 4) % c.threads(), 0u);
+    EXPECT_EQ((c.bk * c.bn / 4) % c.threads(), 0u);
+    EXPECT_LE(c.shared_bytes(), 32768u);
+  }
+}
+
+// Every tiled configuration, forced, on shapes that take its scalar and vector paths.
+TEST(VulkanMatmul, EveryTileConfigurationMatchesTheCpu) {
+  KILN_REQUIRE_VULKAN();
+  const auto& configs = vk::tile_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    SCOPED_TRACE(configs[i].name);
+    vk::force_tile_config(static_cast<int>(i));
+    EXPECT_TRUE(matmul_same_as_cpu({67, 45}, {45, 131}));         // scalar A and B
+    EXPECT_TRUE(matmul_same_as_cpu({130, 36}, {36, 68}));         // vec4 A and B, ragged tiles
+    EXPECT_TRUE(matmul_same_as_cpu({2, 1, 9, 12}, {1, 3, 12, 8}));  // broadcast batches
+    EXPECT_TRUE(matmul_same_as_cpu({5, 0}, {0, 6}));              // K = 0 writes zeros
+  }
+  vk::force_tile_config(-1);
+}
+
+// KILN_AUTOTUNE=1 times every configuration even on a software device; the result is the same.
+TEST(VulkanMatmul, AutotunedChoiceMatchesTheCpu) {
+  KILN_REQUIRE_VULKAN();
+  const char* old = std::getenv("KILN_AUTOTUNE");
+  const std::string saved = old ? old : "";
+  ::setenv("KILN_AUTOTUNE", "1", 1);
+  EXPECT_TRUE(matmul_same_as_cpu({70, 52}, {52, 40}));
+  EXPECT_TRUE(matmul_same_as_cpu({70, 52}, {52, 40}));  // the remembered choice
+  if (old) ::setenv("KILN_AUTOTUNE", saved.c_str(), 1);
+  else ::unsetenv("KILN_AUTOTUNE");
+}
+
+// ---- f16 and bf16 ----
+
+// Host references of PyTorch's conversions (round to nearest even).
+float round_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return NAN;
+  u = ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+float round_f16(float x) {
+  if (std::isnan(x) || std::isinf(x) || x == 0.0f) return x;
+  const float a = std::fabs(x);
+  if (a >= 65520.0f) return std::copysign(INFINITY, x);
+  int e;
+  std::frexp(a, &e);                     // a = f * 2^e, f in [0.5, 1)
+  const int quantum = std::max(e - 11, -24);  // 11 significant bits; subnormals in units of 2^-24
+  const float q = std::ldexp(std::nearbyint(std::ldexp(a, -quantum)), quantum);  // ties to even
+  return std::copysign(q, x);
+}
+
+std::vector<float> special_values() {
+  std::vector<float> v{0.0f, -0.0f, 1.0f, -1.0f, 0.1f, 1.0f / 3, 65504.0f, 65519.0f, 65520.0f, -70000.0f,
+                       6.1e-5f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-9f, 1e-40f, INFINITY, -INFINITY, NAN,
+                       1.00048828125f /* f16 tie */, 1.00146484375f, 3.0e38f, 1.00390625f /* bf16 tie */,
+                       1.01171875f, 255.5f, -1e-3f};
+  for (int i = 0; i < 100; ++i) v.push_back(std::ldexp(1.0f + static_cast<float>(i) / 137.0f, i % 40 - 20));
+  return v;
+}
+
+TEST(VulkanMatmul, CastsToHalfTypesRoundLikeTorch) {
+  KILN_REQUIRE_VULKAN();
+  const std::vector<float> v = special_values();
+  const Shape s{static_cast<std::int64_t>(v.size())};
+  for (DType t : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor h = cast(from_vector(v, s, vk0()), t);
+    EXPECT_EQ(h.dtype(), t);
+    std::vector<double> want;
+    for (float x : v) want.push_back(t == DType::f16 ? round_f16(x) : round_bf16(x));
+    EXPECT_TRUE(close(values(cast(h, DType::f32)), want, Tol{}));
+    // Through i64 and bool as well (via f32, as torch does).
+    const std::vector<std::int64_t> ints{0, 1, -7, 2049, 65504, 1 << 20};
+    Tensor hi = cast(from_vector(ints, Shape{6}, vk0()), t);
+    std::vector<double> want_i;
+    for (auto i : ints) want_i.push_back(t == DType::f16 ? round_f16(static_cast<float>(i)) : round_bf16(static_cast<float>(i)));
+    EXPECT_TRUE(close(values(cast(hi, DType::f32)), want_i, Tol{}));
+    EXPECT_EQ(cast(cast(from_vector(std::vector<float>{0.0f, 2.5f, -0.5f}, Shape{3}, vk0()), t), DType::bool_)
+                  .to_vector<bool>()
+                  .get(),
+              (std::vector<bool>{false, true, true}));
+  }
+}
+
+// f16/bf16 products against the CPU's f32 product of the rounded inputs; the result is rounded
+// once to the half type (f32 accumulation), so the tolerance is that rounding's.
+::testing::AssertionResult half_matmul_matches(DType t, const Shape& a, const Shape& b) {
+  const Tol tol = t == DType::f16 ? Tol{1e-2, 1e-2} : Tol{2e-2, 2e-2};
+  Tensor ha = cast(from_vector(random_values(a.numel(), 3), a, vk0()), t);
+  Tensor hb = cast(from_vector(random_values(b.numel(), 4), b, vk0()), t);
+  Tensor c = matmul(ha, hb);
+  if (c.dtype() != t) return ::testing::AssertionFailure() << "result dtype " << dtype_name(c.dtype());
+  const std::vector<float> ra = cast(ha, DType::f32).to_vector<float>().get();
+  const std::vector<float> rb = cast(hb, DType::f32).to_vector<float>().get();
+  const Tensor want = matmul(from_vector(ra, a), from_vector(rb, b));
+  if (c.shape() != want.shape()) return ::testing::AssertionFailure() << "shape " << c.shape().str();
+  return close(values(cast(c, DType::f32)), values(want), tol);
+}
+
+TEST(VulkanMatmul, HalfTypesMatchTheCpuProductOfRoundedInputs) {
+  KILN_REQUIRE_VULKAN();
+  for (DType t : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(t));
+    for (const auto& c : kCases) {
+      SCOPED_TRACE(c.name);
+      EXPECT_TRUE(half_matmul_matches(t, c.a, c.b));
+    }
+    EXPECT_TRUE(half_matmul_matches(t, {136, 64}, {64, 200}));  // 16-byte loads (and the coop path)
+  }
+}
+
+TEST(VulkanMatmul, EveryTileConfigurationHandlesHalfTypes) {
+  KILN_REQUIRE_VULKAN();
+  const auto& configs = vk::tile_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    SCOPED_TRACE(configs[i].name);
+    vk::force_tile_config(static_cast<int>(i));
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {33, 20}, {20, 40}));
+    EXPECT_TRUE(half_matmul_matches(DType::bf16, {35, 21}, {21, 19}));
+  }
+  vk::force_tile_config(-1);
+}
+
+TEST(VulkanMatmul, HalfTypesAreRejectedOnTheCpuAtTheCallSite) {
+  KILN_REQUIRE_VULKAN();
+  Tensor x = from_vector(std::vector<float>{1, 2}, Shape{2});
+  for (DType t : {DType::f16, DType::bf16}) {
+    try {
+      (void)cast(x, t);
+      ADD_FAILURE() << "expected kiln::Error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.op(), "cast");
+      EXPECT_NE(std::string(e.what()).find(dtype_name(t)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
+    }
+    Tensor h = cast(from_vector(std::vector<float>{1, 2}, Shape{2}, vk0()), t);
+    EXPECT_THROW((void)to(h, Device::cpu()), Error);
+  }
+  // Mixed operand dtypes are an error on every device.
+  Tensor h = cast(from_vector(std::vector<float>{1, 2}, Shape{2}, vk0()), DType::f16);
+  EXPECT_THROW((void)matmul(h, from_vector(std::vector<float>{1, 2}, Shape{2}, vk0())), Error);
+}
+
+// ---- the autotune cache and the cooperative-matrix kernel ----
+
+TEST(VulkanMatmul, AutotuneCacheRoundTrip) {
+  const fs::path dir = fs::temp_directory_path() / ("kiln-autotune-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string file = (dir / "sub" / "matmul_autotune.txt").string();
+  {
+    vk::AutotuneCache cache(file, "GPU X driver 7");
+    EXPECT_FALSE(cache.lookup("f32 vavb m1024 n1024 k1024 z1").has_value());
+    cache.store("f32 vavb m1024 n1024 k1024 z1", "t128x128x8_8x8");
+    cache.store("f16 vavb coop m64 n64 k64 z1", "coop");
+    EXPECT_EQ(cache.lookup("f16 vavb coop m64 n64 k64 z1").value(), "coop");
+  }
+  {
+    vk::AutotuneCache again(file, "GPU X driver 7");
+    EXPECT_EQ(again.lookup("f32 vavb m1024 n1024 k1024 z1").value(), "t128x128x8_8x8");
+    EXPECT_EQ(again.lookup("f16 vavb coop m64 n64 k64 z1").value(), "coop");
+    again.store("bf16 sasb m8 n8 k8 z4", "t32x32x16_4x4");
+  }
+  {
+    // A second writer merges with what is on disk.
+    vk::AutotuneCache third(file, "GPU X driver 7");
+    EXPECT_EQ(third.lookup("bf16 sasb m8 n8 k8 z4").value(), "t32x32x16_4x4");
+    EXPECT_TRUE(third.lookup("f32 vavb m1024 n1024 k1024 z1").has_value());
+  }
+  // Another driver's file is not trusted; garbage lines are skipped.
+  EXPECT_FALSE(vk::AutotuneCache(file, "GPU X driver 8").lookup("f32 vavb m1024 n1024 k1024 z1").has_value());
+  {
+    std::ofstream out(file, std::ios::app);
+    out << "garbage\n \n";
+  }
+  EXPECT_EQ(vk::AutotuneCache(file, "GPU X driver 7").lookup("f32 vavb m1024 n1024 k1024 z1").value(), "t128x128x8_8x8");
+  EXPECT_FALSE(vk::AutotuneCache("", "memory only").lookup("x").has_value());
+  fs::remove_all(dir);
+  EXPECT_EQ(vk::size_bucket(1), 1u);
+  EXPECT_EQ(vk::size_bucket(67), 128u);
+  EXPECT_EQ(vk::size_bucket(4096), 4096u);
+}
+
+// The tensor-core kernel cannot run here (lavapipe has no cooperative matrices), but glslang
+// must accept it and the validator its SPIR-V, for every shape the kernel may be given.
+TEST(VulkanMatmul, CooperativeMatrixKernelCompiles) {
+  KILN_REQUIRE_VULKAN();
+  auto instance = vk::Instance::get();
+  const int best = vk::best_device_index(instance->devices());
+  ASSERT_GE(best, 0);
+  const vk::PhysicalDeviceInfo& info = instance->devices()[static_cast<std::size_t>(best)];
+  if (!info.storage_16bit || !info.shader_float16) GTEST_SKIP() << "the prelude needs float16 types";
+  vk::VulkanDevice dev(instance, info, 99, "-");
+  for (vk::CoopShape s : {vk::CoopShape{16, 16, 16}, vk::CoopShape{16, 8, 16}, vk::CoopShape{16, 8, 8}}) {
+    for (DType out : {DType::f16, DType::f32}) {
+      SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " + dtype_name(out));
+      EXPECT_NO_THROW(vk::compile_glsl("matmul coop", vk::coop_matmul_source(dev.prelude(), s, out)));
+    }
+  }
+  // Without the extension the device reports no shape, and matmul takes the tiled kernel.
+  if (!info.coop_matrix_nv) {
+    EXPECT_EQ(vk::coop_shape(dev).m, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
