@@ -86,25 +86,16 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
     KILN_CHECK(node.kind == OpKind::cast || step.where || step.binary || step.unary, op_name(node.kind),
                std::string("no CPU kernel for compute dtype ") + dtype_name(node.compute));
     // Operands whose last use is this step free their slots first: the math functions allow
-    // the output to alias an operand, so a chain runs in one or two slots. Only an operand with
-    // elements at least as wide as the output's may be aliased: writing f32 element k over a
-    // bool operand would clobber bool elements k+1..k+3 before they are read (where(gt(x, 0), ...)).
-    std::uint32_t narrower[3];
-    int n_narrower = 0;
+    // the output to alias an operand, so a chain runs in one or two slots.
     for (int j = 0; j < node.arity; ++j) {
       const FusedOperand& op = node.operands[j];
-      if (op.kind != FusedOperand::Kind::node || last_use[op.index] != i) continue;
-      const std::uint32_t slot = slot_of[op.index];
-      if (std::find(free_slots.begin(), free_slots.end(), slot) != free_slots.end() ||
-          std::find(narrower, narrower + n_narrower, slot) != narrower + n_narrower)
-        continue;
-      if (dtype_size(expr.nodes[op.index].out) >= dtype_size(node.out)) free_slots.push_back(slot);
-      else narrower[n_narrower++] = slot;
+      if (op.kind == FusedOperand::Kind::node && last_use[op.index] == i &&
+          std::find(free_slots.begin(), free_slots.end(), slot_of[op.index]) == free_slots.end())
+        free_slots.push_back(slot_of[op.index]);
     }
     if (free_slots.empty()) free_slots.push_back(slot_count_++);
     step.slot = free_slots.back();
     free_slots.pop_back();
-    free_slots.insert(free_slots.end(), narrower, narrower + n_narrower);
     slot_of[i] = step.slot;
     steps_.push_back(step);
   }
