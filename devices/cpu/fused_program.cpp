@@ -86,16 +86,25 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
     KILN_CHECK(node.kind == OpKind::cast || step.where || step.binary || step.unary, op_name(node.kind),
                std::string("no CPU kernel for compute dtype ") + dtype_name(node.compute));
     // Operands whose last use is this step free their slots first: the math functions allow
-    // the output to alias an operand, so a chain runs in one or two slots.
+    // the output to alias an operand, so a chain runs in one or two slots. Not an operand with
+    // narrower elements than the output (where's bool condition next to an f32 result): writing
+    // element k would overwrite condition bytes k+1.. before they are read. Those slots are
+    // freed once this step's slot is chosen.
+    std::vector<std::uint32_t> freed_after;
     for (int j = 0; j < node.arity; ++j) {
       const FusedOperand& op = node.operands[j];
-      if (op.kind == FusedOperand::Kind::node && last_use[op.index] == i &&
-          std::find(free_slots.begin(), free_slots.end(), slot_of[op.index]) == free_slots.end())
-        free_slots.push_back(slot_of[op.index]);
+      if (op.kind != FusedOperand::Kind::node || last_use[op.index] != i) continue;
+      const std::uint32_t s = slot_of[op.index];
+      if (std::find(free_slots.begin(), free_slots.end(), s) != free_slots.end() ||
+          std::find(freed_after.begin(), freed_after.end(), s) != freed_after.end())
+        continue;
+      if (dtype_size(expr.nodes[op.index].out) < dtype_size(node.out)) freed_after.push_back(s);
+      else free_slots.push_back(s);
     }
     if (free_slots.empty()) free_slots.push_back(slot_count_++);
     step.slot = free_slots.back();
     free_slots.pop_back();
+    free_slots.insert(free_slots.end(), freed_after.begin(), freed_after.end());
     slot_of[i] = step.slot;
     steps_.push_back(step);
   }
