@@ -2,6 +2,8 @@
 // policy give the same gradients, bit for bit, with a lower peak during backward.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "core_rules.h"
 #include "scenarios.h"
 
