@@ -63,14 +63,13 @@ void check_gradient(const GradNode& n, std::size_t i, const Tensor& g) {
   const TensorIr& in = n.fwd.input_meta[i];
   KILN_CHECK(g.shape() == in.shape && is_floating(g.dtype()), "backward",
              std::string("the backward rule of '") + op_name(n.fwd.kind) + "' returned a gradient " +
-                 dtype_name(g.dtype()) + g.shape().str() + " for input #" + std::to_string(i) + " " +
-                 describe(in));
+                 dtype_name(g.dtype()) + g.shape().str() + " for input #" + std::to_string(i) + " " + describe(in));
 }
 
 Tensor accumulated(Tensor acc, Tensor g) { return acc.defined() ? add(std::move(acc), std::move(g)) : g; }
 
 struct NodeState {
-  int pending = 0;             // edges from nodes not yet run
+  int pending = 0;            // edges from nodes not yet run
   std::vector<Tensor> grads;  // gradient of each output so far
 };
 

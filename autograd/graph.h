@@ -37,18 +37,18 @@ struct Source {
 
 class GradNode {
  public:
-  autograd::ForwardRecord fwd;   // inputs/outputs are filled only while the rule runs
+  autograd::ForwardRecord fwd;  // inputs/outputs are filled only while the rule runs
   autograd::BackwardRule rule;
   Device device;
-  std::vector<Edge> edges;       // one per forward input
+  std::vector<Edge> edges;  // one per forward input
   // Saved inputs: one per input when the rule saves inputs, or when the node is recomputable
   // (its replay needs every input); otherwise empty.
   std::vector<Source> sources;
   std::vector<Tensor> kept_outputs;  // the rule saves outputs and the node keeps them
   std::vector<Tensor> recomputed;    // outputs replayed during backward, freed with the node
-  bool recomputable = false;     // its outputs are replayed from `sources` instead of kept
-  bool holds_values = false;     // it saved something, so it can run only once
-  bool released = false;         // backward ran it and freed what it saved
+  bool recomputable = false;         // its outputs are replayed from `sources` instead of kept
+  bool holds_values = false;         // it saved something, so it can run only once
+  bool released = false;             // backward ran it and freed what it saved
 
   GradNode() = default;
   GradNode(const GradNode&) = delete;

@@ -174,9 +174,9 @@ GradNode::~GradNode() {
 
 Tensor require_grad(const Tensor& t) {
   KILN_CHECK(t.defined(), "require_grad", "the tensor is undefined");
-  KILN_CHECK(is_floating(t.dtype()), "require_grad",
-             std::string("only floating tensors can require gradients, got ") + dtype_name(t.dtype()) +
-                 t.shape().str());
+  KILN_CHECK(
+      is_floating(t.dtype()), "require_grad",
+      std::string("only floating tensors can require gradients, got ") + dtype_name(t.dtype()) + t.shape().str());
   const detail::AutogradMeta* meta = t.state()->autograd.get();
   if (meta && meta->is_leaf()) return t;
   detail::ensure_autograd_hooks();

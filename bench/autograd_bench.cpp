@@ -48,7 +48,7 @@ void grad_threads(benchmark::State& state, Device device) {
   const TensorOptions opts{DType::f32, device};
   const std::vector<Tensor> params = {mul(randn(Shape{784, 512}, gen, opts), 0.035), zeros(Shape{512}, opts),
                                       mul(randn(Shape{512, 512}, gen, opts), 0.044), zeros(Shape{512}, opts),
-                                      mul(randn(Shape{512, 10}, gen, opts), 0.044), zeros(Shape{10}, opts)};
+                                      mul(randn(Shape{512, 10}, gen, opts), 0.044),  zeros(Shape{10}, opts)};
   const std::vector<Tensor> shards = chunk(randn(Shape{128, 784}, gen, opts), 2, 0);
   auto finish = [&](const Gradients& g) {
     for (const Tensor& p : params) g.get(p).to_vector<float>().get();

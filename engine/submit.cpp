@@ -80,7 +80,8 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   }
   const std::size_t n_outputs = metas.size();
   rt.stream.submit(std::move(op), /*urgent=*/false);
-  if (node) [[unlikely]] hooks->finish(node, outs, n_outputs);
+  if (node) [[unlikely]]
+    hooks->finish(node, outs, n_outputs);
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ Grads mean_rule(const ForwardRecord& f, const Grads& g) {
 Grads reshape_rule(const ForwardRecord& f, const Grads& g) { return {reshape(g[0], in_shape(f, 0).to_vector())}; }
 Grads permute_rule(const ForwardRecord& f, const Grads& g) {
   std::vector<std::int64_t> inverse(f.attrs.ints.size());
-  for (std::size_t i = 0; i < inverse.size(); ++i) inverse[static_cast<std::size_t>(f.attrs.ints[i])] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < inverse.size(); ++i)
+    inverse[static_cast<std::size_t>(f.attrs.ints[i])] = static_cast<std::int64_t>(i);
   return {permute(g[0], inverse)};
 }
 

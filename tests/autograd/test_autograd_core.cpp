@@ -236,7 +236,8 @@ TEST_F(AutogradCore, ThreadsMatchOneThread) {
       const std::vector<float> want = values(whole.get(params[p]));
       ASSERT_EQ(got.size(), want.size());
       for (std::size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::abs(want[i])) << n << " threads, param " << p << " [" << i << "]";
+        ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::abs(want[i]))
+            << n << " threads, param " << p << " [" << i << "]";
     }
   }
 }

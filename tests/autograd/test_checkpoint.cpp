@@ -39,8 +39,8 @@ TEST_F(Checkpoint, CapturedParametersGetTheirGradients) {
   // The region uses w without taking it as an input: it is kept as a value and gets its gradient.
   const Tensor x = require_grad(full(Shape{3}, 2.0));
   const Tensor w = require_grad(full(Shape{3}, 3.0));
-  const Tensor y = checkpoint([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{mul(exp(mul(in[0], w)), 1.0)}; },
-                              {x})[0];
+  const Tensor y = checkpoint(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{mul(exp(mul(in[0], w)), 1.0)}; }, {x})[0];
   const Gradients g = backward(sum(y));
   const float e6 = std::exp(6.0f);
   const std::vector<float> gx = test::values(g.get(x)), gw = test::values(g.get(w));
