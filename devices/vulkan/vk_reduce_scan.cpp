@@ -131,8 +131,9 @@ void launch(VulkanDevice& dev, DType in, DType out, Mode mode, const LaunchArgs&
     s += std::string("#define MODE_") + m + " 1\n";
     if (out == DType::f32) s += "#define FLOAT_SCAN 1\n";
     s += "#define VAL(x) " + std::string(in == DType::bool_ ? "((x) ? 1l : 0l)" : "(x)") + "\n";
-    s += "#define load_x(i) " + glsl_load(in, "xs", "(i)") + "\n";
-    s += "#define store_y(i, v) " + glsl_store(out, "ys", "(i)", "(v)") + "\n";
+    // Macro parameters named so that they cannot capture the pointers' field `v`.
+    s += "#define load_x(I_) " + glsl_load(in, "xs", "(I_)") + "\n";
+    s += "#define store_y(I_, V_) " + glsl_store(out, "ys", "(I_)", "(V_)") + "\n";
     s += kScan;
     return s;
   }, a, groups);
