@@ -41,14 +41,14 @@ void check_size(const OpIr& op, const TensorIr& t);
 // to rounding): partials merge in a fixed order that depends only on the shape. kiln_p(j)
 // reads params[j].
 struct ReduceSpec {
-  std::string key;        // names the GLSL pieces; with the dtypes it keys the kernels
+  std::string key;  // names the GLSL pieces; with the dtypes it keys the kernels
   DType in = DType::f32, out = DType::f32;
-  std::string acc;        // GLSL type of the accumulator
-  std::string acc_decl;   // its struct declaration, if any
+  std::string acc;              // GLSL type of the accumulator
+  std::string acc_decl;         // its struct declaration, if any
   std::uint32_t acc_bytes = 4;  // at least its std430 size
   std::string functions;
-  std::string subgroup;   // optional GLSL expression that reduces `ACC v` over the subgroup
-  bool rewrite = false;   // along-dim op: writes acc_rewrite(x, a) for every element
+  std::string subgroup;  // optional GLSL expression that reduces `ACC v` over the subgroup
+  bool rewrite = false;  // along-dim op: writes acc_rewrite(x, a) for every element
   std::vector<float> params;
 };
 
@@ -67,10 +67,10 @@ inline std::uint64_t address_or_null(const Buffer& b) { return b.bytes() ? Vulka
 std::string as_float(DType t, const std::string& e);
 std::string truth(DType t, const std::string& e);
 
-void register_plain_kernels(KernelTable& t);     // sum mean prod max min any all
-void register_stat_kernels(KernelTable& t);      // var std logsumexp
-void register_arg_kernels(KernelTable& t);       // argmax argmin
-void register_softmax_kernels(KernelTable& t);   // softmax log_softmax
-void register_scan_kernels(KernelTable& t);      // cumsum
+void register_plain_kernels(KernelTable& t);    // sum mean prod max min any all
+void register_stat_kernels(KernelTable& t);     // var std logsumexp
+void register_arg_kernels(KernelTable& t);      // argmax argmin
+void register_softmax_kernels(KernelTable& t);  // softmax log_softmax
+void register_scan_kernels(KernelTable& t);     // cumsum
 
 }  // namespace kiln::vk::reduce

@@ -8,7 +8,8 @@ namespace kiln::vk::reduce {
 
 namespace {
 
-template <bool kMax> void arg_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+template <bool kMax>
+void arg_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType t = op.inputs[0].dtype;
   KILN_CHECK(t == DType::f32 || t == DType::i64, op_name(op.kind),
              "input " + describe(op.inputs[0]) + ": dtype not supported");

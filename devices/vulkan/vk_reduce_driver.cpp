@@ -24,14 +24,14 @@ namespace kiln::vk::reduce {
 
 namespace {
 
-constexpr std::uint32_t kGroup = 256;            // threads per workgroup (a power of two)
-constexpr std::uint32_t kRowsMinExtent = 64;     // shorter rows: a thread per output
-constexpr std::uint32_t kRowChunk = 4096;        // least elements per workgroup of a split row
-constexpr std::uint64_t kTargetGroups = 1024;    // workgroups that keep a large GPU busy
+constexpr std::uint32_t kGroup = 256;          // threads per workgroup (a power of two)
+constexpr std::uint32_t kRowsMinExtent = 64;   // shorter rows: a thread per output
+constexpr std::uint32_t kRowChunk = 4096;      // least elements per workgroup of a split row
+constexpr std::uint64_t kTargetGroups = 1024;  // workgroups that keep a large GPU busy
 constexpr std::uint64_t kTargetThreads = 1 << 16;
-constexpr std::uint32_t kColChunk = 64;          // least rows per thread of a split column
+constexpr std::uint32_t kColChunk = 64;  // least rows per thread of a split column
 constexpr std::uint32_t kMaxSplits = 1024;
-constexpr std::uint32_t kCombineGroupMin = 32;   // more partials per output: a workgroup each
+constexpr std::uint32_t kCombineGroupMin = 32;  // more partials per output: a workgroup each
 
 enum class Mode { rows, cols, combine_thread, combine_group, rewrite };
 
@@ -187,7 +187,8 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
              "#extension GL_KHR_shader_subgroup_arithmetic : require\n");
   }
   std::string mode_macro = mode_name(mode);
-  std::transform(mode_macro.begin(), mode_macro.end(), mode_macro.begin(), [](char c) { return static_cast<char>(std::toupper(c)); });
+  std::transform(mode_macro.begin(), mode_macro.end(), mode_macro.begin(),
+                 [](char c) { return static_cast<char>(std::toupper(c)); });
   s += "#define WG " + std::to_string(kGroup) + "u\n";
   s += std::string("#define XT ") + glsl_value_type(spec.in) + "\n#define YT " + glsl_value_type(spec.out) + "\n";
   s += std::string("#define XP ") + glsl_pointer_type(spec.in) + "\n#define YP " + glsl_pointer_type(spec.out) + "\n";
@@ -208,16 +209,18 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
 
 void launch_mode(VulkanDevice& dev, const char* name, const ReduceSpec& spec, Mode mode, const LaunchArgs& args,
                  Groups groups) {
-  const bool subgroups = !spec.subgroup.empty() && (mode == Mode::rows || mode == Mode::combine_group) &&
-                         has_subgroup_arithmetic(dev);
-  const std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" +
-                          dtype_name(spec.out) + (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) +
-                          (subgroups ? "/sg" : "");
-  dev.launch(key, name, [&] { return source(dev, spec, mode, subgroups); }, args, groups);
+  const bool subgroups =
+      !spec.subgroup.empty() && (mode == Mode::rows || mode == Mode::combine_group) && has_subgroup_arithmetic(dev);
+  const std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" + dtype_name(spec.out) +
+                          (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) + (subgroups ? "/sg" : "");
+  dev.launch(
+      key, name, [&] { return source(dev, spec, mode, subgroups); }, args, groups);
 }
 
 std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
-std::uint32_t capped(std::uint64_t groups) { return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(groups, 1, 65535)); }
+std::uint32_t capped(std::uint64_t groups) {
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(groups, 1, 65535));
+}
 
 }  // namespace
 
@@ -242,11 +245,15 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
   a.u32(g.outer).u32(g.extent).u32(g.inner).u32(chunk).u32(splits);
   for (float p : spec.params) a.f32(p);
 
-  if (rows) launch_mode(dev, name, spec, Mode::rows, a, {capped(outputs * splits), 1, 1});
-  else launch_mode(dev, name, spec, Mode::cols, a, groups_for(outputs * splits, kGroup));
+  if (rows)
+    launch_mode(dev, name, spec, Mode::rows, a, {capped(outputs * splits), 1, 1});
+  else
+    launch_mode(dev, name, spec, Mode::cols, a, groups_for(outputs * splits, kGroup));
   if (splits == 1) return;
-  if (splits > kCombineGroupMin) launch_mode(dev, name, spec, Mode::combine_group, a, {capped(outputs), 1, 1});
-  else launch_mode(dev, name, spec, Mode::combine_thread, a, groups_for(outputs, kGroup));
+  if (splits > kCombineGroupMin)
+    launch_mode(dev, name, spec, Mode::combine_group, a, {capped(outputs), 1, 1});
+  else
+    launch_mode(dev, name, spec, Mode::combine_thread, a, groups_for(outputs, kGroup));
   if (spec.rewrite) {
     const std::uint64_t slab = std::uint64_t{g.extent} * g.inner;
     launch_mode(dev, name, spec, Mode::rewrite, a, {groups_for(slab, kGroup)[0], capped(g.outer), 1});

@@ -54,15 +54,20 @@ Plan plan_layout(const Shape& shape, const std::vector<std::int64_t>& dims) {
   } else if (reduced_runs == 1) {
     bool after = false;
     for (const Segment& s : segs) {
-      if (s.reduced) extent = s.size, after = true;
-      else if (after) inner *= s.size;
-      else outer *= s.size;
+      if (s.reduced)
+        extent = s.size, after = true;
+      else if (after)
+        inner *= s.size;
+      else
+        outer *= s.size;
     }
   } else {
     p.needs_gather = true;
     for (const Segment& s : segs) {
-      if (s.reduced) extent *= s.size, p.reduced.push_back({s.size, s.stride});
-      else outer *= s.size, p.kept.push_back({s.size, s.stride});
+      if (s.reduced)
+        extent *= s.size, p.reduced.push_back({s.size, s.stride});
+      else
+        outer *= s.size, p.kept.push_back({s.size, s.stride});
     }
   }
   p.geometry = {u32(outer), u32(extent), u32(inner)};
@@ -80,9 +85,11 @@ void gather(VulkanDevice& dev, const OpIr& op, const Buffer& x, const Buffer& y,
   a.u32(static_cast<std::uint32_t>(runs.size()));
   for (auto it = runs.rbegin(); it != runs.rend(); ++it) a.u32(u32(it->size)).u32(u32(it->stride));
   const std::string ptr = glsl_pointer_type(t);
-  dev.launch(std::string("reduce/gather/") + dtype_name(t), "reduce_gather", [&] {
-    return dev.prelude() + "layout(local_size_x = 256) in;\nvoid main() {\n  " + ptr + " x = " + ptr +
-           "(arg_u64(0));\n  " + ptr + " y = " + ptr + R"((arg_u64(1));
+  dev.launch(
+      std::string("reduce/gather/") + dtype_name(t), "reduce_gather",
+      [&] {
+        return dev.prelude() + "layout(local_size_x = 256) in;\nvoid main() {\n  " + ptr + " x = " + ptr +
+               "(arg_u64(0));\n  " + ptr + " y = " + ptr + R"((arg_u64(1));
   uint n = arg_u32(2), runs = arg_u32(3);
   KILN_FOR_EACH(t, n) {
     uint rest = t, off = 0u;
@@ -95,7 +102,8 @@ void gather(VulkanDevice& dev, const OpIr& op, const Buffer& x, const Buffer& y,
     y.v[t] = x.v[off];
   }
 })";
-  }, a, groups_for(n));
+      },
+      a, groups_for(n));
 }
 
 }  // namespace

@@ -33,11 +33,17 @@ ReduceSpec simple(const std::string& key, DType in, DType out, const std::string
   s.out = out;
   s.acc = acc;
   s.acc_bytes = acc == "int64_t" ? 8 : 4;
-  s.functions = "ACC acc_fold(ACC a, ACC v) { return " + fold + "; }\n"
-                "ACC acc_identity() { return " + identity + "; }\n"
-                "ACC acc_step(ACC a, XT x, uint r) { return acc_fold(a, " + value + "); }\n"
+  s.functions = "ACC acc_fold(ACC a, ACC v) { return " + fold +
+                "; }\n"
+                "ACC acc_identity() { return " +
+                identity +
+                "; }\n"
+                "ACC acc_step(ACC a, XT x, uint r) { return acc_fold(a, " +
+                value +
+                "); }\n"
                 "ACC acc_merge(ACC a, ACC b) { return acc_fold(a, b); }\n"
-                "YT acc_finish(ACC a) { return " + finish + "; }\n";
+                "YT acc_finish(ACC a) { return " +
+                finish + "; }\n";
   return s;
 }
 
@@ -68,7 +74,8 @@ void mean_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   run_dims(dev, op, args, s);
 }
 
-template <bool kMax> void extremum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+template <bool kMax>
+void extremum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType t = op.inputs[0].dtype;
   const char* key = kMax ? "max" : "min";
   const char* cmp = kMax ? " > " : " < ";
@@ -80,8 +87,8 @@ template <bool kMax> void extremum_kernel(VulkanDevice& dev, const OpIr& op, con
                  std::string("(v") + cmp + "a || kiln_isnan(v)) ? v : a", "a");
       break;
     case DType::i64:
-      s = simple(key, t, t, "int64_t", kMax ? "KILN_I64_MIN" : "9223372036854775807l", "x", kMax ? "max(a, v)" : "min(a, v)",
-                 "a");
+      s = simple(key, t, t, "int64_t", kMax ? "KILN_I64_MIN" : "9223372036854775807l", "x",
+                 kMax ? "max(a, v)" : "min(a, v)", "a");
       break;
     case DType::bool_:
       s = simple(key, t, t, "uint", kMax ? "0u" : "1u", "(x ? 1u : 0u)", kMax ? "max(a, v)" : "min(a, v)", "a != 0u");
@@ -91,7 +98,8 @@ template <bool kMax> void extremum_kernel(VulkanDevice& dev, const OpIr& op, con
   run_dims(dev, op, args, s);
 }
 
-template <bool kAny> void truth_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+template <bool kAny>
+void truth_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType t = op.inputs[0].dtype;
   std::string value = truth(t, "x");
   value.append(" ? 1u : 0u");

@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::uint32_t kGroup = 256, kPerThread = 4;
 constexpr std::uint32_t kRowsMinExtent = 64;
-constexpr std::uint32_t kSplitChunk = 8192;    // least elements per chunk of a split row
+constexpr std::uint32_t kSplitChunk = 8192;  // least elements per chunk of a split row
 constexpr std::uint64_t kTargetGroups = 1024;
 constexpr std::uint32_t kMaxSplits = 1024;
 
@@ -123,20 +123,23 @@ void launch(VulkanDevice& dev, DType in, DType out, Mode mode, const LaunchArgs&
   static const char* names[] = {"COLS", "ROWS", "TOTALS", "PREFIX"};
   const char* m = names[static_cast<int>(mode)];
   const std::string key = std::string("reduce/cumsum/") + dtype_name(in) + "/" + m;
-  dev.launch(key, "cumsum", [&] {
-    std::string s = dev.prelude();
-    s += "#define WG " + std::to_string(kGroup) + "u\n#define PER_THREAD " + std::to_string(kPerThread) + "u\n";
-    s += std::string("#define XT ") + glsl_value_type(in) + "\n#define YT " + glsl_value_type(out) + "\n";
-    s += std::string("#define XP ") + glsl_pointer_type(in) + "\n#define YP " + glsl_pointer_type(out) + "\n";
-    s += std::string("#define MODE_") + m + " 1\n";
-    if (out == DType::f32) s += "#define FLOAT_SCAN 1\n";
-    s += "#define VAL(x) " + std::string(in == DType::bool_ ? "((x) ? 1l : 0l)" : "(x)") + "\n";
-    // Macro parameters named so that they cannot capture the pointers' field `v`.
-    s += "#define load_x(I_) " + glsl_load(in, "xs", "(I_)") + "\n";
-    s += "#define store_y(I_, V_) " + glsl_store(out, "ys", "(I_)", "(V_)") + "\n";
-    s += kScan;
-    return s;
-  }, a, groups);
+  dev.launch(
+      key, "cumsum",
+      [&] {
+        std::string s = dev.prelude();
+        s += "#define WG " + std::to_string(kGroup) + "u\n#define PER_THREAD " + std::to_string(kPerThread) + "u\n";
+        s += std::string("#define XT ") + glsl_value_type(in) + "\n#define YT " + glsl_value_type(out) + "\n";
+        s += std::string("#define XP ") + glsl_pointer_type(in) + "\n#define YP " + glsl_pointer_type(out) + "\n";
+        s += std::string("#define MODE_") + m + " 1\n";
+        if (out == DType::f32) s += "#define FLOAT_SCAN 1\n";
+        s += "#define VAL(x) " + std::string(in == DType::bool_ ? "((x) ? 1l : 0l)" : "(x)") + "\n";
+        // Macro parameters named so that they cannot capture the pointers' field `v`.
+        s += "#define load_x(I_) " + glsl_load(in, "xs", "(I_)") + "\n";
+        s += "#define store_y(I_, V_) " + glsl_store(out, "ys", "(I_)", "(V_)") + "\n";
+        s += kScan;
+        return s;
+      },
+      a, groups);
 }
 
 std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
@@ -158,10 +161,13 @@ void cumsum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   BufferPtr totals;
   if (splits > 1) totals = dev.memory().allocate(std::size_t{g.outer} * splits * dtype_size(out));
   LaunchArgs a;
-  a.u64(address_or_null(*args.inputs[0])).u64(address_or_null(*args.outputs[0])).u64(totals ? VulkanDevice::address(*totals) : 0);
+  a.u64(address_or_null(*args.inputs[0]))
+      .u64(address_or_null(*args.outputs[0]))
+      .u64(totals ? VulkanDevice::address(*totals) : 0);
   a.u32(g.outer).u32(g.extent).u32(g.inner).u32(chunk).u32(splits);
   if (!rows) return launch(dev, in, out, Mode::cols, a, groups_for(g.outputs(), kGroup));
-  const Groups groups{static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t{g.outer} * splits, 65535)), 1, 1};
+  const Groups groups{static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t{g.outer} * splits, 65535)), 1,
+                      1};
   if (splits > 1) {
     launch(dev, in, out, Mode::totals, a, groups);
     launch(dev, in, out, Mode::prefix, a, groups_for(g.outer, kGroup));

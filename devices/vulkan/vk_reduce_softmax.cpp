@@ -12,7 +12,8 @@ namespace kiln::vk::reduce {
 
 namespace {
 
-template <bool kLog> void softmax_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+template <bool kLog>
+void softmax_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
   ReduceSpec s = logsumexp_spec(DType::f32);
   s.key = kLog ? "log_softmax" : "softmax";

@@ -5,10 +5,10 @@
 //              ~1e-6 relative on well-conditioned data).
 //   logsumexp  the running (max m, sum of exp(x - m)), rescaled when m grows (the "online" form
 //              of the CPU's max-then-sum); an infinite or NaN max is the answer itself, like torch.
+#include <algorithm>
+
 #include "devices/vulkan/vk_reduce.h"
 #include "ops/registry.h"
-
-#include <algorithm>
 
 namespace kiln::vk::reduce {
 
@@ -86,7 +86,8 @@ ACC acc_merge(ACC a, ACC b) {
   return Lse(m, a.s * kiln_exp(a.m - m) + b.s * kiln_exp(b.m - m));
 }
 ACC acc_step(ACC a, XT x_in, uint r) {
-  float x = )" + as_float(in, "x_in") + R"(;
+  float x = )" + as_float(in, "x_in") +
+                R"(;
   if (kiln_isnan(x)) return Lse(x, x);
   if (x == -kiln_inf() || kiln_isnan(a.m)) return a;
   if (x > a.m) return Lse(x, kiln_isinf(x) ? 0.0 : a.s * kiln_exp(a.m - x) + 1.0);

@@ -16,9 +16,9 @@ using Make = std::function<Tensor(Device)>;
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 constexpr Tol kExact{0, 0};
-constexpr Tol kSum{1e-5, 1e-3};    // f32 sums of thousands of values, summed in another order
-constexpr Tol kStat{1e-4, 1e-5};   // var/std: f32 Welford against the CPU's f64 two passes
-constexpr Tol kExp{2e-5, 1e-6};    // logsumexp, softmax: the driver's exp and log
+constexpr Tol kSum{1e-5, 1e-3};   // f32 sums of thousands of values, summed in another order
+constexpr Tol kStat{1e-4, 1e-5};  // var/std: f32 Welford against the CPU's f64 two passes
+constexpr Tol kExp{2e-5, 1e-6};   // logsumexp, softmax: the driver's exp and log
 
 std::uint32_t hash(std::uint64_t i) {
   i = (i ^ (i >> 31)) * 0x9E3779B97F4A7C15ull;
@@ -29,7 +29,8 @@ std::uint32_t hash(std::uint64_t i) {
 Make floats(Shape s, std::vector<std::int64_t> nan_at = {}) {
   return [s, nan_at](Device d) {
     std::vector<float> v(static_cast<std::size_t>(s.numel()));
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(hash(i) % 2001) - 1000) / 64.0f;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>(static_cast<int>(hash(i) % 2001) - 1000) / 64.0f;
     for (std::int64_t k : nan_at) v[static_cast<std::size_t>(k)] = NAN;
     return from_vector(v, s, d);
   };
@@ -38,7 +39,8 @@ Make floats(Shape s, std::vector<std::int64_t> nan_at = {}) {
 Make near_one(Shape s) {
   return [s](Device d) {
     std::vector<float> v(static_cast<std::size_t>(s.numel()));
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1.0f + static_cast<float>(static_cast<int>(hash(i) % 201) - 100) * 1e-4f;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = 1.0f + static_cast<float>(static_cast<int>(hash(i) % 201) - 100) * 1e-4f;
     return from_vector(v, s, d);
   };
 }
@@ -64,10 +66,10 @@ struct Path {
   Dims dims;
 };
 const Path kPaths[] = {
-    {"rows", {1100, 300}, {1}},                  // a workgroup per row
+    {"rows", {1100, 300}, {1}},  // a workgroup per row
     {"rows split, thread combine", {3, 50000}, {1}},
     {"rows split, group combine", {200000}, {}},
-    {"cols", {2, 3, 33000}, {1}},                // a thread per column
+    {"cols", {2, 3, 33000}, {1}},  // a thread per column
     {"cols split, thread combine", {1000, 7}, {0}},
     {"cols split, group combine", {2, 5000, 7}, {1}},
     {"short rows", {1000, 10}, {1}},
@@ -80,11 +82,16 @@ TEST(VulkanReduce, SumsMatchTheCpuOnEveryPath) {
   for (const Path& p : kPaths) {
     SCOPED_TRACE(p.name);
     const Dims dims = p.dims;
-    EXPECT_TRUE(same_as_cpu({floats(p.shape)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kSum));
-    EXPECT_TRUE(same_as_cpu({floats(p.shape)}, [&](const std::vector<Tensor>& x) { return mean(x[0], dims, true); }, kSum));
-    EXPECT_TRUE(same_as_cpu({ints(p.shape)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kExact));
-    EXPECT_TRUE(same_as_cpu({bools(p.shape, 3)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kExact));
-    EXPECT_TRUE(same_as_cpu({near_one(p.shape)}, [&](const std::vector<Tensor>& x) { return prod(x[0], dims); }, {1e-4, 1e-30}));
+    EXPECT_TRUE(same_as_cpu(
+        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kSum));
+    EXPECT_TRUE(same_as_cpu(
+        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return mean(x[0], dims, true); }, kSum));
+    EXPECT_TRUE(same_as_cpu(
+        {ints(p.shape)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kExact));
+    EXPECT_TRUE(same_as_cpu(
+        {bools(p.shape, 3)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kExact));
+    EXPECT_TRUE(same_as_cpu({near_one(p.shape)}, [&](const std::vector<Tensor>& x) { return prod(x[0], dims); },
+                            {1e-4, 1e-30}));
   }
 }
 
@@ -93,15 +100,21 @@ TEST(VulkanReduce, ExtremaAndTruthMatchTheCpuOnEveryPath) {
   for (const Path& p : kPaths) {
     SCOPED_TRACE(p.name);
     const Dims dims = p.dims;
-    for (const Make& m : {floats(p.shape), floats(p.shape, {p.shape.numel() / 2, p.shape.numel() - 1}), ints(p.shape)}) {
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return max(x[0], dims); }, kExact));
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return min(x[0], dims); }, kExact));
+    for (const Make& m :
+         {floats(p.shape), floats(p.shape, {p.shape.numel() / 2, p.shape.numel() - 1}), ints(p.shape)}) {
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return max(x[0], dims); }, kExact));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return min(x[0], dims); }, kExact));
     }
     // Rare trues and rare falses, so that the answer depends on single elements.
     for (const Make& m : {bools(p.shape, 997), floats(p.shape)}) {
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return any(x[0], dims); }, kExact));
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return all(x[0], dims); }, kExact));
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return max(x[0], dims); }, kExact));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return any(x[0], dims); }, kExact));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return all(x[0], dims); }, kExact));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return max(x[0], dims); }, kExact));
     }
   }
 }
@@ -111,11 +124,16 @@ TEST(VulkanReduce, StatisticsMatchTheCpuOnEveryPath) {
   for (const Path& p : kPaths) {
     SCOPED_TRACE(p.name);
     const Dims dims = p.dims;
-    EXPECT_TRUE(same_as_cpu({floats(p.shape)}, [&](const std::vector<Tensor>& x) { return var(x[0], dims); }, kStat));
-    EXPECT_TRUE(same_as_cpu({floats(p.shape)}, [&](const std::vector<Tensor>& x) { return kiln::std(x[0], dims, 0.0); }, kStat));
-    EXPECT_TRUE(same_as_cpu({floats(p.shape)}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
-    EXPECT_TRUE(same_as_cpu({floats(p.shape, {3})}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
-    EXPECT_TRUE(same_as_cpu({ints(p.shape)}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
+    EXPECT_TRUE(same_as_cpu(
+        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return var(x[0], dims); }, kStat));
+    EXPECT_TRUE(same_as_cpu(
+        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return kiln::std(x[0], dims, 0.0); }, kStat));
+    EXPECT_TRUE(same_as_cpu(
+        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
+    EXPECT_TRUE(same_as_cpu(
+        {floats(p.shape, {3})}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
+    EXPECT_TRUE(same_as_cpu(
+        {ints(p.shape)}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
   }
 }
 
@@ -141,9 +159,12 @@ TEST(VulkanReduce, ArgExtremaFindTheFirstBestOnEveryPath) {
     const std::int64_t dim = p.dim, n = p.shape.numel();
     // Values repeat (ties) and two NaN far apart: the first NaN is the answer of its slice.
     for (const Make& m : {floats(p.shape), floats(p.shape, {n / 3, n / 3 + 1, n - 2}), ints(p.shape)}) {
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return argmax(x[0], dim); }, kExact));
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return argmin(x[0], dim, true); }, kExact));
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return argmax(x[0]); }, kExact));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return argmax(x[0], dim); }, kExact));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return argmin(x[0], dim, true); }, kExact));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return argmax(x[0]); }, kExact));
     }
   }
 }
@@ -154,8 +175,10 @@ TEST(VulkanReduce, SoftmaxMatchesTheCpuOnEveryPath) {
     SCOPED_TRACE(p.name);
     const std::int64_t dim = p.dim;
     for (const Make& m : {floats(p.shape), floats(p.shape, {5})}) {
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return softmax(x[0], dim); }, kExp));
-      EXPECT_TRUE(same_as_cpu({m}, [&](const std::vector<Tensor>& x) { return log_softmax(x[0], dim); }, kExp));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return softmax(x[0], dim); }, kExp));
+      EXPECT_TRUE(same_as_cpu(
+          {m}, [&](const std::vector<Tensor>& x) { return log_softmax(x[0], dim); }, kExp));
     }
   }
 }
@@ -163,14 +186,20 @@ TEST(VulkanReduce, SoftmaxMatchesTheCpuOnEveryPath) {
 TEST(VulkanReduce, CumsumMatchesTheCpuOnEveryPath) {
   KILN_REQUIRE_VULKAN();
   const DimPath paths[] = {
-      {"rows", {100, 3000}, 1}, {"rows split", {40000}, 0}, {"cols", {300, 50}, 0}, {"short rows", {400, 9}, 1},
+      {"rows", {100, 3000}, 1},
+      {"rows split", {40000}, 0},
+      {"cols", {300, 50}, 0},
+      {"short rows", {400, 9}, 1},
   };
   for (const DimPath& p : paths) {
     SCOPED_TRACE(p.name);
     const std::int64_t dim = p.dim;
-    EXPECT_TRUE(same_as_cpu({floats(p.shape)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kSum));
-    EXPECT_TRUE(same_as_cpu({ints(p.shape)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kExact));
-    EXPECT_TRUE(same_as_cpu({bools(p.shape, 2)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kExact));
+    EXPECT_TRUE(same_as_cpu(
+        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kSum));
+    EXPECT_TRUE(same_as_cpu(
+        {ints(p.shape)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kExact));
+    EXPECT_TRUE(same_as_cpu(
+        {bools(p.shape, 2)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kExact));
   }
 }
 
@@ -178,15 +207,15 @@ TEST(VulkanReduce, EmptyExtentsGiveTheIdentity) {
   KILN_REQUIRE_VULKAN();
   const Make empty = [](Device d) { return zeros(Shape{0, 5}, {DType::f32, d}); };
   for (const Fn& f : std::vector<Fn>{[](const std::vector<Tensor>& x) { return sum(x[0], {0}); },
-                                      [](const std::vector<Tensor>& x) { return prod(x[0], {0}); },
-                                      [](const std::vector<Tensor>& x) { return mean(x[0], {0}); },
-                                      [](const std::vector<Tensor>& x) { return var(x[0], {0}); },
-                                      [](const std::vector<Tensor>& x) { return logsumexp(x[0], {0}); },
-                                      [](const std::vector<Tensor>& x) { return any(x[0], {0}); },
-                                      [](const std::vector<Tensor>& x) { return all(x[0], {0}); },
-                                      [](const std::vector<Tensor>& x) { return sum(x[0], {1}); },
-                                      [](const std::vector<Tensor>& x) { return softmax(x[0], 0); },
-                                      [](const std::vector<Tensor>& x) { return cumsum(x[0], 1); }})
+                                     [](const std::vector<Tensor>& x) { return prod(x[0], {0}); },
+                                     [](const std::vector<Tensor>& x) { return mean(x[0], {0}); },
+                                     [](const std::vector<Tensor>& x) { return var(x[0], {0}); },
+                                     [](const std::vector<Tensor>& x) { return logsumexp(x[0], {0}); },
+                                     [](const std::vector<Tensor>& x) { return any(x[0], {0}); },
+                                     [](const std::vector<Tensor>& x) { return all(x[0], {0}); },
+                                     [](const std::vector<Tensor>& x) { return sum(x[0], {1}); },
+                                     [](const std::vector<Tensor>& x) { return softmax(x[0], 0); },
+                                     [](const std::vector<Tensor>& x) { return cumsum(x[0], 1); }})
     EXPECT_TRUE(same_as_cpu({empty}, f, kExact));
 }
 
