@@ -112,5 +112,6 @@ class KernelTable {
 void register_creation_kernels(KernelTable& t);
 // Elementwise ops run as one-node fused expressions (see vk_elementwise.cpp).
 void register_elementwise_kernels(KernelTable& t);
+void register_reduce_kernels(KernelTable& t);  // vk_reduce*.cpp
 
 }  // namespace kiln::vk
