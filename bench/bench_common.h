@@ -75,5 +75,6 @@ inline benchmark::internal::Benchmark* apply(benchmark::internal::Benchmark* b, 
 void register_elementwise(Device device);
 void register_reduce(Device device);
 void register_matmul(Device device);
+void register_autograd(Device device);
 
 }  // namespace kiln::bench

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   kiln::bench::register_elementwise(*device);
   kiln::bench::register_reduce(*device);
   kiln::bench::register_matmul(*device);
+  kiln::bench::register_autograd(*device);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -13,7 +13,7 @@ import json
 
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inplace_per_iter", "batches_per_iter",
-               "peak_mib")
+               "peak_mib", "one_thread_ms", "two_threads_ms")
 VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused"}  # variant -> field
 
 
@@ -23,6 +23,8 @@ def rounded(x):
 
 def figure(run):
     """(unit, better, value) of one run, from the work counter its benchmark recorded."""
+    if "speedup" in run:  # grad_threads: the figure is a ratio of two timings
+        return "x", "higher", run["speedup"]
     seconds = run["real_time"] * SECONDS[run["time_unit"]]
     if "bytes_per_iter" in run:
         return "GB/s", "higher", run["bytes_per_iter"] / seconds / 1e9

@@ -76,6 +76,50 @@ def matmul(n):
     return setup
 
 
+def grad_threads_pair(dev):
+    """grad_threads: per-module gradients of the MLP 784-512-512-10, batch 128 split in two, on one
+    Python thread (the halves in turn) and on two (one half each; PyTorch releases the GIL in
+    its kernels and in backward). Returns (one_thread, two_threads) functions."""
+    import threading
+    g = torch.Generator().manual_seed(3)
+    sizes = (784, 512, 512, 10)
+    params = []
+    for i, o in zip(sizes, sizes[1:]):
+        params += [(torch.randn(i, o, generator=g) / i ** 0.5).to(dev), torch.zeros(o, device=dev)]
+    shards = torch.randn(128, 784, generator=g).to(dev).chunk(2)
+
+    def shard_grads(x):
+        ps = [p.detach().requires_grad_() for p in params]
+        for l in range(0, len(ps), 2):
+            x = x @ ps[l] + ps[l + 1]
+            if l + 2 < len(ps):
+                x = torch.relu(x)
+        return torch.autograd.grad((x * x).sum(1).mean(), ps)
+
+    def one_thread():
+        total = [torch.zeros_like(p) for p in params]
+        for s in shards:
+            total = [t + g for t, g in zip(total, shard_grads(s))]
+        return total
+
+    def two_threads():
+        out = [None] * len(shards)
+
+        def work(i):
+            out[i] = shard_grads(shards[i])
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(shards))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [a + b for a, b in zip(*out)]
+    return one_thread, two_threads
+
+
+# The figure is a ratio: speedup of two Python threads over one, with torch's intra-op threads
+# at 1 so that the two threads are the only parallelism.
+SPEEDUPS = {"grad_threads": (Policy(0.5, 5), grad_threads_pair)}
+
 # id -> (unit, work per iteration, policy, setup(device) returning the function one iteration calls)
 WORKLOADS = {
     "gelu_fused": ("GB/s", 8 * BIG_N, Policy(), gelu_fused),
@@ -127,8 +171,8 @@ def main():
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--only", default="", help="comma-separated workload ids")
     args = parser.parse_args()
-    ids = [i for i in args.only.split(",") if i] or list(WORKLOADS)
-    unknown = [i for i in ids if i not in WORKLOADS]
+    ids = [i for i in args.only.split(",") if i] or list(WORKLOADS) + list(SPEEDUPS)
+    unknown = [i for i in ids if i not in WORKLOADS and i not in SPEEDUPS]
     if unknown:
         sys.exit(f"torch_twin.py: unknown workload {', '.join(unknown)}")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -139,6 +183,15 @@ def main():
     print(f"torch_twin: PyTorch {torch.__version__}, device {args.device}", file=sys.stderr)
 
     for wid in ids:
+        if wid in SPEEDUPS:
+            policy, setup = SPEEDUPS[wid]
+            one, two = setup(args.device)
+            torch.set_num_threads(1)
+            speedup = seconds_per_iteration(one, policy, sync) / seconds_per_iteration(two, policy, sync)
+            print(f"torch_twin: {wid}: speedup {speedup:.3g} of 2 Python threads over 1", file=sys.stderr)
+            print(json.dumps({"id": wid, "unit": "x", "better": "higher", "torch": float(f"{speedup:.4g}"),
+                              "torch_threads": 2}), flush=True)
+            continue
         unit, work, policy, setup = WORKLOADS[wid]
         fn = setup(args.device)
         results = {}

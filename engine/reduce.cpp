@@ -42,19 +42,19 @@ Tensor flattened(OpKind kind, Tensor x) {
 }  // namespace
 
 Tensor sum(Tensor x, const Dims& dims, bool keepdim) { return reduce_dims(OpKind::sum, std::move(x), dims, keepdim); }
-Tensor mean(Tensor x, const Dims& dims, bool keepdim) {
-  return reduce_dims(OpKind::mean, std::move(x), dims, keepdim);
-}
-Tensor prod(Tensor x, const Dims& dims, bool keepdim) {
-  return reduce_dims(OpKind::prod, std::move(x), dims, keepdim);
-}
+Tensor mean(Tensor x, const Dims& dims, bool keepdim) { return reduce_dims(OpKind::mean, std::move(x), dims, keepdim); }
+Tensor prod(Tensor x, const Dims& dims, bool keepdim) { return reduce_dims(OpKind::prod, std::move(x), dims, keepdim); }
 Tensor max(Tensor x, const Dims& dims, bool keepdim) { return reduce_dims(OpKind::max, std::move(x), dims, keepdim); }
 Tensor min(Tensor x, const Dims& dims, bool keepdim) { return reduce_dims(OpKind::min, std::move(x), dims, keepdim); }
 
 Tensor argmax(Tensor x) { return flattened(OpKind::argmax, std::move(x)); }
-Tensor argmax(Tensor x, std::int64_t dim, bool keepdim) { return along_dim(OpKind::argmax, std::move(x), dim, keepdim); }
+Tensor argmax(Tensor x, std::int64_t dim, bool keepdim) {
+  return along_dim(OpKind::argmax, std::move(x), dim, keepdim);
+}
 Tensor argmin(Tensor x) { return flattened(OpKind::argmin, std::move(x)); }
-Tensor argmin(Tensor x, std::int64_t dim, bool keepdim) { return along_dim(OpKind::argmin, std::move(x), dim, keepdim); }
+Tensor argmin(Tensor x, std::int64_t dim, bool keepdim) {
+  return along_dim(OpKind::argmin, std::move(x), dim, keepdim);
+}
 
 Tensor var(Tensor x, const Dims& dims, double correction, bool keepdim) {
   return reduce_dims(OpKind::var, std::move(x), dims, keepdim, correction);

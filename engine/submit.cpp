@@ -17,6 +17,8 @@ TensorState::~TensorState() {
 
 namespace {
 
+std::atomic<const AutogradHooks*> g_autograd_hooks{nullptr};
+
 bool core_dtype(DType t) { return t == DType::f32 || t == DType::i64 || t == DType::bool_; }
 
 // f16 and bf16 exist only on devices that have them (the shape rules accept them for the ops
@@ -42,6 +44,7 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   op.kind = kind;
   op.attrs = std::move(attrs);
   op.inputs.reserve(n);
+  bool tracked = false;  // some input takes part in a backward graph
   for (std::size_t i = 0; i < n; ++i) {
     KILN_CHECK(inputs[i].defined(), name, "input #" + std::to_string(i) + " is an undefined tensor");
     const TensorState& s = *inputs[i].state();
@@ -53,17 +56,28 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
                      " (" + dtype_name(s.dtype) + s.shape.str() + ") is on " + s.device.str());
     }
     op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});
+    tracked |= s.autograd != nullptr;
   }
   DeviceRuntime& rt = Engine::get().runtime(device, name);
   std::vector<TensorIr> metas = infer_outputs(op);
   check_device_dtypes(name, op, metas, rt);
   KILN_CHECK(metas.size() <= out_capacity, name, "internal error: too many outputs");
 
+  // Autograd records the op (and copies the handles it saves) before ownership is decided.
+  // Inference never gets past this branch: no input carries autograd meta.
+  std::shared_ptr<GradNode> node;
+  const AutogradHooks* hooks = nullptr;
+  if (tracked) [[unlikely]] {
+    hooks = g_autograd_hooks.load(std::memory_order_acquire);
+    node = hooks->begin(op, metas, inputs);
+  }
+
   // Ownership: an input whose handle is the last one (the caller moved it in) is handed over.
   // The acquire fence pairs with the release in the other handles' destruction, so everything
   // those threads submitted is sequenced before this message.
   for (std::size_t i = 0; i < n; ++i) {
-    if (inputs[i].state().use_count() == 1) op.inputs[i].status = TensorStatus::ReadWrite;
+    const std::shared_ptr<TensorState>& s = inputs[i].state();
+    if (s.use_count() == 1 && (!s->owner || s->owner.use_count() == 1)) op.inputs[i].status = TensorStatus::ReadWrite;
   }
   std::atomic_thread_fence(std::memory_order_acquire);
 
@@ -76,12 +90,25 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     outs[o] = Tensor(std::make_shared<TensorState>(m.id, m.shape, m.dtype, device));
     op.outputs.push_back(m);
   }
-  for (std::size_t i = 0; i < n; ++i)
-    if (op.inputs[i].status == TensorStatus::ReadWrite) inputs[i].state()->consumed = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (op.inputs[i].status != TensorStatus::ReadWrite) continue;
+    TensorState& s = *inputs[i].state();
+    s.consumed = true;
+    if (s.owner) s.owner->consumed = true;
+  }
+  const std::size_t n_outputs = metas.size();
   rt.stream.submit(std::move(op), /*urgent=*/false);
+  if (node) [[unlikely]]
+    hooks->finish(node, outs, n_outputs);
 }
 
 }  // namespace
+
+void install_autograd_hooks(const AutogradHooks* hooks) {
+  const AutogradHooks* expected = nullptr;
+  if (!g_autograd_hooks.compare_exchange_strong(expected, hooks, std::memory_order_acq_rel))
+    KILN_CHECK(expected == hooks, "autograd", "internal error: a second, different set of autograd hooks");
+}
 
 std::vector<Tensor> submit(OpKind kind, Tensor* inputs, std::size_t n_inputs, OpAttrs attrs, Device device) {
   Tensor outs[4];

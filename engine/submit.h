@@ -11,15 +11,39 @@ namespace kiln {
 
 namespace detail {
 
+// autograd/ defines these; the engine only carries them. A tensor that takes part in a backward
+// graph has an AutogradMeta; the hooks below record ops on such tensors. engine/ never includes
+// autograd/: the hooks are installed by autograd the first time a tensor is made to require
+// gradients.
+struct AutogradMeta;
+class GradNode;
+
 struct TensorState {
   EntityId id = 0;
   Shape shape;
   DType dtype = DType::f32;
   Device device;
   bool consumed = false;  // an op took this entity over (ReadWrite): no drop message needed
+  // Set on a second handle to an entity that `owner` holds (autograd's graph handles): this
+  // handle sends no drop (it is `consumed`), and it is handed over (ReadWrite) only when it and
+  // the owner are both the last of their kind. `owner` never has an owner itself.
+  std::shared_ptr<TensorState> owner;
+  std::shared_ptr<AutogradMeta> autograd;  // null unless the tensor takes part in a backward graph
   TensorState(EntityId i, const Shape& s, DType t, Device d) : id(i), shape(s), dtype(t), device(d) {}
   ~TensorState();
 };
+
+// Recording ops for autograd. `begin` runs when some input carries autograd meta, after the
+// shape rule and before the in-place decision, so that an input it saves (by copying the
+// handle) is never written in place; it returns null when the op is not recorded (no-grad
+// mode, a non-differentiable op). `finish` runs once the message is on its stream and gives
+// the outputs their place in the graph (it may replace the output handles).
+struct AutogradHooks {
+  std::shared_ptr<GradNode> (*begin)(const OpIr& op, const std::vector<TensorIr>& outputs, const Tensor* inputs);
+  void (*finish)(const std::shared_ptr<GradNode>& node, Tensor* outputs, std::size_t n_outputs);
+};
+// Installs the hooks (autograd does it once; later calls with the same table are no-ops).
+void install_autograd_hooks(const AutogradHooks* hooks);
 
 // Checks and submits one op. `inputs` are taken by value: an input whose handle is the last
 // one becomes ReadWrite. Creation ops (no inputs) run on `device`.

@@ -43,8 +43,10 @@ Shape reduced_shape(const Shape& in, const std::vector<std::int64_t>& dims, bool
   for (int d = 0; d < in.rank(); ++d) {
     const bool reduced = k < dims.size() && dims[k] == d;
     if (reduced) ++k;
-    if (!reduced) out.push_back(in[d]);
-    else if (keepdim) out.push_back(1);
+    if (!reduced)
+      out.push_back(in[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -102,7 +104,8 @@ void dims_rule(const OpIr& op, std::vector<TensorIr>& out) {
   const char* name = op_name(op.kind);
   const DType dtype = reduce_output_dtype(op.kind, in);
   const std::vector<std::int64_t> dims = normalize_reduce_dims(name, op.attrs.ints, in);
-  KILN_CHECK(dims == op.attrs.ints, name, "internal error: the message's dims must be sorted and non-negative");
+  KILN_CHECK(op.attrs.ints.empty() || dims == op.attrs.ints, name,
+             "internal error: the message's dims must be empty (all) or sorted and non-negative");
   for (std::int64_t d : dims) check_extent(op, static_cast<int>(d));
   out.push_back(TensorIr{0, reduced_shape(in.shape, dims, op.attrs.keepdim), dtype, TensorStatus::NotInit});
 }

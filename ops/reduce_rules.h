@@ -1,9 +1,9 @@
 // The rules of the reduce family that both the API (engine/reduce.cpp) and the shape rules
 // (ops/reduce.cpp) apply: which dims a reduction covers and what dtype it produces.
 //
-// Message encoding (ops/op_list.def): a dims reduction carries its dims in attrs.ints already
-// normalized — sorted, unique, non-negative, and listed explicitly when the caller asked for
-// "all dims" — so kernels never re-interpret them. A 0-d input reduces no dims (ints empty).
+// Message encoding (ops/op_list.def): a dims reduction carries its dims in attrs.ints either
+// empty (all dims) or normalized — sorted, unique, non-negative — so kernels never wrap or sort
+// them. The API always sends the normalized list (a 0-d input reduces no dims: ints empty).
 // argmax/argmin carry flag (false = over the flattened input), dim and keepdim; cumsum and
 // softmax/log_softmax carry a non-negative dim.
 #pragma once

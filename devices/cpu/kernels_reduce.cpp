@@ -6,9 +6,16 @@
 
 namespace kiln::cpu {
 
+std::vector<std::int64_t> reduced_dims(const OpIr& op) {
+  if (!op.attrs.ints.empty()) return op.attrs.ints;
+  std::vector<std::int64_t> all(static_cast<std::size_t>(op.inputs[0].shape.rank()));
+  for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<std::int64_t>(d);
+  return all;
+}
+
 std::int64_t reduced_count(const OpIr& op) {
   std::int64_t n = 1;
-  for (std::int64_t d : op.attrs.ints) n *= op.inputs[0].shape[static_cast<int>(d)];
+  for (std::int64_t d : reduced_dims(op)) n *= op.inputs[0].shape[static_cast<int>(d)];
   return n;
 }
 
@@ -29,8 +36,10 @@ void reduce_kernel(const OpIr& op, const KernelArgs& a, const R& r, const E& e) 
 void sum_kernel(const OpIr& op, const KernelArgs& a) {
   switch (op.inputs[0].dtype) {
     case DType::f32: return reduce_kernel<float, float>(op, a, SumReducer<float>{}, StoreAs<float>{});
-    case DType::i64: return reduce_kernel<std::int64_t, std::int64_t>(op, a, SumReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
-    case DType::bool_: return reduce_kernel<bool, std::int64_t>(op, a, SumReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    case DType::i64:
+      return reduce_kernel<std::int64_t, std::int64_t>(op, a, SumReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    case DType::bool_:
+      return reduce_kernel<bool, std::int64_t>(op, a, SumReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
     default: unsupported(op);
   }
 }
@@ -45,13 +54,16 @@ void mean_kernel(const OpIr& op, const KernelArgs& a) {
 void prod_kernel(const OpIr& op, const KernelArgs& a) {
   switch (op.inputs[0].dtype) {
     case DType::f32: return reduce_kernel<float, float>(op, a, ProdReducer<float>{}, StoreAs<float>{});
-    case DType::i64: return reduce_kernel<std::int64_t, std::int64_t>(op, a, ProdReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
-    case DType::bool_: return reduce_kernel<bool, std::int64_t>(op, a, ProdReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    case DType::i64:
+      return reduce_kernel<std::int64_t, std::int64_t>(op, a, ProdReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
+    case DType::bool_:
+      return reduce_kernel<bool, std::int64_t>(op, a, ProdReducer<std::int64_t>{}, StoreAs<std::int64_t>{});
     default: unsupported(op);
   }
 }
 
-template <bool kMax> void extremum_kernel(const OpIr& op, const KernelArgs& a) {
+template <bool kMax>
+void extremum_kernel(const OpIr& op, const KernelArgs& a) {
   switch (op.inputs[0].dtype) {
     case DType::f32: return reduce_kernel<float, float>(op, a, ExtremumReducer<float, kMax>{}, StoreAs<float>{});
     case DType::i64:
@@ -63,7 +75,8 @@ template <bool kMax> void extremum_kernel(const OpIr& op, const KernelArgs& a) {
   }
 }
 
-template <bool kAny> void truth_kernel(const OpIr& op, const KernelArgs& a) {
+template <bool kAny>
+void truth_kernel(const OpIr& op, const KernelArgs& a) {
   switch (op.inputs[0].dtype) {
     case DType::f32: return reduce_kernel<float, bool>(op, a, TruthReducer<kAny>{}, StoreAs<std::uint8_t>{});
     case DType::i64: return reduce_kernel<std::int64_t, bool>(op, a, TruthReducer<kAny>{}, StoreAs<std::uint8_t>{});

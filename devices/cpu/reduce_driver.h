@@ -32,10 +32,12 @@ inline constexpr std::int64_t kColBlock = 512;    // rows of the reduced extent 
 
 // Independent accumulators per row: four 512-bit registers' worth, so that the adds of one
 // chain do not wait on each other.
-template <class Acc> inline constexpr int kLanes = static_cast<int>(256 / sizeof(Acc));
+template <class Acc>
+inline constexpr int kLanes = static_cast<int>(256 / sizeof(Acc));
 
 // The prologue that reads the input as it is.
-template <class T> struct PlainInput {
+template <class T>
+struct PlainInput {
   using In = T;
   using Value = T;
   static constexpr bool kStaged = false;
@@ -173,8 +175,10 @@ void reduce_cols(const R& r, const P& p, const E& e, const typename P::In* x, Ou
 template <class R, class P, class E, class Out>
 void reduce_canonical(const R& r, const P& p, const E& e, const typename P::In* x, Out* y, const ReduceGeometry& g) {
   if (g.outputs() == 0) return;
-  if (g.inner == 1) reduce_rows(r, p, e, x, y, g.outer, g.extent);
-  else reduce_cols(r, p, e, x, y, g);
+  if (g.inner == 1)
+    reduce_rows(r, p, e, x, y, g.outer, g.extent);
+  else
+    reduce_cols(r, p, e, x, y, g);
 }
 
 }  // namespace kiln::cpu

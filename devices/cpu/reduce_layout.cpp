@@ -32,9 +32,12 @@ ReduceLayout plan_reduce_layout(const Shape& shape, const std::vector<std::int64
     bool after = false;
     g = {1, 1, 1};
     for (const Segment& s : segs) {
-      if (s.reduced) g.extent = s.size, after = true;
-      else if (after) g.inner *= s.size;
-      else g.outer *= s.size;
+      if (s.reduced)
+        g.extent = s.size, after = true;
+      else if (after)
+        g.inner *= s.size;
+      else
+        g.outer *= s.size;
     }
   } else {
     l.needs_gather = true;
@@ -60,7 +63,8 @@ ReduceGeometry geometry_along_dim(const Shape& s, int d) {
   return g;
 }
 
-template <class T> void gather_reduced_last(const T* x, T* y, const ReduceLayout& l) {
+template <class T>
+void gather_reduced_last(const T* x, T* y, const ReduceLayout& l) {
   const std::int64_t extent = l.geometry.extent;
   if (extent == 0) return;
   const int nk = static_cast<int>(l.kept.size()), nr = static_cast<int>(l.reduced.size());

@@ -28,6 +28,7 @@ ReduceLayout plan_reduce_layout(const Shape& shape, const std::vector<std::int64
 ReduceGeometry geometry_along_dim(const Shape& shape, int dim);
 
 // y[q, p] = x at kept index q and reduced index p: rows of geometry.extent elements.
-template <class T> void gather_reduced_last(const T* x, T* y, const ReduceLayout& layout);
+template <class T>
+void gather_reduced_last(const T* x, T* y, const ReduceLayout& layout);
 
 }  // namespace kiln::cpu

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "devices/cpu/cpu_kernels.h"
@@ -12,22 +13,51 @@
 
 namespace kiln::cpu {
 
-template <class A> struct SumReducer {
+// i64 sums and products wrap on overflow, like torch's, without signed-overflow UB.
+template <class A>
+A add_wrapping(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <class A>
+A mul_wrapping(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
+template <class A>
+struct SumReducer {
   using Acc = A;
   Acc identity() const { return Acc(0); }
-  template <class V> Acc step(Acc a, V x) const { return a + static_cast<Acc>(x); }
-  Acc merge(Acc a, Acc b) const { return a + b; }
+  template <class V>
+  Acc step(Acc a, V x) const {
+    return add_wrapping(a, static_cast<Acc>(x));
+  }
+  Acc merge(Acc a, Acc b) const { return add_wrapping(a, b); }
 };
 
-template <class A> struct ProdReducer {
+template <class A>
+struct ProdReducer {
   using Acc = A;
   Acc identity() const { return Acc(1); }
-  template <class V> Acc step(Acc a, V x) const { return a * static_cast<Acc>(x); }
-  Acc merge(Acc a, Acc b) const { return a * b; }
+  template <class V>
+  Acc step(Acc a, V x) const {
+    return mul_wrapping(a, static_cast<Acc>(x));
+  }
+  Acc merge(Acc a, Acc b) const { return mul_wrapping(a, b); }
 };
 
 // max/min keep the dtype; a NaN wins over every number, like torch.
-template <class A, bool kMax> struct ExtremumReducer {
+template <class A, bool kMax>
+struct ExtremumReducer {
   using Acc = A;
   Acc identity() const {
     if constexpr (std::numeric_limits<A>::has_infinity)
@@ -37,17 +67,21 @@ template <class A, bool kMax> struct ExtremumReducer {
   }
   Acc step(Acc a, Acc x) const {
     const bool better = kMax ? x > a : x < a;
-    if constexpr (std::numeric_limits<A>::has_quiet_NaN) return (better || x != x) ? x : a;
-    else return better ? x : a;
+    if constexpr (std::numeric_limits<A>::has_quiet_NaN)
+      return (better || x != x) ? x : a;
+    else
+      return better ? x : a;
   }
   Acc merge(Acc a, Acc b) const { return step(a, b); }
 };
 
 // any/all over any dtype: a value counts as true when it is nonzero (NaN is nonzero).
-template <bool kAny> struct TruthReducer {
+template <bool kAny>
+struct TruthReducer {
   using Acc = std::uint8_t;
   Acc identity() const { return kAny ? 0 : 1; }
-  template <class V> Acc step(Acc a, V x) const {
+  template <class V>
+  Acc step(Acc a, V x) const {
     const Acc t = x != V(0);
     return kAny ? (a | t) : (a & t);
   }
@@ -55,21 +89,36 @@ template <bool kAny> struct TruthReducer {
 };
 
 // Epilogues.
-template <class Out> struct StoreAs {
-  template <class Acc> Out operator()(Acc a, std::int64_t) const { return static_cast<Out>(a); }
+template <class Out>
+struct StoreAs {
+  template <class Acc>
+  Out operator()(Acc a, std::int64_t) const {
+    return static_cast<Out>(a);
+  }
 };
-template <class Out> struct DivideBy {
+template <class Out>
+struct DivideBy {
   double count;
-  template <class Acc> Out operator()(Acc a, std::int64_t) const { return static_cast<Out>(a / static_cast<Acc>(count)); }
+  template <class Acc>
+  Out operator()(Acc a, std::int64_t) const {
+    return static_cast<Out>(a / static_cast<Acc>(count));
+  }
 };
 
 // The typed element pointer of a buffer; bool tensors are bytes.
-template <class T> using Storage = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+template <class T>
+using Storage = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+
+// The dims a dims reduction folds: attrs.ints, where empty means all (ops/op_list.def).
+std::vector<std::int64_t> reduced_dims(const OpIr& op);
+// How many input elements fold into one output (1 for a 0-d input).
+std::int64_t reduced_count(const OpIr& op);
 
 // Calls fn(const T* x, const ReduceGeometry& g) on the canonical view of op's input, gathering
 // it into scratch first when its reduced dims are not adjacent.
-template <class T, class Fn> void with_canonical_input(const OpIr& op, const KernelArgs& a, Fn&& fn) {
-  const ReduceLayout layout = plan_reduce_layout(op.inputs[0].shape, op.attrs.ints);
+template <class T, class Fn>
+void with_canonical_input(const OpIr& op, const KernelArgs& a, Fn&& fn) {
+  const ReduceLayout layout = plan_reduce_layout(op.inputs[0].shape, reduced_dims(op));
   const T* x = static_cast<const T*>(a.inputs[0]->data());
   if (!layout.needs_gather) {
     fn(x, layout.geometry);
@@ -79,9 +128,6 @@ template <class T, class Fn> void with_canonical_input(const OpIr& op, const Ker
   gather_reduced_last(x, scratch.data(), layout);
   fn(static_cast<const T*>(scratch.data()), layout.geometry);
 }
-
-// How many input elements fold into one output of a dims reduction (1 for a 0-d input).
-std::int64_t reduced_count(const OpIr& op);
 
 // Registration of the kernels that live in other reduce_*.cpp files.
 void register_reduce_arg_kernels(KernelTable& t);

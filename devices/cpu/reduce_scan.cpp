@@ -10,14 +10,15 @@
 namespace kiln::cpu {
 namespace {
 
-template <class In, class Acc, class Out> void scan(const In* x, Out* y, const ReduceGeometry& g) {
+template <class In, class Acc, class Out>
+void scan(const In* x, Out* y, const ReduceGeometry& g) {
   if (g.outer * g.extent * g.inner == 0) return;
   if (g.inner == 1) {
     parallel_for(g.outer, detail::grain_for(g.extent), [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t o = b; o < e; ++o) {
         Acc acc = 0;
         for (std::int64_t r = 0; r < g.extent; ++r) {
-          acc += static_cast<Acc>(x[o * g.extent + r]);
+          acc = add_wrapping(acc, static_cast<Acc>(x[o * g.extent + r]));
           y[o * g.extent + r] = static_cast<Out>(acc);
         }
       }
@@ -34,7 +35,7 @@ template <class In, class Acc, class Out> void scan(const In* x, Out* y, const R
                    for (std::int64_t r = 0; r < g.extent; ++r) {
                      const std::int64_t off = (o * g.extent + r) * g.inner + j0;
                      for (std::int64_t j = 0; j < w; ++j) {
-                       acc[j] += static_cast<Acc>(x[off + j]);
+                       acc[j] = add_wrapping(acc[j], static_cast<Acc>(x[off + j]));
                        y[off + j] = static_cast<Out>(acc[j]);
                      }
                    }

@@ -12,7 +12,8 @@
 namespace kiln::cpu {
 namespace {
 
-template <bool kLog> void softmax_row(const float* x, float* y, std::int64_t n) {
+template <bool kLog>
+void softmax_row(const float* x, float* y, std::int64_t n) {
   const float m = detail::reduce_run(ExtremumReducer<float, true>{}, PlainInput<float>{}, x, n, 0);
   if constexpr (kLog) {
     const float log_sum = std::log(exp_shifted_sum(x, m, nullptr, n));
@@ -24,8 +25,9 @@ template <bool kLog> void softmax_row(const float* x, float* y, std::int64_t n) 
 }
 
 // Columns [j0, j0 + w) of output row o.
-template <bool kLog> void softmax_col_tile(const float* x, float* y, const ReduceGeometry& g, std::int64_t o,
-                                           std::int64_t j0, std::int64_t w) {
+template <bool kLog>
+void softmax_col_tile(const float* x, float* y, const ReduceGeometry& g, std::int64_t o, std::int64_t j0,
+                      std::int64_t w) {
   alignas(64) float m[kTile], s[kTile], buf[kTile];
   const ExtremumReducer<float, true> max_of;
   const std::int64_t base = o * g.extent * g.inner + j0;
@@ -56,7 +58,8 @@ template <bool kLog> void softmax_col_tile(const float* x, float* y, const Reduc
   }
 }
 
-template <bool kLog> void softmax_kernel(const OpIr& op, const KernelArgs& a) {
+template <bool kLog>
+void softmax_kernel(const OpIr& op, const KernelArgs& a) {
   KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
   const ReduceGeometry g = geometry_along_dim(op.inputs[0].shape, static_cast<int>(op.attrs.dim));
   if (g.outer * g.extent * g.inner == 0) return;

@@ -75,7 +75,8 @@ void logsumexp_f32(const float* x, float* y, const ReduceGeometry& g) {
   reduce_canonical(SumReducer<float>{}, ExpShifted{shift.data()}, LogPlusShift{shift.data()}, x, y, g);
 }
 
-template <class T> void logsumexp_promoted(const OpIr& op, const KernelArgs& a) {
+template <class T>
+void logsumexp_promoted(const OpIr& op, const KernelArgs& a) {
   // Integer inputs compute in f32, like torch's promotion.
   with_canonical_input<T>(op, a, [&](const T* x, const ReduceGeometry& g) {
     std::vector<float> xf(static_cast<std::size_t>(g.outer * g.extent * g.inner));

@@ -53,7 +53,8 @@ float exp_shifted_sum(const float* x, float c, float* y, std::int64_t n) {
 namespace {
 constexpr int kW = 8;
 // Runs f on 8 lanes of a possibly partial block, through a padded copy for the tail.
-template <class F> void block8(const float* x, const float* c, std::int64_t c_stride, float* y, std::int64_t m, F&& f) {
+template <class F>
+void block8(const float* x, const float* c, std::int64_t c_stride, float* y, std::int64_t m, F&& f) {
   alignas(32) float xb[kW] = {}, cb[kW] = {}, yb[kW];
   for (std::int64_t j = 0; j < m; ++j) xb[j] = x[j], cb[j] = c[j * c_stride];
   _mm256_store_ps(yb, Sleef_expf8_u10(_mm256_sub_ps(_mm256_load_ps(xb), _mm256_load_ps(cb))));

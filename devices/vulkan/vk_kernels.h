@@ -113,6 +113,7 @@ class KernelTable {
 void register_creation_kernels(KernelTable& t);
 // Elementwise ops run as one-node fused expressions (see vk_elementwise.cpp).
 void register_elementwise_kernels(KernelTable& t);
+void register_reduce_kernels(KernelTable& t);  // vk_reduce*.cpp
 void register_linalg_kernels(KernelTable& t);
 
 }  // namespace kiln::vk

@@ -1,5 +1,5 @@
 // The reduce family against PyTorch (tests/data/gen_reduce.py -> reduce.json), its call-site
-// errors, in-place reuse, and results that do not depend on the number of threads.
+// errors and in-place reuse. test_reduce_determinism.cpp checks thread-count independence.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,11 +57,11 @@ Tensor apply(const RefCase& c, Tensor x) {
 
 // Integer and bool results must match exactly (matches() ignores the tolerance for them).
 Tolerance tolerance_of(const std::string& op) {
-  if (op == "prod") return {1e-4, 1e-5};                 // products of ~24 values drift further
-  if (op == "var" || op == "std") return {1e-4, 1e-5};   // f64 accumulation vs torch's Welford
-  if (op == "cumsum") return {1e-5, 1e-4};               // running sums of ramp values reach ~1e3
+  if (op == "prod") return {1e-4, 1e-5};                // products of ~24 values drift further
+  if (op == "var" || op == "std") return {1e-4, 1e-5};  // f64 accumulation vs torch's Welford
+  if (op == "cumsum") return {1e-5, 1e-4};              // running sums of ramp values reach ~1e3
   if (op == "softmax" || op == "log_softmax") return {1e-5, 1e-6};
-  return {1e-5, 1e-5};                                   // sum mean max min logsumexp
+  return {1e-5, 1e-5};  // sum mean max min logsumexp
 }
 
 class ReduceReference : public ::testing::TestWithParam<Device> {
@@ -92,14 +92,14 @@ TEST_P(ReduceReference, Cumsum) { check_op("cumsum"); }
 TEST_P(ReduceReference, Softmax) { check_op("softmax"); }
 TEST_P(ReduceReference, LogSoftmax) { check_op("log_softmax"); }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ReduceReference, ::testing::ValuesIn(test::test_devices()),
-                         test::device_param_name);
+INSTANTIATE_TEST_SUITE_P(Devices, ReduceReference, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
 
 // --- call-site errors ------------------------------------------------------------------------
 
 class ReduceErrors : public ::testing::TestWithParam<Device> {};
 
-template <class Fn> void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& fragments) {
+template <class Fn>
+void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& fragments) {
   try {
     (void)fn();
     ADD_FAILURE() << "expected kiln::Error from " << op;
@@ -151,7 +151,7 @@ TEST_P(ReduceErrors, EmptyExtentHasNoMaximum) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, ReduceErrors, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
 
-// --- in-place reuse and determinism -----------------------------------------------------------
+// --- in-place reuse -----------------------------------------------------------------------
 
 class ReduceBehaviour : public ::testing::TestWithParam<Device> {};
 
@@ -160,8 +160,8 @@ TEST_P(ReduceBehaviour, InPlaceGivesTheSameValues) {
   const Shape shape{37, 300};
   const std::vector<float> v = ramp_values(shape.numel());
   using UnaryDim = Tensor (*)(Tensor, std::int64_t);
-  for (UnaryDim op : {static_cast<UnaryDim>(softmax), static_cast<UnaryDim>(log_softmax),
-                      static_cast<UnaryDim>(cumsum)}) {
+  for (UnaryDim op :
+       {static_cast<UnaryDim>(softmax), static_cast<UnaryDim>(log_softmax), static_cast<UnaryDim>(cumsum)}) {
     for (std::int64_t dim : {0, 1}) {
       Tensor kept = from_vector(v, shape, GetParam());
       const std::vector<float> expected = op(kept, dim).to_vector<float>().get();
@@ -174,39 +174,19 @@ TEST_P(ReduceBehaviour, InPlaceGivesTheSameValues) {
   }
 }
 
-// Fixed blocks merged in a fixed order: however oneTBB's work stealing splits the blocks between
-// threads (it differs from run to run), the bits are the same. (A global_control limiting oneTBB
-// to one thread cannot be used here: it would leave the scheduler's flow graph no worker.)
-TEST_P(ReduceBehaviour, ResultsDoNotDependOnThreads) {
+// f32 lanes and fixed blocks keep a sum of 4M values within a few ulps of an f64 sum of them.
+TEST_P(ReduceBehaviour, LargeSumIsAccurate) {
   Generator gen(7);
-  Tensor x = randn(Shape{1 << 22}, gen, {DType::f32, GetParam()});
-  Tensor m = randn(Shape{3000, 700}, gen, {DType::f32, GetParam()});
-  auto run = [&] {
-    std::vector<std::vector<float>> r;
-    r.push_back(sum(x).to_vector<float>().get());
-    r.push_back(var(x).to_vector<float>().get());
-    r.push_back(logsumexp(x, {}).to_vector<float>().get());
-    r.push_back(sum(m, {0}).to_vector<float>().get());
-    r.push_back(mean(m, {1}).to_vector<float>().get());
-    r.push_back(softmax(m, 0).to_vector<float>().get());
-    r.push_back({static_cast<float>(argmax(x).item<std::int64_t>().get())});
-    return r;
-  };
-  const auto parallel = run();
-  for (int repeat = 0; repeat < 3; ++repeat) {
-    const auto again = run();
-    ASSERT_EQ(parallel.size(), again.size());
-    for (std::size_t i = 0; i < parallel.size(); ++i) EXPECT_EQ(parallel[i], again[i]) << "result #" << i;
-  }
-  // And the big sum is accurate: f32 lanes and blocks stay within a few ulps of an f64 sum.
+  Tensor x = normal(Shape{1 << 22}, 0.5, 2.0, gen, {DType::f32, GetParam()});
   const std::vector<float> xs = x.to_vector<float>().get();
   double exact = 0;
   for (float f : xs) exact += f;
-  EXPECT_NEAR(parallel[0][0], exact, 1e-5 * std::sqrt(static_cast<double>(xs.size())) + 1e-3);
+  const double got = sum(x).item<float>().get();
+  EXPECT_NEAR(got, exact, 4e-7 * std::abs(exact) + 1e-2);
+  EXPECT_NEAR(mean(x).item<float>().get(), exact / static_cast<double>(xs.size()), 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ReduceBehaviour, ::testing::ValuesIn(test::test_devices()),
-                         test::device_param_name);
+INSTANTIATE_TEST_SUITE_P(Devices, ReduceBehaviour, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
 
 }  // namespace
 }  // namespace kiln

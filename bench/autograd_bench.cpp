@@ -1,0 +1,101 @@
+// grad_threads: per-module gradients of the MLP 784-512-512-10 on a batch of 128 split in two,
+// computed on 2 threads at once (each with its own handles to the parameters) and summed, against
+// the same two halves on one thread. The figure is the speedup of 2 threads over 1 (report.py
+// reads the "speedup" counter); each iteration times both, alternating, to share noise.
+#include <chrono>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "bench/bench_common.h"
+
+namespace kiln::bench {
+namespace {
+
+Tensor mlp_loss(const std::vector<Tensor>& p, Tensor x) {
+  for (std::size_t l = 0; l < p.size(); l += 2) {
+    x = add(matmul(std::move(x), p[l]), p[l + 1]);
+    if (l + 2 < p.size()) x = relu(std::move(x));
+  }
+  return mean(sum(mul(x, x), {1}));
+}
+
+Gradients shard_gradients(const std::vector<Tensor>& params, const Tensor& shard) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& p : params) leaves.push_back(require_grad(p));
+  return backward(mlp_loss(leaves, shard));
+}
+
+Gradients one_thread(const std::vector<Tensor>& params, const std::vector<Tensor>& shards) {
+  Gradients total;
+  for (const Tensor& s : shards) total += shard_gradients(params, s);
+  return total;
+}
+
+Gradients two_threads(const std::vector<Tensor>& params, const std::vector<Tensor>& shards) {
+  std::vector<Gradients> g(shards.size());
+  std::vector<std::exception_ptr> errors(shards.size());
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < shards.size(); ++t)
+    threads.emplace_back([&, t] {
+      try {
+        g[t] = shard_gradients(params, shards[t]);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  Gradients total;
+  for (const Gradients& x : g) total += x;
+  return total;
+}
+
+void grad_threads(benchmark::State& state, Device device) {
+  Generator gen(3);
+  const TensorOptions opts{DType::f32, device};
+  const std::vector<Tensor> params = {mul(randn(Shape{784, 512}, gen, opts), 0.035), zeros(Shape{512}, opts),
+                                      mul(randn(Shape{512, 512}, gen, opts), 0.044), zeros(Shape{512}, opts),
+                                      mul(randn(Shape{512, 10}, gen, opts), 0.044),  zeros(Shape{10}, opts)};
+  const std::vector<Tensor> shards = chunk(randn(Shape{128, 784}, gen, opts), 2, 0);
+  auto finish = [&](const Gradients& g) {
+    for (const Tensor& p : params) g.get(p).to_vector<float>().get();
+  };
+  try {
+    finish(one_thread(params, shards));
+    finish(two_threads(params, shards));
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());  // e.g. no backward rules in this build
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  double serial = 0, parallel = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    finish(one_thread(params, shards));
+    auto t1 = Clock::now();
+    finish(two_threads(params, shards));
+    auto t2 = Clock::now();
+    serial += std::chrono::duration<double>(t1 - t0).count();
+    parallel += std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(std::chrono::duration<double>(t2 - t1).count());
+  }
+  state.counters["speedup"] = parallel > 0 ? serial / parallel : 0.0;
+  state.counters["one_thread_ms"] = 1e3 * serial / static_cast<double>(state.iterations());
+  state.counters["two_threads_ms"] = 1e3 * parallel / static_cast<double>(state.iterations());
+}
+
+}  // namespace
+
+void register_autograd(Device device) {
+  benchmark::RegisterBenchmark("grad_threads", grad_threads, device)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Repetitions(5)
+      ->ReportAggregatesOnly(true)
+      ->MinTime(0.5);
+}
+
+}  // namespace kiln::bench

@@ -1,0 +1,76 @@
+// devices/vulkan private: the pieces the reduce family's kernels share. Every reduction runs on
+// the canonical view [outer, extent, inner] (out[o, i] folds in[o, r, i] over r), like the CPU's
+// reduce_layout; an op is a ReduceSpec (GLSL accumulator, identity, step, merge, finish) that one
+// code generator (vk_reduce_driver.cpp) turns into row, column, split and combine kernels.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "devices/vulkan/vk_device.h"
+
+namespace kiln::vk::reduce {
+
+struct Geometry {
+  std::uint32_t outer = 1, extent = 1, inner = 1;
+  std::uint64_t outputs() const { return std::uint64_t{outer} * inner; }
+  std::uint64_t elements() const { return outputs() * extent; }
+};
+
+// The canonical view of a dims reduction's input: the input itself when its reduced dims form
+// one run, else a copy gathered into [kept..., reduced...] order (`scratch` holds it).
+struct CanonicalInput {
+  const Buffer* buffer = nullptr;
+  BufferPtr scratch;
+  Geometry geometry;
+};
+CanonicalInput canonical_input(VulkanDevice& dev, const OpIr& op, const Buffer& in);
+
+// The view of an op along one dim (argmax, cumsum, softmax): [before, dim, after].
+Geometry geometry_along_dim(const OpIr& op, int dim);
+
+// Throws unless every index of `t` fits the kernels' 32-bit arithmetic.
+void check_size(const OpIr& op, const TensorIr& t);
+
+// A reduction as GLSL pieces. `functions` defines, over the macros XT (input value type), ACC
+// and YT (output value type):
+//   ACC acc_identity();  ACC acc_step(ACC a, XT x, uint r);  ACC acc_merge(ACC a, ACC b);
+//   YT acc_finish(ACC a);                    (dims reductions)
+//   YT acc_rewrite(XT x, ACC a);             (along-dim ops whose output has the input's shape)
+// r is the element's index along the reduced extent; merge is associative (and commutative up
+// to rounding): partials merge in a fixed order that depends only on the shape. kiln_p(j)
+// reads params[j].
+struct ReduceSpec {
+  std::string key;  // names the GLSL pieces; with the dtypes it keys the kernels
+  DType in = DType::f32, out = DType::f32;
+  std::string acc;              // GLSL type of the accumulator
+  std::string acc_decl;         // its struct declaration, if any
+  std::uint32_t acc_bytes = 4;  // at least its std430 size
+  std::string functions;
+  std::string subgroup;  // optional GLSL expression that reduces `ACC v` over the subgroup
+  bool rewrite = false;  // along-dim op: writes acc_rewrite(x, a) for every element
+  std::vector<float> params;
+};
+
+// Runs `spec` over x viewed as g, writing y ([outer, inner] results, or x's shape when
+// spec.rewrite). Chooses the kernels from the shape alone, so results never depend on timing.
+void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, const Buffer& x, const Buffer& y,
+                   const Geometry& g);
+
+// The running (max, sum of exp(x - max)) of logsumexp and softmax, without finish or rewrite.
+ReduceSpec logsumexp_spec(DType in);
+
+// The device address of b, or 0 for an empty buffer (which has no memory behind it).
+inline std::uint64_t address_or_null(const Buffer& b) { return b.bytes() ? VulkanDevice::address(b) : 0; }
+
+// GLSL helpers: `e`, a value of dtype t, as float; and as a truth value.
+std::string as_float(DType t, const std::string& e);
+std::string truth(DType t, const std::string& e);
+
+void register_plain_kernels(KernelTable& t);    // sum mean prod max min any all
+void register_stat_kernels(KernelTable& t);     // var std logsumexp
+void register_arg_kernels(KernelTable& t);      // argmax argmin
+void register_softmax_kernels(KernelTable& t);  // softmax log_softmax
+void register_scan_kernels(KernelTable& t);     // cumsum
+
+}  // namespace kiln::vk::reduce

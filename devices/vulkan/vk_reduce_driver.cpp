@@ -1,0 +1,281 @@
+// The code generator and launcher of every Vulkan reduction (see vk_reduce.h for ReduceSpec).
+// Kernels, on the canonical view [outer, extent, inner]:
+//   rows     inner == 1 and rows of at least kRowsMinExtent: a workgroup per row (or per fixed
+//            chunk of a row); each thread folds a strided, coalesced slice, then a tree in shared
+//            memory (subgroup operations first where the device has them) merges the threads.
+//   cols     otherwise: a thread per output (or per fixed chunk of its extent) folds its column
+//            serially; neighbouring threads read neighbouring addresses along inner.
+//   combine  after a split: merges each output's partials in chunk order (a thread per output,
+//            or a workgroup per output when there are many partials).
+//   rewrite  after a split of an along-dim op (softmax): writes every element from its row's
+//            merged accumulator.
+// A row or column is split when one kernel would leave a large GPU idle (a sum of 16M elements
+// becomes 1024 workgroups and one combine). The split factor depends only on the shape, and
+// every merge happens in a fixed tree, so results never depend on timing.
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+#include <unordered_map>
+
+#include "devices/vulkan/vk_reduce.h"
+#include "ops/registry.h"
+
+namespace kiln::vk::reduce {
+
+namespace {
+
+constexpr std::uint32_t kGroup = 256;          // threads per workgroup (a power of two)
+constexpr std::uint32_t kRowsMinExtent = 64;   // shorter rows: a thread per output
+constexpr std::uint32_t kRowChunk = 4096;      // least elements per workgroup of a split row
+constexpr std::uint64_t kTargetGroups = 1024;  // workgroups that keep a large GPU busy
+constexpr std::uint64_t kTargetThreads = 1 << 16;
+constexpr std::uint32_t kColChunk = 64;  // least rows per thread of a split column
+constexpr std::uint32_t kMaxSplits = 1024;
+constexpr std::uint32_t kCombineGroupMin = 32;  // more partials per output: a workgroup each
+
+enum class Mode { rows, cols, combine_thread, combine_group, rewrite };
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::rows: return "rows";
+    case Mode::cols: return "cols";
+    case Mode::combine_thread: return "combine_thread";
+    case Mode::combine_group: return "combine_group";
+    case Mode::rewrite: return "rewrite";
+  }
+  return "?";
+}
+
+// Subgroup arithmetic in compute shaders (GL_KHR_shader_subgroup_arithmetic), per device.
+bool has_subgroup_arithmetic(const VulkanDevice& dev) {
+  static std::mutex mutex;
+  static std::unordered_map<VkPhysicalDevice, bool> known;
+  std::lock_guard lock(mutex);
+  const VkPhysicalDevice pd = dev.context().physical();
+  if (auto it = known.find(pd); it != known.end()) return it->second;
+  VkPhysicalDeviceSubgroupProperties sg{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p.pNext = &sg;
+  vkGetPhysicalDeviceProperties2(pd, &p);
+  const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  const bool ok = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & need) == need &&
+                  sg.subgroupSize >= 4 && kGroup % sg.subgroupSize == 0;
+  known.emplace(pd, ok);
+  return ok;
+}
+
+// Merges the workgroup's accumulators (threads in order); every thread gets the result.
+constexpr const char* kWorkgroupReduce = R"(
+shared ACC red[WG];
+ACC wg_reduce(ACC v) {
+  uint lid = gl_LocalInvocationID.x;
+#ifdef SUBGROUP_REDUCE
+  v = SUBGROUP_REDUCE(v);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
+  barrier();
+  uint parts = gl_NumSubgroups;
+  if (parts <= gl_SubgroupSize) {
+    if (gl_SubgroupID == 0u) {
+      ACC w = gl_SubgroupInvocationID < parts ? red[gl_SubgroupInvocationID] : acc_identity();
+      w = SUBGROUP_REDUCE(w);
+      if (subgroupElect()) red[0] = w;
+    }
+    barrier();
+    parts = 1u;
+  }
+#else
+  red[lid] = v;
+  barrier();
+  uint parts = WG;
+#endif
+  for (uint s = parts / 2u; s > 0u; s >>= 1) {
+    if (lid < s) red[lid] = acc_merge(red[lid], red[lid + s]);
+    barrier();
+  }
+  ACC r = red[0];
+  barrier();
+  return r;
+}
+)";
+
+constexpr const char* kMain = R"(
+layout(local_size_x = WG) in;
+void main() {
+  xs = XP(arg_u64(0));
+  ys = YP(arg_u64(1));
+  part = AccBuf(arg_u64(2));
+  uint outer = arg_u32(3), extent = arg_u32(4), inner = arg_u32(5), chunk = arg_u32(6), splits = arg_u32(7);
+  uint outputs = outer * inner;
+#if defined(MODE_ROWS)
+  uint lid = gl_LocalInvocationID.x;
+  for (uint g = gl_WorkGroupID.x; g < outer * splits; g += gl_NumWorkGroups.x) {
+    uint o = g / splits, s = g - o * splits;
+    uint r0 = s * chunk, r1 = min(extent, r0 + chunk), base = o * extent;
+    ACC acc = acc_identity();
+    for (uint r = r0 + lid; r < r1; r += WG) acc = acc_step(acc, load_x(base + r), r);
+    acc = wg_reduce(acc);
+    if (splits > 1u) {
+      if (lid == 0u) part.v[s * outputs + o] = acc;
+    } else {
+#ifdef REWRITE
+      for (uint r = lid; r < extent; r += WG) store_y(base + r, acc_rewrite(load_x(base + r), acc));
+#else
+      if (lid == 0u) store_y(o, acc_finish(acc));
+#endif
+    }
+  }
+#elif defined(MODE_COLS)
+  KILN_FOR_EACH(t, outputs * splits) {
+    uint s = t / outputs, k = t - s * outputs;
+    uint o = k / inner, i = k - o * inner;
+    uint r0 = s * chunk, r1 = min(extent, r0 + chunk), base = o * extent * inner + i;
+    ACC acc = acc_identity();
+    for (uint r = r0; r < r1; ++r) acc = acc_step(acc, load_x(base + r * inner), r);
+    if (splits > 1u) {
+      part.v[t] = acc;
+    } else {
+#ifdef REWRITE
+      for (uint r = 0u; r < extent; ++r) store_y(base + r * inner, acc_rewrite(load_x(base + r * inner), acc));
+#else
+      store_y(k, acc_finish(acc));
+#endif
+    }
+  }
+#elif defined(MODE_COMBINE_THREAD)
+  KILN_FOR_EACH(k, outputs) {
+    ACC acc = part.v[k];
+    for (uint s = 1u; s < splits; ++s) acc = acc_merge(acc, part.v[s * outputs + k]);
+#ifdef REWRITE
+    part.v[k] = acc;
+#else
+    store_y(k, acc_finish(acc));
+#endif
+  }
+#elif defined(MODE_COMBINE_GROUP)
+  uint lid = gl_LocalInvocationID.x;
+  for (uint k = gl_WorkGroupID.x; k < outputs; k += gl_NumWorkGroups.x) {
+    ACC acc = acc_identity();
+    for (uint s = lid; s < splits; s += WG) acc = acc_merge(acc, part.v[s * outputs + k]);
+    acc = wg_reduce(acc);
+    if (lid == 0u) {
+#ifdef REWRITE
+      part.v[k] = acc;
+#else
+      store_y(k, acc_finish(acc));
+#endif
+    }
+  }
+#elif defined(MODE_REWRITE)
+  uint slab = extent * inner;
+  for (uint o = gl_WorkGroupID.y; o < outer; o += gl_NumWorkGroups.y) {
+    KILN_FOR_EACH(t, slab) {
+      uint i = inner == 1u ? 0u : t % inner;
+      uint idx = o * slab + t;
+      store_y(idx, acc_rewrite(load_x(idx), part.v[o * inner + i]));
+    }
+  }
+#endif
+}
+)";
+
+std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, bool subgroups) {
+  std::string s = dev.prelude();
+  if (subgroups) {
+    // Extensions go with the others, before any declaration.
+    s.insert(s.find('\n') + 1,
+             "#extension GL_KHR_shader_subgroup_basic : require\n"
+             "#extension GL_KHR_shader_subgroup_arithmetic : require\n");
+  }
+  std::string mode_macro = mode_name(mode);
+  std::transform(mode_macro.begin(), mode_macro.end(), mode_macro.begin(),
+                 [](char c) { return static_cast<char>(std::toupper(c)); });
+  s += "#define WG " + std::to_string(kGroup) + "u\n";
+  s += std::string("#define XT ") + glsl_value_type(spec.in) + "\n#define YT " + glsl_value_type(spec.out) + "\n";
+  s += std::string("#define XP ") + glsl_pointer_type(spec.in) + "\n#define YP " + glsl_pointer_type(spec.out) + "\n";
+  s += "#define ACC " + spec.acc + "\n#define MODE_" + mode_macro + " 1\n";
+  if (spec.rewrite) s += "#define REWRITE 1\n";
+  if (subgroups) s += "#define SUBGROUP_REDUCE(v) " + spec.subgroup + "\n";
+  s += spec.acc_decl;
+  s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer AccBuf { ACC v[]; };\n";
+  s += "XP xs;\nYP ys;\nAccBuf part;\n";
+  s += "XT load_x(uint i) { return " + glsl_load(spec.in, "xs", "i") + "; }\n";
+  s += "void store_y(uint i, YT v) { " + glsl_store(spec.out, "ys", "i", "v") + " }\n";
+  s += "float kiln_p(uint j) { return arg_f32(8u + j); }\n";
+  s += spec.functions;
+  if (mode == Mode::rows || mode == Mode::combine_group) s += kWorkgroupReduce;
+  s += kMain;
+  return s;
+}
+
+void launch_mode(VulkanDevice& dev, const char* name, const ReduceSpec& spec, Mode mode, const LaunchArgs& args,
+                 Groups groups) {
+  const bool subgroups =
+      !spec.subgroup.empty() && (mode == Mode::rows || mode == Mode::combine_group) && has_subgroup_arithmetic(dev);
+  const std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" + dtype_name(spec.out) +
+                          (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) + (subgroups ? "/sg" : "");
+  dev.launch(
+      key, name, [&] { return source(dev, spec, mode, subgroups); }, args, groups);
+}
+
+std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
+std::uint32_t capped(std::uint64_t groups) {
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(groups, 1, 65535));
+}
+
+}  // namespace
+
+void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, const Buffer& x, const Buffer& y,
+                   const Geometry& g) {
+  const std::uint64_t outputs = g.outputs();
+  if (outputs == 0 || (spec.rewrite && g.extent == 0)) return;
+  const bool rows = g.inner == 1 && g.extent >= kRowsMinExtent;
+  std::uint32_t splits = 1;
+  if (rows && g.outer < kTargetGroups)
+    splits = std::min<std::uint64_t>({ceil_div(g.extent, kRowChunk), ceil_div(kTargetGroups, g.outer), kMaxSplits});
+  else if (!rows && outputs < kTargetThreads)
+    splits = std::min<std::uint64_t>({ceil_div(g.extent, kColChunk), ceil_div(kTargetThreads, outputs), kMaxSplits});
+  splits = std::max<std::uint32_t>(splits, 1);
+  const std::uint32_t chunk = std::max<std::uint32_t>(ceil_div(g.extent, splits), 1);
+  splits = std::max<std::uint32_t>(ceil_div(g.extent, chunk), 1);
+
+  BufferPtr partials;
+  if (splits > 1) partials = dev.memory().allocate(static_cast<std::size_t>(outputs * splits * spec.acc_bytes));
+  LaunchArgs a;
+  a.u64(address_or_null(x)).u64(address_or_null(y)).u64(partials ? VulkanDevice::address(*partials) : 0);
+  a.u32(g.outer).u32(g.extent).u32(g.inner).u32(chunk).u32(splits);
+  for (float p : spec.params) a.f32(p);
+
+  if (rows)
+    launch_mode(dev, name, spec, Mode::rows, a, {capped(outputs * splits), 1, 1});
+  else
+    launch_mode(dev, name, spec, Mode::cols, a, groups_for(outputs * splits, kGroup));
+  if (splits == 1) return;
+  if (splits > kCombineGroupMin)
+    launch_mode(dev, name, spec, Mode::combine_group, a, {capped(outputs), 1, 1});
+  else
+    launch_mode(dev, name, spec, Mode::combine_thread, a, groups_for(outputs, kGroup));
+  if (spec.rewrite) {
+    const std::uint64_t slab = std::uint64_t{g.extent} * g.inner;
+    launch_mode(dev, name, spec, Mode::rewrite, a, {groups_for(slab, kGroup)[0], capped(g.outer), 1});
+  }
+}
+
+std::string as_float(DType t, const std::string& e) {
+  switch (t) {
+    case DType::f32: return e;
+    case DType::i64: return "float(" + e + ")";
+    case DType::bool_: return "((" + e + ") ? 1.0 : 0.0)";
+    default: throw Error("vulkan", std::string("reductions do not support dtype ") + dtype_name(t));
+  }
+}
+
+std::string truth(DType t, const std::string& e) {
+  switch (t) {
+    case DType::f32: return "!((" + e + ") == 0.0)";  // NaN is true
+    case DType::i64: return "((" + e + ") != 0l)";
+    case DType::bool_: return e;
+    default: throw Error("vulkan", std::string("reductions do not support dtype ") + dtype_name(t));
+  }
+}
+
+}  // namespace kiln::vk::reduce
