@@ -6,6 +6,8 @@
 // The kernel for a shape: the cooperative-matrix one for f16 where the device has tensor cores
 // (and K, N are multiples of 8), else the tiled configuration that the autotuner picked for the
 // shape class (vk_autotune.h), or a heuristic one without autotuning.
+#include "devices/vulkan/vk_matmul.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,7 +17,6 @@
 
 #include "devices/vulkan/vk_autotune.h"
 #include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_matmul.h"
 #include "ops/log.h"
 #include "ops/registry.h"
 
@@ -136,9 +137,12 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   // (measured: 512^3 in 74 ms with 128x128x8 against 104 ms with 64x64 and 176 ms with 32x32).
   if (dev.context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU)
     pick = index(work >= 256 * 256 ? "t128x128x8_8x8" : work >= 64 * 64 ? "t64x64x16_8x8" : "t32x32x16_4x4");
-  else if (work >= 2048ull * 2048) pick = index("t128x128x8_8x8");
-  else if (work >= 512ull * 512) pick = index("t64x64x16_8x8");
-  else pick = index("t32x32x16_4x4");
+  else if (work >= 2048ull * 2048)
+    pick = index("t128x128x8_8x8");
+  else if (work >= 512ull * 512)
+    pick = index("t64x64x16_8x8");
+  else
+    pick = index("t32x32x16_4x4");
   if (pick >= 0) return pick;
   for (std::size_t i = configs.size(); i-- > 0;)
     if (fits(dev, configs[i])) return static_cast<int>(i);
@@ -151,8 +155,10 @@ class Launcher {
       : dev_(dev), g_(g), dtype_(op.inputs[0].dtype) {
     // An empty operand (K = 0) has no memory; the kernel never reads it then.
     for (int i = 0; i < 2; ++i) {
-      if (op.inputs[static_cast<std::size_t>(i)].numel() == 0) args_.address(0);
-      else args_.buffer(*args.inputs[static_cast<std::size_t>(i)]);
+      if (op.inputs[static_cast<std::size_t>(i)].numel() == 0)
+        args_.address(0);
+      else
+        args_.buffer(*args.inputs[static_cast<std::size_t>(i)]);
     }
     args_.buffer(*args.outputs[0]);
     args_.u64(g.m).u64(g.n).u64(g.k).u64(g.batches).u64(static_cast<std::uint64_t>(g.dims));

@@ -192,9 +192,9 @@ const std::vector<TileConfig>& tile_configs() {
   // Large tiles (8x8 per thread) for big products; smaller ones so that mid-sized products
   // still fill the GPU; 32x32 for small ones and software devices.
   static const std::vector<TileConfig> configs = {
-      {"t128x128x8_8x8", 128, 128, 8, 8, 8},  {"t128x128x16_8x8", 128, 128, 16, 8, 8},
-      {"t128x64x16_8x4", 128, 64, 16, 8, 4},  {"t64x128x16_4x8", 64, 128, 16, 4, 8},
-      {"t64x64x16_4x4", 64, 64, 16, 4, 4},    {"t64x64x16_8x8", 64, 64, 16, 8, 8},
+      {"t128x128x8_8x8", 128, 128, 8, 8, 8}, {"t128x128x16_8x8", 128, 128, 16, 8, 8},
+      {"t128x64x16_8x4", 128, 64, 16, 8, 4}, {"t64x128x16_4x8", 64, 128, 16, 4, 8},
+      {"t64x64x16_4x4", 64, 64, 16, 4, 4},   {"t64x64x16_8x8", 64, 64, 16, 8, 8},
       {"t32x32x16_4x4", 32, 32, 16, 4, 4},
   };
   return configs;

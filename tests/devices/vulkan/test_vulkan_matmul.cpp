@@ -35,8 +35,9 @@ std::function<Tensor(Device)> random_tensor(Shape s, unsigned seed) {
 }
 
 ::testing::AssertionResult matmul_same_as_cpu(const Shape& a, const Shape& b, Tol tol = kF32) {
-  return same_as_cpu({random_tensor(a, 1), random_tensor(b, 2)},
-                     [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, tol);
+  return same_as_cpu(
+      {random_tensor(a, 1), random_tensor(b, 2)}, [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+      tol);
 }
 
 struct ShapeCase {
@@ -99,10 +100,10 @@ TEST(VulkanMatmul, EveryTileConfigurationMatchesTheCpu) {
   for (std::size_t i = 0; i < configs.size(); ++i) {
     SCOPED_TRACE(configs[i].name);
     vk::force_tile_config(static_cast<int>(i));
-    EXPECT_TRUE(matmul_same_as_cpu({67, 45}, {45, 131}));         // scalar A and B
-    EXPECT_TRUE(matmul_same_as_cpu({130, 36}, {36, 68}));         // vec4 A and B, ragged tiles
+    EXPECT_TRUE(matmul_same_as_cpu({67, 45}, {45, 131}));           // scalar A and B
+    EXPECT_TRUE(matmul_same_as_cpu({130, 36}, {36, 68}));           // vec4 A and B, ragged tiles
     EXPECT_TRUE(matmul_same_as_cpu({2, 1, 9, 12}, {1, 3, 12, 8}));  // broadcast batches
-    EXPECT_TRUE(matmul_same_as_cpu({5, 0}, {0, 6}));              // K = 0 writes zeros
+    EXPECT_TRUE(matmul_same_as_cpu({5, 0}, {0, 6}));                // K = 0 writes zeros
   }
   vk::force_tile_config(-1);
 }
@@ -115,8 +116,10 @@ TEST(VulkanMatmul, AutotunedChoiceMatchesTheCpu) {
   ::setenv("KILN_AUTOTUNE", "1", 1);
   EXPECT_TRUE(matmul_same_as_cpu({70, 52}, {52, 40}));
   EXPECT_TRUE(matmul_same_as_cpu({70, 52}, {52, 40}));  // the remembered choice
-  if (old) ::setenv("KILN_AUTOTUNE", saved.c_str(), 1);
-  else ::unsetenv("KILN_AUTOTUNE");
+  if (old)
+    ::setenv("KILN_AUTOTUNE", saved.c_str(), 1);
+  else
+    ::unsetenv("KILN_AUTOTUNE");
 }
 
 // ---- f16 and bf16 ----
@@ -137,17 +140,39 @@ float round_f16(float x) {
   const float a = std::fabs(x);
   if (a >= 65520.0f) return std::copysign(INFINITY, x);
   int e;
-  std::frexp(a, &e);                     // a = f * 2^e, f in [0.5, 1)
+  std::frexp(a, &e);                          // a = f * 2^e, f in [0.5, 1)
   const int quantum = std::max(e - 11, -24);  // 11 significant bits; subnormals in units of 2^-24
   const float q = std::ldexp(std::nearbyint(std::ldexp(a, -quantum)), quantum);  // ties to even
   return std::copysign(q, x);
 }
 
 std::vector<float> special_values() {
-  std::vector<float> v{0.0f, -0.0f, 1.0f, -1.0f, 0.1f, 1.0f / 3, 65504.0f, 65519.0f, 65520.0f, -70000.0f,
-                       6.1e-5f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-9f, 1e-40f, INFINITY, -INFINITY, NAN,
-                       1.00048828125f /* f16 tie */, 1.00146484375f, 3.0e38f, 1.00390625f /* bf16 tie */,
-                       1.01171875f, 255.5f, -1e-3f};
+  std::vector<float> v{0.0f,
+                       -0.0f,
+                       1.0f,
+                       -1.0f,
+                       0.1f,
+                       1.0f / 3,
+                       65504.0f,
+                       65519.0f,
+                       65520.0f,
+                       -70000.0f,
+                       6.1e-5f,
+                       5.96e-8f,
+                       2.98e-8f,
+                       2.99e-8f,
+                       1e-9f,
+                       1e-40f,
+                       INFINITY,
+                       -INFINITY,
+                       NAN,
+                       1.00048828125f /* f16 tie */,
+                       1.00146484375f,
+                       3.0e38f,
+                       1.00390625f /* bf16 tie */,
+                       1.01171875f,
+                       255.5f,
+                       -1e-3f};
   for (int i = 0; i < 100; ++i) v.push_back(std::ldexp(1.0f + static_cast<float>(i) / 137.0f, i % 40 - 20));
   return v;
 }
@@ -167,7 +192,8 @@ TEST(VulkanMatmul, CastsToHalfTypesRoundLikeTorch) {
     const std::vector<std::int64_t> ints{0, 1, -7, 2049, 65504, 1 << 20};
     Tensor hi = cast(from_vector(ints, Shape{6}, vk0()), t);
     std::vector<double> want_i;
-    for (auto i : ints) want_i.push_back(t == DType::f16 ? round_f16(static_cast<float>(i)) : round_bf16(static_cast<float>(i)));
+    for (auto i : ints)
+      want_i.push_back(t == DType::f16 ? round_f16(static_cast<float>(i)) : round_bf16(static_cast<float>(i)));
     EXPECT_TRUE(close(values(cast(hi, DType::f32)), want_i, Tol{}));
     EXPECT_EQ(cast(cast(from_vector(std::vector<float>{0.0f, 2.5f, -0.5f}, Shape{3}, vk0()), t), DType::bool_)
                   .to_vector<bool>()
@@ -266,7 +292,8 @@ TEST(VulkanMatmul, AutotuneCacheRoundTrip) {
     std::ofstream out(file, std::ios::app);
     out << "garbage\n \n";
   }
-  EXPECT_EQ(vk::AutotuneCache(file, "GPU X driver 7").lookup("f32 vavb m1024 n1024 k1024 z1").value(), "t128x128x8_8x8");
+  EXPECT_EQ(vk::AutotuneCache(file, "GPU X driver 7").lookup("f32 vavb m1024 n1024 k1024 z1").value(),
+            "t128x128x8_8x8");
   EXPECT_FALSE(vk::AutotuneCache("", "memory only").lookup("x").has_value());
   fs::remove_all(dir);
   EXPECT_EQ(vk::size_bucket(1), 1u);
