@@ -57,6 +57,8 @@ const ShapeCase kCases[] = {
     {"shared_right_folded", {4, 3, 19, 28}, {28, 36}},
     {"shared_left", {19, 28}, {5, 28, 36}},
     {"broadcast_batch", {2, 1, 9, 12}, {1, 3, 12, 8}},
+    {"batch_dims_merged", {2, 3, 5, 4}, {2, 3, 4, 6}},
+    {"broadcast_inner_batch", {2, 3, 5, 4}, {2, 1, 4, 6}},
     {"batched_vector", {5, 7, 16}, {16}},
     {"vector_batched", {16}, {5, 16, 7}},
     {"empty_k", {6, 0}, {0, 5}},
