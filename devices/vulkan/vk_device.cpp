@@ -56,9 +56,8 @@ void VulkanDevice::read(const Buffer& src, void* dst, std::size_t bytes) {
     VkBufferCopy region{src.block().offset, staging.offset, bytes};
     vkCmdCopyBuffer(cb, DeviceAllocator::buffer_of(src.block()), staging.buffer, 1, &region);
     commands_->done_command();
-    commands_->finish();
+    commands_->finish([&] { std::memcpy(dst, staging.ptr, bytes); });
     check_error_flag();
-    std::memcpy(dst, staging.ptr, bytes);
     return;
   }
   synchronize();
