@@ -23,6 +23,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
   pool_ = std::make_unique<MemoryPool>(std::move(allocator));
   register_creation_kernels(kernels_);
   register_elementwise_kernels(kernels_);
+  register_layout_kernels(kernels_);
+  register_index_kernels(kernels_);
   prelude_ = kernel_prelude(*this);
 }
 

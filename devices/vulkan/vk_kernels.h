@@ -112,5 +112,7 @@ class KernelTable {
 void register_creation_kernels(KernelTable& t);
 // Elementwise ops run as one-node fused expressions (see vk_elementwise.cpp).
 void register_elementwise_kernels(KernelTable& t);
+void register_layout_kernels(KernelTable& t);  // vk_layout.cpp
+void register_index_kernels(KernelTable& t);   // vk_index.cpp
 
 }  // namespace kiln::vk
