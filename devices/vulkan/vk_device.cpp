@@ -51,18 +51,21 @@ void VulkanDevice::write(Buffer& dst, const void* src, std::size_t bytes) {
 }
 
 void VulkanDevice::read(const Buffer& src, void* dst, std::size_t bytes) {
-  if (bytes) {
-    const HostSlice staging = commands_->host_alloc(bytes);
+  // In pieces of one staging block: finish() hands blocks much larger than that back to the
+  // driver, which would unmap the staging memory before the copy out of it.
+  for (std::size_t done = 0; done < bytes;) {
+    const std::size_t n = std::min<std::size_t>(bytes - done, CommandStream::kHostBlockBytes);
+    const HostSlice staging = commands_->host_alloc(n);
     VkCommandBuffer cb = commands_->begin_command();
-    VkBufferCopy region{src.block().offset, staging.offset, bytes};
+    VkBufferCopy region{src.block().offset + done, staging.offset, n};
     vkCmdCopyBuffer(cb, DeviceAllocator::buffer_of(src.block()), staging.buffer, 1, &region);
     commands_->done_command();
     commands_->finish();
     check_error_flag();
-    std::memcpy(dst, staging.ptr, bytes);
-    return;
+    std::memcpy(static_cast<std::byte*>(dst) + done, staging.ptr, n);
+    done += n;
   }
-  synchronize();
+  if (!bytes) synchronize();
 }
 
 void VulkanDevice::copy(const Buffer& src, const Buffer& dst, std::size_t bytes) {
