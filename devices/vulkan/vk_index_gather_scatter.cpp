@@ -31,12 +31,14 @@ void gather_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
     a.u32(div.d).u32(div.magic).u32(div.shifts).u32(d == dim ? 0 : static_cast<std::uint32_t>(x.stride[d]));
   }
   const std::string key = "index/gather/e" + to_s(static_cast<std::int64_t>(elem)) + "/r" + to_s(index.rank);
-  dev.launch(key, "gather", [&] {
-    const std::string ptr = raw_pointer_type(elem);
-    std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
-    s += "#define R " + to_s(index.rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
-    s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
-    s += R"(  I64s idx = I64s(arg_u64(1));
+  dev.launch(
+      key, "gather",
+      [&] {
+        const std::string ptr = raw_pointer_type(elem);
+        std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
+        s += "#define R " + to_s(index.rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
+        s += R"(  I64s idx = I64s(arg_u64(1));
   uint64_t flag = arg_u64(3);
   uint n = arg_u32(4), x_size = arg_u32(5), x_step = arg_u32(6);
   uint sz[R], mg[R], sh[R], xs[R];
@@ -55,9 +57,10 @@ void gather_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
     int64_t v = idx.v[i];
     if (!kiln_in_range(v, x_size)) { kiln_index_error(flag); continue; }
 )";
-    s += "    " + raw_store(elem, "out0", "i", raw_load(elem, "x", "xo + uint(v) * x_step")) + "\n  }\n}\n";
-    return s;
-  }, a, groups_for(static_cast<std::uint64_t>(n)));
+        s += "    " + raw_store(elem, "out0", "i", raw_load(elem, "x", "xo + uint(v) * x_step")) + "\n  }\n}\n";
+        return s;
+      },
+      a, groups_for(static_cast<std::uint64_t>(n)));
   flag.check_index(op, *args.inputs[1], op.inputs[1].numel(), dim, x.size[dim]);
 }
 
@@ -123,12 +126,14 @@ void scatter_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, bo
   key += add ? std::string(dtype_name(t)) : to_s(static_cast<std::int64_t>(dtype_size(t)));
   key += "/r";
   key += to_s(rank);
-  dev.launch(key, op_name(op.kind), [&] {
-    const std::string ptr = add ? glsl_pointer_type(t) : raw_pointer_type(dtype_size(t));
-    std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
-    s += "#define R " + to_s(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
-    s += "  " + ptr + " out0 = " + ptr + "(arg_u64(0));\n  " + ptr + " src = " + ptr + "(arg_u64(2));\n";
-    s += R"(  I64s idx = I64s(arg_u64(1));
+  dev.launch(
+      key, op_name(op.kind),
+      [&] {
+        const std::string ptr = add ? glsl_pointer_type(t) : raw_pointer_type(dtype_size(t));
+        std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
+        s += "#define R " + to_s(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "  " + ptr + " out0 = " + ptr + "(arg_u64(0));\n  " + ptr + " src = " + ptr + "(arg_u64(2));\n";
+        s += R"(  I64s idx = I64s(arg_u64(1));
   uint64_t flag = arg_u64(3);
   uint columns = arg_u32(4), J = arg_u32(5), x_size = arg_u32(6), x_step = arg_u32(7);
   uint i_step = arg_u32(8), s_step = arg_u32(9);
@@ -152,9 +157,10 @@ void scatter_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, bo
       if (!kiln_in_range(v, x_size)) { kiln_index_error(flag); continue; }
       uint at = xo + uint(v) * x_step;
 )";
-    s += "      " + put(t, add) + "\n    }\n  }\n}\n";
-    return s;
-  }, a, groups_for(static_cast<std::uint64_t>(columns)));
+        s += "      " + put(t, add) + "\n    }\n  }\n}\n";
+        return s;
+      },
+      a, groups_for(static_cast<std::uint64_t>(columns)));
   flag.check_index(op, *index_buf, n_index, dim, x.size[dim]);
 }
 
@@ -162,9 +168,7 @@ void scatter_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, bo
 
 void gather_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) { gather_typed(dev, op, args); }
 
-void scatter_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  scatter_typed(dev, op, args, false);
-}
+void scatter_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) { scatter_typed(dev, op, args, false); }
 
 void scatter_add_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   scatter_typed(dev, op, args, true);

@@ -33,12 +33,14 @@ void index_select_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& ar
   a.u32(static_cast<std::uint32_t>(total)).u32(static_cast<std::uint32_t>(size));
   push_div(a, inner);
   push_div(a, n);
-  dev.launch("index/index_select/e" + to_s(static_cast<std::int64_t>(elem)), "index_select", [&] {
-    const std::string ptr = raw_pointer_type(elem);
-    std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
-    s += "layout(local_size_x = 256) in;\nvoid main() {\n";
-    s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
-    s += R"(  I64s idx = I64s(arg_u64(1));
+  dev.launch(
+      "index/index_select/e" + to_s(static_cast<std::int64_t>(elem)), "index_select",
+      [&] {
+        const std::string ptr = raw_pointer_type(elem);
+        std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
+        s += "layout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
+        s += R"(  I64s idx = I64s(arg_u64(1));
   uint64_t flag = arg_u64(3);
   uint total = arg_u32(4), size = arg_u32(5);
   uint inner = arg_u32(6), img = arg_u32(7), ish = arg_u32(8);
@@ -50,9 +52,11 @@ void index_select_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& ar
     int64_t v = idx.v[r - o * n];
     if (!kiln_in_range(v, size)) { kiln_index_error(flag); continue; }
 )";
-    s += "    " + raw_store(elem, "out0", "i", raw_load(elem, "x", "(o * size + uint(v)) * inner + e")) + "\n  }\n}\n";
-    return s;
-  }, a, groups_for(static_cast<std::uint64_t>(total)));
+        s += "    " + raw_store(elem, "out0", "i", raw_load(elem, "x", "(o * size + uint(v)) * inner + e")) +
+             "\n  }\n}\n";
+        return s;
+      },
+      a, groups_for(static_cast<std::uint64_t>(total)));
   flag.check_index(op, *args.inputs[1], n, dim, size);
 }
 
@@ -88,13 +92,15 @@ void masked_fill_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& arg
   a.buffer(*args.inputs[0]).buffer(*args.inputs[1]).buffer(*args.outputs[0]).u32(static_cast<std::uint32_t>(numel));
   a.u64(raw_word(op.attrs.scalar, op.outputs[0].dtype));
   for (int d = 0; d < rank; ++d) push_div(a, size[d]).u32(static_cast<std::uint32_t>(mstride[d]));
-  dev.launch("index/masked_fill/e" + to_s(static_cast<std::int64_t>(elem)) + "/r" + to_s(rank), "masked_fill", [&] {
-    const std::string ptr = raw_pointer_type(elem), val = raw_value_type(elem);
-    std::string s = dev.prelude() + glsl_fast_div();
-    s += "#define R " + to_s(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
-    s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
-    s += "  " + val + " fill = " + (elem == 8 ? "arg_i64(4)" : "arg_u32(4)") + ";\n";
-    s += R"(  U8s mask = U8s(arg_u64(1));
+  dev.launch(
+      "index/masked_fill/e" + to_s(static_cast<std::int64_t>(elem)) + "/r" + to_s(rank), "masked_fill",
+      [&] {
+        const std::string ptr = raw_pointer_type(elem), val = raw_value_type(elem);
+        std::string s = dev.prelude() + glsl_fast_div();
+        s += "#define R " + to_s(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
+        s += "  " + val + " fill = " + (elem == 8 ? "arg_i64(4)" : "arg_u32(4)") + ";\n";
+        s += R"(  U8s mask = U8s(arg_u64(1));
   uint numel = arg_u32(3);
   uint sz[R], mg[R], sh[R], ms[R];
   for (int k = 0; k < R; ++k) {
@@ -110,10 +116,11 @@ void masked_fill_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& arg
     }
     mo += rest * ms[R - 1];
 )";
-    s += "    " + raw_store(elem, "out0", "i", "uint(mask.v[mo]) != 0u ? fill : " + raw_load(elem, "x", "i")) +
-         "\n  }\n}\n";
-    return s;
-  }, a, groups_for(static_cast<std::uint64_t>(numel)));
+        s += "    " + raw_store(elem, "out0", "i", "uint(mask.v[mo]) != 0u ? fill : " + raw_load(elem, "x", "i")) +
+             "\n  }\n}\n";
+        return s;
+      },
+      a, groups_for(static_cast<std::uint64_t>(numel)));
 }
 
 void one_hot_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
@@ -124,9 +131,11 @@ void one_hot_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   LaunchArgs a;
   a.buffer(*args.inputs[0]).buffer(*args.outputs[0]).address(flag.address()).u32(static_cast<std::uint32_t>(total));
   push_div(a, classes);
-  dev.launch("index/one_hot", "one_hot", [&] {
-    std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
-    s += R"(layout(local_size_x = 256) in;
+  dev.launch(
+      "index/one_hot", "one_hot",
+      [&] {
+        std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
+        s += R"(layout(local_size_x = 256) in;
 void main() {
   I64s idx = I64s(arg_u64(0));
   I64s out0 = I64s(arg_u64(1));
@@ -141,8 +150,9 @@ void main() {
   }
 }
 )";
-    return s;
-  }, a, groups_for(static_cast<std::uint64_t>(total)));
+        return s;
+      },
+      a, groups_for(static_cast<std::uint64_t>(total)));
   flag.check_classes(op, *args.inputs[0], n, classes);
 }
 

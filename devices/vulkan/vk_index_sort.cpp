@@ -77,18 +77,19 @@ void sort_shared(VulkanDevice& dev, const SortPlan& p, const KernelArgs& args, s
   a.u32(p.size).u32(by_inner.d).u32(by_inner.magic).u32(by_inner.shifts).u32(p.slices).u32(p.kept).u32(batches);
   const std::string key = std::string("index/sort_shared/") + dtype_name(p.dtype) + (p.descending ? "/desc" : "/asc") +
                           "/p" + to_s(P) + "/e" + to_s(E);
-  dev.launch(key, op_name(p.op->kind), [&] {
-    const std::string ptr = raw_pointer_type(p.elem), val = raw_value_type(p.elem);
-    std::string s = common_source(dev, p.dtype, p.descending);
-    s += "#define P " + to_s(P) + "u\n#define E " + to_s(E) + "u\n#define LOG2P " + to_s(std::countr_zero(P)) +
-         "u\n#define PER " + to_s(E / kThreads) + "\n";
-    s += R"(layout(local_size_x = 256) in;
+  dev.launch(key, op_name(p.op->kind),
+             [&] {
+               const std::string ptr = raw_pointer_type(p.elem), val = raw_value_type(p.elem);
+               std::string s = common_source(dev, p.dtype, p.descending);
+               s += "#define P " + to_s(P) + "u\n#define E " + to_s(E) + "u\n#define LOG2P " +
+                    to_s(std::countr_zero(P)) + "u\n#define PER " + to_s(E / kThreads) + "\n";
+               s += R"(layout(local_size_x = 256) in;
 shared uint64_t sk[E];
 shared uint sp[E];
 void main() {
 )";
-    s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " values = " + ptr + "(arg_u64(1));\n";
-    s += R"(  I64s indices = I64s(arg_u64(2));
+               s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " values = " + ptr + "(arg_u64(1));\n";
+               s += R"(  I64s indices = I64s(arg_u64(2));
   uint size = arg_u32(3), inner = arg_u32(4), img = arg_u32(5), ish = arg_u32(6);
   uint slices = arg_u32(7), kept = arg_u32(8), batches = arg_u32(9);
   uint lid = gl_LocalInvocationID.x;
@@ -99,8 +100,9 @@ void main() {
       uint pos = 0xffffffffu;
       if (s < slices && q < size) {
 )";
-    s += "        k = kiln_sort_key(" + raw_load(p.elem, "x", "kiln_slice_at(s, q, size, inner, img, ish)") + ");\n";
-    s += R"(        pos = q;
+               s += "        k = kiln_sort_key(" + raw_load(p.elem, "x", "kiln_slice_at(s, q, size, inner, img, ish)") +
+                    ");\n";
+               s += R"(        pos = q;
       }
       sk[e] = k;
       sp[e] = pos;
@@ -122,14 +124,14 @@ void main() {
     }
     // All reads of the batch's slices, then all writes (the output may be the input).
 )";
-    s += "    " + val + " v[PER];\n";
-    s += R"(    for (uint c = 0u; c < uint(PER); ++c) {
+               s += "    " + val + " v[PER];\n";
+               s += R"(    for (uint c = 0u; c < uint(PER); ++c) {
       uint e = lid + c * 256u;
       uint s = b * (E / P) + (e >> LOG2P), q = e & (P - 1u);
       if (s < slices && q < kept)
 )";
-    s += "        v[c] = " + raw_load(p.elem, "x", "kiln_slice_at(s, sp[e], size, inner, img, ish)") + ";\n";
-    s += R"(    }
+               s += "        v[c] = " + raw_load(p.elem, "x", "kiln_slice_at(s, sp[e], size, inner, img, ish)") + ";\n";
+               s += R"(    }
     barrier();
     for (uint c = 0u; c < uint(PER); ++c) {
       uint e = lid + c * 256u;
@@ -138,16 +140,17 @@ void main() {
         uint o = kiln_div(s, img, ish);
         uint at = o * kept * inner + (s - o * inner) + q * inner;
 )";
-    s += "        " + raw_store(p.elem, "values", "at", "v[c]") + "\n";
-    s += R"(        indices.v[at] = int64_t(sp[e]);
+               s += "        " + raw_store(p.elem, "values", "at", "v[c]") + "\n";
+               s += R"(        indices.v[at] = int64_t(sp[e]);
       }
     }
     barrier();
   }
 }
 )";
-    return s;
-  }, a, {std::min<std::uint32_t>(batches, 65535), 1, 1});
+               return s;
+             },
+             a, {std::min<std::uint32_t>(batches, 65535), 1, 1});
 }
 
 // The same network over global scratch: one dispatch to load, one per (kk, j) step, one to write.
@@ -170,7 +173,8 @@ void sort_global(VulkanDevice& dev, const SortPlan& p, const KernelArgs& args, s
   const std::string ptr = raw_pointer_type(p.elem);
   const std::string header = R"(layout(local_size_x = 256) in;
 void main() {
-)" + std::string("  ") + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " values = " + ptr + R"((arg_u64(1));
+)" + std::string("  ") + ptr +
+                             " x = " + ptr + "(arg_u64(0));\n  " + ptr + " values = " + ptr + R"((arg_u64(1));
   I64s indices = I64s(arg_u64(2));
   I64s keys = I64s(arg_u64(3));
   U32s positions = U32s(arg_u64(4));
@@ -184,22 +188,25 @@ void main() {
     a.buffer(*x).buffer(*args.outputs[0]).buffer(*args.outputs[1]).buffer(*keys).buffer(*positions);
     a.u32(p.size).u32(by_inner.d).u32(by_inner.magic).u32(by_inner.shifts).u32(p.slices).u32(p.kept);
     a.u32(static_cast<std::uint32_t>(std::countr_zero(P))).u32(kk).u32(j);
-    dev.launch("index/sort_global/" + step + "/" + base, name, [&] {
-      return common_source(dev, p.dtype, p.descending) + header + body + "}\n";
-    }, a, groups_for(threads));
+    dev.launch(
+        "index/sort_global/" + step + "/" + base, name,
+        [&] { return common_source(dev, p.dtype, p.descending) + header + body + "}\n"; }, a, groups_for(threads));
   };
-  launch("load", R"(  KILN_FOR_EACH(e, slices * P) {
+  launch("load",
+         R"(  KILN_FOR_EACH(e, slices * P) {
     uint s = e >> log2p, q = e & (P - 1u);
     uint64_t k = 0xfffffffffffffffful;
     uint pos = 0xffffffffu;
     if (q < size) {
-      k = kiln_sort_key()" + raw_load(p.elem, "x", "kiln_slice_at(s, q, size, inner, img, ish)") + R"();
+      k = kiln_sort_key()" +
+             raw_load(p.elem, "x", "kiln_slice_at(s, q, size, inner, img, ish)") + R"();
       pos = q;
     }
     keys.v[e] = int64_t(k);
     positions.v[e] = pos;
   }
-)", total, 0, 0);
+)",
+         total, 0, 0);
   for (std::uint32_t kk = 2; kk <= P; kk <<= 1)
     for (std::uint32_t j = kk >> 1; j > 0; j >>= 1)
       launch("step", R"(  KILN_FOR_EACH(t, slices * (P >> 1)) {
@@ -213,16 +220,21 @@ void main() {
       positions.v[i] = pl; positions.v[l] = pi;
     }
   }
-)", total / 2, kk, j);
-  launch("write", R"(  KILN_FOR_EACH(e, slices * kept) {
+)",
+             total / 2, kk, j);
+  launch("write",
+         R"(  KILN_FOR_EACH(e, slices * kept) {
     uint s = e / kept, q = e - s * kept;
     uint pos = positions.v[s * P + q];
     uint o = kiln_div(s, img, ish);
     uint at = o * kept * inner + (s - o * inner) + q * inner;
-)" + std::string("    ") + raw_store(p.elem, "values", "at", raw_load(p.elem, "x", "kiln_slice_at(s, pos, size, inner, img, ish)")) + R"(
+)" + std::string("    ") +
+             raw_store(p.elem, "values", "at", raw_load(p.elem, "x", "kiln_slice_at(s, pos, size, inner, img, ish)")) +
+             R"(
     indices.v[at] = int64_t(pos);
   }
-)", std::uint64_t{p.slices} * p.kept, 0, 0);
+)",
+         std::uint64_t{p.slices} * p.kept, 0, 0);
 }
 
 void sort_slices(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, std::int64_t kept, bool descending) {
@@ -232,8 +244,14 @@ void sort_slices(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, std:
   const std::int64_t slices = size == 0 ? 0 : op.inputs[0].numel() / size;
   if (slices == 0 || kept == 0) return;
   check_32bit_elements(op_name(op.kind), op.inputs[0].numel());
-  SortPlan p{&op, op.inputs[0].dtype, dtype_size(op.inputs[0].dtype), descending, static_cast<std::uint32_t>(size),
-             static_cast<std::uint32_t>(inner), static_cast<std::uint32_t>(slices), static_cast<std::uint32_t>(kept)};
+  SortPlan p{&op,
+             op.inputs[0].dtype,
+             dtype_size(op.inputs[0].dtype),
+             descending,
+             static_cast<std::uint32_t>(size),
+             static_cast<std::uint32_t>(inner),
+             static_cast<std::uint32_t>(slices),
+             static_cast<std::uint32_t>(kept)};
   const std::uint32_t P = std::bit_ceil(static_cast<std::uint32_t>(size));
   // Shared memory holds 12 bytes per element (key and position).
   const std::uint32_t limit = dev.context().limits().maxComputeSharedMemorySize;

@@ -158,11 +158,13 @@ void triangle_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
   args.u32(by_cols.d).u32(by_cols.magic).u32(by_cols.shifts).u32(by_rows.d).u32(by_rows.magic).u32(by_rows.shifts);
   args.u64(static_cast<std::uint32_t>(k));
   const std::string key = std::string("layout/") + (kLower ? "tril" : "triu") + "/e" + std::to_string(elem);
-  dev.launch(key, op_name(op.kind), [&] {
-    const std::string ptr = raw_pointer_type(elem), val = raw_value_type(elem);
-    std::string s = dev.prelude() + glsl_fast_div() + "layout(local_size_x = 256) in;\nvoid main() {\n";
-    s += "  " + ptr + " src = " + ptr + "(arg_u64(0));\n  " + ptr + " dst = " + ptr + "(arg_u64(1));\n";
-    s += R"(  uint n = arg_u32(2);
+  dev.launch(
+      key, op_name(op.kind),
+      [&] {
+        const std::string ptr = raw_pointer_type(elem), val = raw_value_type(elem);
+        std::string s = dev.prelude() + glsl_fast_div() + "layout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "  " + ptr + " src = " + ptr + "(arg_u64(0));\n  " + ptr + " dst = " + ptr + "(arg_u64(1));\n";
+        s += R"(  uint n = arg_u32(2);
   uint cols = arg_u32(3), cmg = arg_u32(4), csh = arg_u32(5), rows = arg_u32(6), rmg = arg_u32(7), rsh = arg_u32(8);
   int k = int(arg_u32(9));
   KILN_FOR_EACH(e, n) {
@@ -170,10 +172,12 @@ void triangle_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
     int j = int(e - r * cols);
     int i = int(r - kiln_div(r, rmg, rsh) * rows);
 )";
-    s += std::string("    bool keep = ") + (kLower ? "j - i <= k" : "j - i >= k") + ";\n";
-    s += "    " + raw_store(elem, "dst", "e", "keep ? " + raw_load(elem, "src", "e") + " : " + val + "(0)") + "\n  }\n}\n";
-    return s;
-  }, args, groups_for(static_cast<std::uint64_t>(n)));
+        s += std::string("    bool keep = ") + (kLower ? "j - i <= k" : "j - i >= k") + ";\n";
+        s += "    " + raw_store(elem, "dst", "e", "keep ? " + raw_load(elem, "src", "e") + " : " + val + "(0)") +
+             "\n  }\n}\n";
+        return s;
+      },
+      args, groups_for(static_cast<std::uint64_t>(n)));
 }
 
 }  // namespace

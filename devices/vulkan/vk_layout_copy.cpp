@@ -215,8 +215,9 @@ void run_strided_copy(VulkanDevice& dev, const char* op, StridedCopy copy) {
   }
   const std::string key = "layout/copy/e" + std::to_string(c.elem_bytes) + "/r" + std::to_string(c.rank) +
                           (dst_contiguous ? "/c" : "/s") + (bounded ? "/b" : "/f");
-  dev.launch(key, "strided_copy", [&] { return copy_source(dev, c.rank, c.elem_bytes, dst_contiguous, bounded); }, a,
-             groups_for(static_cast<std::uint64_t>(numel)));
+  dev.launch(
+      key, "strided_copy", [&] { return copy_source(dev, c.rank, c.elem_bytes, dst_contiguous, bounded); }, a,
+      groups_for(static_cast<std::uint64_t>(numel)));
 }
 
 }  // namespace kiln::vk

@@ -104,16 +104,14 @@ TEST(VulkanIndex, ScatterAndScatterAddWithDuplicates) {
 TEST(VulkanIndex, ScatterIntoItsOwnIndexOrSrcBuffer) {
   KILN_REQUIRE_VULKAN();
   // x, index and src of one shape and dtype: the output may take the index's or src's buffer.
-  const Make x = ints(Shape{64, 48}, 6, 0, 48), idx = ints(Shape{64, 48}, 7, 0, 48), src = ints(Shape{64, 48}, 8, 0, 48);
-  EXPECT_TRUE(handed_over_same_as_cpu({x, idx, src}, [](std::vector<Tensor> v) {
-    return scatter_add(v[0], 1, std::move(v[1]), v[2]);
-  }));
-  EXPECT_TRUE(handed_over_same_as_cpu({x, idx, src}, [](std::vector<Tensor> v) {
-    return scatter(v[0], 0, v[1], std::move(v[2]));
-  }));
-  EXPECT_TRUE(handed_over_same_as_cpu({x, idx, src}, [](std::vector<Tensor> v) {
-    return scatter_add(std::move(v[0]), 1, v[1], v[2]);
-  }));
+  const Make x = ints(Shape{64, 48}, 6, 0, 48), idx = ints(Shape{64, 48}, 7, 0, 48),
+             src = ints(Shape{64, 48}, 8, 0, 48);
+  EXPECT_TRUE(handed_over_same_as_cpu(
+      {x, idx, src}, [](std::vector<Tensor> v) { return scatter_add(v[0], 1, std::move(v[1]), v[2]); }));
+  EXPECT_TRUE(handed_over_same_as_cpu({x, idx, src},
+                                      [](std::vector<Tensor> v) { return scatter(v[0], 0, v[1], std::move(v[2])); }));
+  EXPECT_TRUE(handed_over_same_as_cpu(
+      {x, idx, src}, [](std::vector<Tensor> v) { return scatter_add(std::move(v[0]), 1, v[1], v[2]); }));
 }
 
 TEST(VulkanIndex, IndexSelectMaskedFillOneHot) {
@@ -122,16 +120,19 @@ TEST(VulkanIndex, IndexSelectMaskedFillOneHot) {
     const Make x = of_dtype(t, Shape{30, 40, 50}, 9);
     for (int dim = 0; dim < 3; ++dim) {
       const Make idx = ints(Shape{77}, 10 + dim, 0, Shape{30, 40, 50}[dim]);
-      EXPECT_TRUE(same_as_cpu({x, idx}, [dim](const std::vector<Tensor>& v) { return index_select(v[0], dim, v[1]); }, {}))
+      EXPECT_TRUE(
+          same_as_cpu({x, idx}, [dim](const std::vector<Tensor>& v) { return index_select(v[0], dim, v[1]); }, {}))
           << dtype_name(t) << " dim " << dim;
     }
     for (const Shape& ms : {Shape{30, 40, 50}, Shape{40, 1}, Shape{30, 1, 50}, Shape{50}, Shape{}}) {
       const Make mask = bools(ms, 13);
-      EXPECT_TRUE(handed_over_same_as_cpu({x, mask}, [](std::vector<Tensor> v) { return masked_fill(std::move(v[0]), v[1], 1.0); }))
+      EXPECT_TRUE(handed_over_same_as_cpu(
+          {x, mask}, [](std::vector<Tensor> v) { return masked_fill(std::move(v[0]), v[1], 1.0); }))
           << dtype_name(t) << " mask " << ms.str();
     }
   }
-  EXPECT_TRUE(same_as_cpu({ints(Shape{300, 7}, 14, 0, 129)}, [](const std::vector<Tensor>& v) { return one_hot(v[0], 129); }, {}));
+  EXPECT_TRUE(same_as_cpu({ints(Shape{300, 7}, 14, 0, 129)},
+                          [](const std::vector<Tensor>& v) { return one_hot(v[0], 129); }, {}));
 }
 
 // Rows of every length class: trivial, short (many per workgroup), the shared-memory maximum,
@@ -143,14 +144,20 @@ TEST(VulkanIndex, SortIsStableWithNaNLargest) {
       for (int distinct : {0, 5}) {
         const Make x = floats(Shape{len > 2048 ? 3 : 9, len}, 15 + static_cast<unsigned>(len), distinct);
         for (int part = 0; part < 2; ++part) {
-          EXPECT_TRUE(same_as_cpu({x}, [&](const std::vector<Tensor>& v) {
-            auto r = sort(v[0], 1, descending);
-            return part ? r.second : r.first;
-          }, {})) << "len " << len << " descending " << descending << " distinct " << distinct << " part " << part;
-          EXPECT_TRUE(same_as_cpu({x}, [&](const std::vector<Tensor>& v) {
-            auto r = sort(transpose(v[0], 0, 1), 0, descending);
-            return part ? r.second : r.first;
-          }, {})) << "dim 0, len " << len << " descending " << descending;
+          EXPECT_TRUE(same_as_cpu({x},
+                                  [&](const std::vector<Tensor>& v) {
+                                    auto r = sort(v[0], 1, descending);
+                                    return part ? r.second : r.first;
+                                  },
+                                  {}))
+              << "len " << len << " descending " << descending << " distinct " << distinct << " part " << part;
+          EXPECT_TRUE(same_as_cpu({x},
+                                  [&](const std::vector<Tensor>& v) {
+                                    auto r = sort(transpose(v[0], 0, 1), 0, descending);
+                                    return part ? r.second : r.first;
+                                  },
+                                  {}))
+              << "dim 0, len " << len << " descending " << descending;
         }
       }
     }
@@ -161,7 +168,9 @@ TEST(VulkanIndex, SortEveryDtypeAndTopk) {
   KILN_REQUIRE_VULKAN();
   const std::vector<std::pair<Make, const char*>> inputs{
       {ints(Shape{11, 600}, 20, -5, 5), "i64 ties"},
-      {ints(Shape{11, 600}, 21, std::numeric_limits<std::int64_t>::min() / 2, std::numeric_limits<std::int64_t>::max() / 2), "i64"},
+      {ints(Shape{11, 600}, 21, std::numeric_limits<std::int64_t>::min() / 2,
+            std::numeric_limits<std::int64_t>::max() / 2),
+       "i64"},
       {ints(Shape{2, 3000}, 22, -100, 100), "i64 long"},
       {floats(Shape{11, 600}, 23), "f32"},
       {floats(Shape{2, 3000}, 24, 9), "f32 long"}};
@@ -169,20 +178,25 @@ TEST(VulkanIndex, SortEveryDtypeAndTopk) {
     for (bool largest : {false, true}) {
       for (std::int64_t k : {0, 1, 17, 600}) {
         for (int part = 0; part < 2; ++part)
-          EXPECT_TRUE(same_as_cpu({x}, [&](const std::vector<Tensor>& v) {
-            auto r = topk(v[0], k, 1, largest);
-            return part ? r.second : r.first;
-          }, {})) << what << " k " << k << " largest " << largest;
+          EXPECT_TRUE(same_as_cpu({x},
+                                  [&](const std::vector<Tensor>& v) {
+                                    auto r = topk(v[0], k, 1, largest);
+                                    return part ? r.second : r.first;
+                                  },
+                                  {}))
+              << what << " k " << k << " largest " << largest;
       }
     }
   }
   const Make b = bools(Shape{5, 700}, 25);
   for (bool descending : {false, true})
     for (int part = 0; part < 2; ++part)
-      EXPECT_TRUE(same_as_cpu({b}, [&](const std::vector<Tensor>& v) {
-        auto r = sort(v[0], 1, descending);
-        return part ? r.second : r.first;
-      }, {}));
+      EXPECT_TRUE(same_as_cpu({b},
+                              [&](const std::vector<Tensor>& v) {
+                                auto r = sort(v[0], 1, descending);
+                                return part ? r.second : r.first;
+                              },
+                              {}));
 }
 
 TEST(VulkanIndex, SortInPlace) {
@@ -191,13 +205,16 @@ TEST(VulkanIndex, SortInPlace) {
     for (int dim = 0; dim < 2; ++dim) {
       const Make x = floats(Shape{len, len > 2048 ? 3 : 40}, 30, 11);
       for (int part = 0; part < 2; ++part) {
-        EXPECT_TRUE(handed_over_same_as_cpu({x}, [&](std::vector<Tensor> v) {
-          auto r = sort(std::move(v[0]), dim, true);
-          return part ? r.second : r.first;
-        })) << "len " << len << " dim " << dim;
+        EXPECT_TRUE(handed_over_same_as_cpu({x},
+                                            [&](std::vector<Tensor> v) {
+                                              auto r = sort(std::move(v[0]), dim, true);
+                                              return part ? r.second : r.first;
+                                            }))
+            << "len " << len << " dim " << dim;
       }
       const std::int64_t k = Shape{len, len > 2048 ? 3 : 40}[dim];
-      EXPECT_TRUE(handed_over_same_as_cpu({x}, [&](std::vector<Tensor> v) { return topk(std::move(v[0]), k, dim).first; }));
+      EXPECT_TRUE(
+          handed_over_same_as_cpu({x}, [&](std::vector<Tensor> v) { return topk(std::move(v[0]), k, dim).first; }));
     }
   }
 }

@@ -53,10 +53,17 @@ TEST(VulkanLayout, PermuteEveryDtype) {
 TEST(VulkanLayout, HighRankPermuteAndRepeat) {
   KILN_REQUIRE_VULKAN();
   const Make x = random_tensor(Shape{2, 3, 2, 5, 1, 3, 2, 7}, DType::f32, 2);
-  EXPECT_TRUE(same_as_cpu({x}, [](const std::vector<Tensor>& v) { return permute(v[0], {7, 3, 0, 5, 1, 6, 4, 2}); }, {}));
+  EXPECT_TRUE(same_as_cpu({x},
+                          [](const std::vector<Tensor>& v) {
+                            return permute(v[0], {7, 3, 0, 5, 1, 6, 4, 2});
+                          },
+                          {}));
   // Every dim repeated: a copy of rank 16 with zero strides.
-  EXPECT_TRUE(
-      same_as_cpu({x}, [](const std::vector<Tensor>& v) { return repeat(v[0], {2, 1, 3, 1, 2, 2, 1, 2}); }, {}));
+  EXPECT_TRUE(same_as_cpu({x},
+                          [](const std::vector<Tensor>& v) {
+                            return repeat(v[0], {2, 1, 3, 1, 2, 2, 1, 2});
+                          },
+                          {}));
   const Make y = random_tensor(Shape{33, 17}, DType::i64, 3);
   EXPECT_TRUE(same_as_cpu({y}, [](const std::vector<Tensor>& v) { return repeat(v[0], {3, 40, 5}); }, {}));
 }
@@ -67,7 +74,8 @@ TEST(VulkanLayout, ExpandSliceFlip) {
     const Make col = random_tensor(Shape{300, 1, 7}, t, 4);
     EXPECT_TRUE(same_as_cpu({col}, [](const std::vector<Tensor>& v) { return expand(v[0], {4, 300, 129, 7}); }, {}));
     const Make x = random_tensor(Shape{90, 70, 50}, t, 5);
-    EXPECT_TRUE(same_as_cpu({x}, [](const std::vector<Tensor>& v) { return slice(slice(v[0], 0, 3, 88, 4), 2, 1, 50, 3); }, {}));
+    EXPECT_TRUE(same_as_cpu(
+        {x}, [](const std::vector<Tensor>& v) { return slice(slice(v[0], 0, 3, 88, 4), 2, 1, 50, 3); }, {}));
     EXPECT_TRUE(same_as_cpu({x}, [](const std::vector<Tensor>& v) { return flip(v[0], {0, 2}); }, {}));
     EXPECT_TRUE(same_as_cpu({x}, [](const std::vector<Tensor>& v) { return flip(v[0], {1}); }, {}));
   }
@@ -93,8 +101,9 @@ TEST(VulkanLayout, CatAlongEveryDim) {
       b[dim] = 7;
       c[dim] = 55;
       e[dim] = 0;
-      EXPECT_TRUE(same_as_cpu({random_tensor(a, t, 6), random_tensor(b, t, 7), random_tensor(e, t, 8), random_tensor(c, t, 9)},
-                              [dim](const std::vector<Tensor>& v) { return cat(v, dim); }, {}))
+      EXPECT_TRUE(
+          same_as_cpu({random_tensor(a, t, 6), random_tensor(b, t, 7), random_tensor(e, t, 8), random_tensor(c, t, 9)},
+                      [dim](const std::vector<Tensor>& v) { return cat(v, dim); }, {}))
           << dtype_name(t) << " dim " << dim;
     }
   }
