@@ -159,10 +159,13 @@ void CommandStream::retire(std::unique_ptr<Frame> frame) {
   idle_frames_.push_back(std::move(frame));
 }
 
-void CommandStream::finish() {
+void CommandStream::finish(const std::function<void()>& while_idle) {
   submit();
+  for (auto& frame : in_flight_) wait(*frame);
+  // Before retiring: retiring may hand large staging blocks back to the driver, and the caller
+  // may still be reading one (a read's result).
+  if (while_idle) while_idle();
   while (!in_flight_.empty()) {
-    wait(*in_flight_.front());
     retire(std::move(in_flight_.front()));
     in_flight_.pop_front();
   }

@@ -8,6 +8,7 @@
 // argument blocks) comes from host_alloc(): it lives until that submission's fence signals, then
 // its blocks are reused, so steady-state work allocates nothing.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -46,8 +47,9 @@ class CommandStream {
 
   // Submits what is recorded; does not wait.
   void submit();
-  // Submits and waits for every submission; recycles their host memory.
-  void finish();
+  // Submits and waits for everything; `while_idle` runs once the device is idle, before the
+  // finished submissions' staging memory is recycled (a read copies its result out there).
+  void finish(const std::function<void()>& while_idle = {});
   // Throws DeviceLost if the device was lost earlier.
   void check_alive() const;
 

@@ -24,6 +24,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
   register_creation_kernels(kernels_);
   register_elementwise_kernels(kernels_);
   register_reduce_kernels(kernels_);
+  register_layout_kernels(kernels_);
+  register_index_kernels(kernels_);
   register_linalg_kernels(kernels_);
   prelude_ = kernel_prelude(*this);
 }
@@ -51,18 +53,16 @@ void VulkanDevice::write(Buffer& dst, const void* src, std::size_t bytes) {
 }
 
 void VulkanDevice::read(const Buffer& src, void* dst, std::size_t bytes) {
-  if (bytes) {
-    const HostSlice staging = commands_->host_alloc(bytes);
-    VkCommandBuffer cb = commands_->begin_command();
-    VkBufferCopy region{src.block().offset, staging.offset, bytes};
-    vkCmdCopyBuffer(cb, DeviceAllocator::buffer_of(src.block()), staging.buffer, 1, &region);
-    commands_->done_command();
-    commands_->finish();
-    check_error_flag();
-    std::memcpy(dst, staging.ptr, bytes);
-    return;
-  }
-  synchronize();
+  if (!bytes) return synchronize();
+  const HostSlice staging = commands_->host_alloc(bytes);
+  VkCommandBuffer cb = commands_->begin_command();
+  VkBufferCopy region{src.block().offset, staging.offset, bytes};
+  vkCmdCopyBuffer(cb, DeviceAllocator::buffer_of(src.block()), staging.buffer, 1, &region);
+  commands_->done_command();
+  // The copy out happens while the device is idle and before finish() recycles the staging
+  // memory (it hands large blocks back to the driver).
+  commands_->finish([&] { std::memcpy(dst, staging.ptr, bytes); });
+  check_error_flag();
 }
 
 void VulkanDevice::copy(const Buffer& src, const Buffer& dst, std::size_t bytes) {

@@ -114,6 +114,8 @@ void register_creation_kernels(KernelTable& t);
 // Elementwise ops run as one-node fused expressions (see vk_elementwise.cpp).
 void register_elementwise_kernels(KernelTable& t);
 void register_reduce_kernels(KernelTable& t);  // vk_reduce*.cpp
+void register_layout_kernels(KernelTable& t);  // vk_layout.cpp
+void register_index_kernels(KernelTable& t);   // vk_index.cpp
 void register_linalg_kernels(KernelTable& t);
 
 }  // namespace kiln::vk
