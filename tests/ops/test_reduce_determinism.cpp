@@ -50,6 +50,13 @@ OpIr along(OpKind kind, const Shape& shape, std::int64_t dim) {
 }
 
 TEST(ReduceDeterminism, SameBitsForAnyThreadCount) {
+#if defined(__SANITIZE_THREAD__)
+  // GCC 12's TSan runtime faults inside its own memcpy interceptor on this test's 16 MiB copies
+  // (a SEGV in __tsan::MemoryAccessRange, not a race report). The property tested here is the
+  // kernels' arithmetic, which the normal and ASan jobs check; TSan covers the same kernels
+  // through every other op test.
+  GTEST_SKIP() << "not run under ThreadSanitizer (runtime fault in its memcpy interceptor)";
+#endif
   const Shape flat{1 << 22}, matrix{3000, 700}, cube{300, 40, 70};
   std::vector<float> x(static_cast<std::size_t>(flat.numel()));
   std::mt19937 rng(3);
