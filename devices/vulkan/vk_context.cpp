@@ -81,6 +81,11 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     info.storage_16bit = f11.storageBuffer16BitAccess;
     info.shader_float16 = f12.shaderFloat16;
     info.shader_int8 = f12.shaderInt8;
+    VkPhysicalDeviceVulkan12Properties p12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &p12;
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    info.nan_preserve_f32 = p12.shaderSignedZeroInfNanPreserveFloat32;
   }
   return info;
 }
@@ -110,11 +115,19 @@ Instance::~Instance() {
   if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
+// Shared while someone uses it, never kept by a static: a static would destroy the instance
+// after the driver's own exit handlers (registered while the instance was created) have already
+// unloaded the driver, and vkDestroyInstance would jump into unmapped code (NVIDIA does this).
+// The engine's devices hold it, so it goes with the engine, before those handlers run.
 std::shared_ptr<Instance> Instance::get() {
   static std::mutex mutex;
-  static std::shared_ptr<Instance> instance;
+  static std::weak_ptr<Instance> current;
   std::lock_guard lock(mutex);
-  if (!instance) instance = std::make_shared<Instance>();
+  std::shared_ptr<Instance> instance = current.lock();
+  if (!instance) {
+    instance = std::make_shared<Instance>();
+    current = instance;
+  }
   return instance;
 }
 

@@ -28,6 +28,8 @@ struct PhysicalDeviceInfo {
   bool storage_16bit = false;
   bool shader_float16 = false;
   bool shader_int8 = false;
+  // shaderSignedZeroInfNanPreserveFloat32: kernels can ask the driver to keep NaN, inf and -0.
+  bool nan_preserve_f32 = false;
   // VK_NV_cooperative_matrix (with the Vulkan memory model its shaders use): tensor cores.
   bool coop_matrix_nv = false;
   bool usable() const;
@@ -35,7 +37,7 @@ struct PhysicalDeviceInfo {
   const char* type_name() const;
 };
 
-// The process-wide instance; created on first use. Throws kiln::Error when there is no loader
+// The process-wide instance, shared by its users and destroyed with the last (see get()). Throws kiln::Error when there is no loader
 // or no driver (the engine then runs on the CPU only).
 class Instance {
  public:
@@ -66,6 +68,7 @@ class Context {
   VkQueue queue() const { return queue_; }
   std::uint32_t queue_family() const { return info_.compute_queue_family; }
   const PhysicalDeviceInfo& info() const { return info_; }
+  const Instance& instance() const { return *instance_; }
   const VkPhysicalDeviceLimits& limits() const { return props_.limits; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
   std::uint64_t max_allocation_bytes() const { return max_allocation_; }

@@ -66,7 +66,7 @@ std::string f32_expr(const FusedNode& n, const std::string& a, const std::string
     case OpKind::tanh: return "kiln_tanh(" + a + ")";
     case OpKind::sigmoid: return "(1.0 / (1.0 + kiln_exp(-" + a + ")))";
     case OpKind::erf: return "kiln_erf(" + a + ")";
-    case OpKind::relu: return "(" + a + " < 0.0 ? 0.0 : " + a + ")";
+    case OpKind::relu: return "(kiln_isnan(" + a + ") || " + a + " >= 0.0 ? " + a + " : 0.0)";  // NaN stays NaN
     case OpKind::gelu: return "(" + a + " * 0.5 * (1.0 + kiln_erf(" + a + " * 0.70710678118654752)))";
     case OpKind::silu: return "(" + a + " / (1.0 + kiln_exp(-" + a + ")))";
     case OpKind::softplus: return "(" + a + " > 20.0 ? " + a + " : kiln_log1p(kiln_exp(" + a + ")))";

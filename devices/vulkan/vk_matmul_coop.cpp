@@ -160,7 +160,7 @@ CoopShape coop_shape(const VulkanDevice& dev) {
   if (sub.subgroupSize != 32) return {};
 
   auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
-      vkGetInstanceProcAddr(Instance::get()->handle(), "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+      vkGetInstanceProcAddr(ctx.instance().handle(), "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   if (!query) return {};
   std::uint32_t n = 0;
   if (query(ctx.physical(), &n, nullptr) != VK_SUCCESS || n == 0) return {};

@@ -16,6 +16,13 @@ constexpr const char* kHeader = R"(#version 460
 #extension GL_EXT_shader_8bit_storage : require
 )";
 
+// SignedZeroInfNanPreserve (SPV_KHR_float_controls) for 32-bit floats: without it a driver may
+// assume no NaN and, for instance, turn `x < 0.0 ? 0.0 : x` into max(x, 0.0), which maps NaN
+// to 0 (NVIDIA does). Emitted where the device supports it.
+constexpr const char* kNanPreserve = R"(#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
+)";
+
 constexpr const char* k16BitStorage = "#extension GL_EXT_shader_16bit_storage : require\n";
 constexpr const char* kF16Math = "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
 constexpr const char* kF16s = R"(
@@ -180,7 +187,11 @@ float kiln_pow(float a, float b) {
     return (a < 0.0 && odd) ? -r : r;
   }
   if (a < 0.0 && floor(b) != b) return kiln_nan();
-  float r = exp2(b * log2(aa));
+  // 2^t as 2^n * 2^f with |f| <= 1/2: drivers' exp2 loses about 1e-5 relative at |t| ~ 100 but
+  // is accurate near 0, and ldexp is exact (0.5^-100 must be exactly 2^100).
+  float t = clamp(b * log2(aa), -300.0, 300.0);
+  float n = roundEven(t);
+  float r = ldexp(exp2(t - n), int(n));
   return (a < 0.0 && odd) ? -r : r;
 }
 
@@ -220,11 +231,63 @@ float kiln_atan2(float y, float x) {
   return atan(y, x);
 }
 
-// The driver's sin/cos: Vulkan only bounds their error on [-pi, pi] and most drivers reduce
-// larger arguments in f32, so |x| beyond ~1e4 loses accuracy (PyTorch reduces exactly).
-float kiln_sin(float x) { return kiln_isinf(x) ? kiln_nan() : sin(x); }
-float kiln_cos(float x) { return kiln_isinf(x) ? kiln_nan() : cos(x); }
-float kiln_tan(float x) { return kiln_isinf(x) ? kiln_nan() : tan(x); }
+// sin, cos and tan with their own range reduction: Vulkan bounds the built-ins' error only on
+// [-pi, pi], and NVIDIA's lose about 1e-5 relative by |x| = 100 (PyTorch reduces exactly).
+// x = k * pi/2 + r, |r| <= pi/4, with pi/2 in four f32 parts (Cody and Waite) whose first three
+// have 8 significant bits, so every k * part is exact while |k| < 2^16 and r keeps about 1e-7
+// relative error without relying on a fused multiply-add (Vulkan lets fma round twice, and
+// lavapipe does). Beyond |x| = 1e5 the driver's functions are used (README, Vulkan).
+// The polynomials are Cephes' single-precision minimax fits on [-pi/4, pi/4].
+float kiln_reduce_pio2(float x, out int quadrant) {
+  float k = roundEven(x * 0.636619772367581343);
+  precise float r = x - k * 1.5703125;
+  r = r - k * 4.825592041015625e-4;
+  r = r - k * 1.2665987014770508e-6;
+  r = r - k * 9.92093629470503e-10;
+  quadrant = int(k) & 3;
+  return r;
+}
+float kiln_sin_poly(float r) {
+  float z = r * r;
+  return fma(fma(fma(-1.9515295891e-4, z, 8.3321608736e-3), z, -1.6666654611e-1) * z, r, r);
+}
+float kiln_cos_poly(float r) {
+  float z = r * r;
+  return fma(fma(fma(2.443315711809948e-5, z, -1.388731625493765e-3), z, 4.166664568298827e-2) * z, z,
+             fma(-0.5, z, 1.0));
+}
+float kiln_tan_poly(float r) {
+  float z = r * r;
+  float p = fma(fma(fma(fma(fma(9.38540185543e-3, z, 3.11992232697e-3), z, 2.44301354525e-2), z,
+                            5.34112807005e-2), z, 1.33387994085e-1), z, 3.33331568548e-1);
+  return fma(p * z, r, r);
+}
+float kiln_sin(float x) {
+  if (kiln_isinf(x)) return kiln_nan();
+  if (abs(x) <= 0.785398163) return kiln_sin_poly(x);  // keeps -0.0
+  if (!(abs(x) < 100000.0)) return sin(x);             // NaN stays NaN
+  int q;
+  float r = kiln_reduce_pio2(x, q);
+  float v = (q & 1) == 0 ? kiln_sin_poly(r) : kiln_cos_poly(r);
+  return (q & 2) == 0 ? v : -v;
+}
+float kiln_cos(float x) {
+  if (kiln_isinf(x)) return kiln_nan();
+  if (abs(x) <= 0.785398163) return kiln_cos_poly(x);
+  if (!(abs(x) < 100000.0)) return cos(x);
+  int q;
+  float r = kiln_reduce_pio2(x, q);
+  float v = (q & 1) == 0 ? kiln_cos_poly(r) : kiln_sin_poly(r);
+  return ((q + 1) & 2) == 0 ? v : -v;
+}
+float kiln_tan(float x) {
+  if (kiln_isinf(x)) return kiln_nan();
+  if (abs(x) <= 0.785398163) return kiln_tan_poly(x);
+  if (!(abs(x) < 100000.0)) return tan(x);
+  int q;
+  float t = kiln_tan_poly(kiln_reduce_pio2(x, q));
+  return (q & 1) == 0 ? t : -1.0 / t;
+}
 
 // f32 -> i64 as PyTorch on x86: truncation; NaN and out-of-range values give i64's minimum.
 int64_t kiln_f32_to_i64(float x) {
@@ -261,6 +324,7 @@ int64_t kiln_pow_i64(int64_t a, int64_t b) {
 std::string kernel_prelude(const VulkanDevice& dev) {
   const PhysicalDeviceInfo& info = dev.context().info();
   std::string s = kHeader;
+  if (info.nan_preserve_f32) s += kNanPreserve;
   if (info.storage_16bit) s += k16BitStorage;
   if (info.storage_16bit && info.shader_float16) s += kF16Math;
   s += kBody;
