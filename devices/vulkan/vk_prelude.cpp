@@ -168,6 +168,22 @@ bool kiln_is_odd_integer(float b) {
   return abs(b) < 16777216.0 && floor(b) == b && (int(abs(b)) & 1) == 1;
 }
 
+// log2(m) for m in [sqrt(1/2), sqrt(2)) to about an ulp: 2 atanh(s) / ln 2, s = (m-1)/(m+1).
+float kiln_log2_near1(float m) {
+  float f = m - 1.0;  // exact (Sterbenz)
+  float s = f / (2.0 + f), z = s * s;
+  float p = fma(fma(fma(fma(z, 0.18181818, 0.22222222), z, 0.28571429), z, 0.4), z, 0.66666667);
+  return fma(s * z, p, 2.0 * s) * 1.44269504088896341;
+}
+// The rounding error of p = a * b (Dekker's product, exact without relying on fma).
+float kiln_two_product_error(float a, float b, float p) {
+  precise float ca = 4097.0 * a, cb = 4097.0 * b;
+  precise float ah = ca - (ca - a), bh = cb - (cb - b);
+  precise float al = a - ah, bl = b - bh;
+  precise float err = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+  return err;
+}
+
 // torch.pow (C's powf): every special case of IEEE pow, then exp2(b * log2|a|).
 float kiln_pow(float a, float b) {
   if (b == 0.0 || a == 1.0) return 1.0;
@@ -187,11 +203,27 @@ float kiln_pow(float a, float b) {
     return (a < 0.0 && odd) ? -r : r;
   }
   if (a < 0.0 && floor(b) != b) return kiln_nan();
-  // 2^t as 2^n * 2^f with |f| <= 1/2: drivers' exp2 loses about 1e-5 relative at |t| ~ 100 but
-  // is accurate near 0, and ldexp is exact (0.5^-100 must be exactly 2^100).
-  float t = clamp(b * log2(aa), -300.0, 300.0);
-  float n = roundEven(t);
-  float r = ldexp(exp2(t - n), int(n));
+  // b * log2|a| carried as a head and a tail, then 2^t as 2^n * 2^f with |f| <= 1/2: drivers'
+  // log2 and exp2 are only accurate to about 1e-7 absolute, which b = 100 turns into 1e-5
+  // relative; ldexp is exact, and 0.5^-100 must be exactly 2^100.
+  int e;
+  float m = frexp(aa, e);
+  if (m < 0.70710678) { m *= 2.0; e -= 1; }
+  float lh = float(e) + kiln_log2_near1(m);
+  precise float ll = (float(e) - lh) + kiln_log2_near1(m);
+  precise float th = b * lh;
+  precise float tl = kiln_two_product_error(b, lh, th) + b * ll;
+  float r;
+  if (th > 129.0) {
+    r = kiln_inf();
+  } else if (th < -151.0) {
+    r = 0.0;
+  } else {
+    float n = roundEven(th);
+    precise float f = (th - n) + tl;
+    // ldexp is undefined when its result overflows; the final multiply rounds to inf instead.
+    r = ldexp(exp2(f), int(n) - 1) * 2.0;
+  }
   return (a < 0.0 && odd) ? -r : r;
 }
 
