@@ -1,6 +1,7 @@
 #include "devices/vulkan/vk_commands.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace kiln::vk {
 
@@ -140,6 +141,12 @@ void CommandStream::submit() {
 
 void CommandStream::wait(Frame& frame) {
   const VkFence fence = frame.fence.get();
+  // Poll briefly before blocking: a blocking fence wait wakes up tens of microseconds after the
+  // GPU finishes (an interrupt and a reschedule), which dominates small kernels' latency. After
+  // kSpinWait the thread sleeps in the driver as before, so long kernels do not burn a core.
+  const auto spin_until = std::chrono::steady_clock::now() + kSpinWait;
+  while (vkGetFenceStatus(ctx_.device(), fence) == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) {
+  }
   const VkResult r = vkWaitForFences(ctx_.device(), 1, &fence, VK_TRUE, UINT64_MAX);
   if (r != VK_SUCCESS) {
     lost_ = lost_ || r == VK_ERROR_DEVICE_LOST;

@@ -8,6 +8,7 @@
 // argument blocks) comes from host_alloc(): it lives until that submission's fence signals, then
 // its blocks are reused, so steady-state work allocates nothing.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <cstdint>
 #include <deque>
@@ -30,6 +31,7 @@ class CommandStream {
  public:
   static constexpr std::uint32_t kMaxCommands = 256;   // per submission
   static constexpr std::uint32_t kMaxInFlight = 8;     // submissions before the host waits
+  static constexpr std::chrono::microseconds kSpinWait{200};  // polling before a blocking wait
   static constexpr std::uint64_t kHostBlockBytes = 4ull << 20;
 
   explicit CommandStream(const Context& ctx);

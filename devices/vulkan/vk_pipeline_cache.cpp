@@ -139,6 +139,7 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
       }
     }
   }
+  const bool from_disk = !spirv.empty();
   if (spirv.empty()) {
     spirv = compile_glsl(name, glsl);
     ++stats_.compiles;
@@ -153,6 +154,8 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
     }
   }
   auto p = std::make_unique<Pipeline>(create(name, spirv));
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("vulkan: pipeline {} [{}] {}", name, key, from_disk ? "loaded from the disk cache" : "compiled");
   const Pipeline& ref = *p;
   pipelines_.emplace(key, std::move(p));
   return ref;
