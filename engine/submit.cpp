@@ -59,7 +59,8 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     tracked |= s.autograd != nullptr;
   }
   DeviceRuntime& rt = Engine::get().runtime(device, name);
-  std::vector<TensorIr> metas = infer_outputs(op);
+  std::vector<TensorIr>& metas = op.outputs;  // the rule fills the message's outputs; ids come below
+  infer_outputs(op, metas);
   check_device_dtypes(name, op, metas, rt);
   KILN_CHECK(metas.size() <= out_capacity, name, "internal error: too many outputs");
 
@@ -82,13 +83,11 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   std::atomic_thread_fence(std::memory_order_acquire);
 
   Engine& engine = Engine::get();
-  op.outputs.reserve(metas.size());
   for (std::size_t o = 0; o < metas.size(); ++o) {
     TensorIr& m = metas[o];
     m.id = engine.new_id();
     m.status = TensorStatus::NotInit;
     outs[o] = Tensor(std::make_shared<TensorState>(m.id, m.shape, m.dtype, device));
-    op.outputs.push_back(m);
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (op.inputs[i].status != TensorStatus::ReadWrite) continue;

@@ -20,36 +20,38 @@ void check_cpu_dtype(const OpIr& op, const TensorIr& t) {
 // Computing these in the given dtype is not defined (PyTorch rejects them as well).
 void check_compute_dtype(const OpIr& op, DType compute) {
   const char* name = op_name(op.kind);
-  const std::string what = op.inputs.size() == 1
-                               ? "input " + describe(op.inputs[0])
-                               : "inputs " + describe(op.inputs[0]) + " and " + describe(op.inputs[1]);
+  // Built only for a message: this runs on every submission.
+  auto what = [&op] {
+    return op.inputs.size() == 1 ? "input " + describe(op.inputs[0])
+                                 : "inputs " + describe(op.inputs[0]) + " and " + describe(op.inputs[1]);
+  };
   switch (op.kind) {
     case OpKind::neg:
       KILN_CHECK(compute != DType::bool_, name,
-                 "negation of a bool tensor is not supported (" + what + "); use logical_not");
+                 "negation of a bool tensor is not supported (" + what() + "); use logical_not");
       break;
     case OpKind::abs:
     case OpKind::relu:
     case OpKind::floor:
     case OpKind::ceil:
     case OpKind::round:
-      KILN_CHECK(compute != DType::bool_, name, "bool tensors are not supported (" + what + ")");
+      KILN_CHECK(compute != DType::bool_, name, "bool tensors are not supported (" + what() + ")");
       break;
     case OpKind::sub: {
       bool any_bool = false;
       for (const TensorIr& t : op.inputs) any_bool |= t.dtype == DType::bool_;
-      KILN_CHECK(!any_bool, name, "subtraction with a bool tensor is not supported (" + what + "); use logical_xor");
+      KILN_CHECK(!any_bool, name, "subtraction with a bool tensor is not supported (" + what() + "); use logical_xor");
       break;
     }
     case OpKind::pow:
     case OpKind::remainder:
-      KILN_CHECK(compute != DType::bool_, name, "two bool operands are not supported (" + what + ")");
+      KILN_CHECK(compute != DType::bool_, name, "two bool operands are not supported (" + what() + ")");
       break;
     default: break;
   }
   if (op.kind == OpKind::pow && compute == DType::i64 && op.attrs.scalar_side == ScalarSide::Rhs)
     KILN_CHECK(op.attrs.scalar >= 0, name,
-               "integers to negative integer powers are not allowed (" + what + ", exponent " +
+               "integers to negative integer powers are not allowed (" + what() + ", exponent " +
                    std::to_string(static_cast<std::int64_t>(op.attrs.scalar)) + ")");
 }
 

@@ -17,37 +17,32 @@ void append_operand(std::string& s, const FusedOperand& o) {
 
 }  // namespace
 
+// Compact bytes rather than text: the executor builds this on every run of a group to find its
+// kernel, so it must cost little more than a copy of the nodes.
 std::string FusedExpr::structure_key() const {
   std::string key;
-  key.reserve(16 * (nodes.size() + inputs.size()));
-  key += std::to_string(shape.rank());
+  key.reserve(8 + 4 * inputs.size() + 16 * nodes.size() + 4 * output_nodes.size());
+  auto put = [&key](std::uint32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(static_cast<std::uint32_t>(shape.rank()) | static_cast<std::uint32_t>(inputs.size()) << 8);
   for (const TensorIr& in : inputs) {
-    key += '|';
-    key += dtype_name(in.dtype);
-    // Which dims broadcast, right-aligned against the iteration shape.
-    key += ':';
+    // Which dims broadcast, right-aligned against the iteration shape (rank <= kMaxRank).
+    std::uint32_t mask = 0;
     for (int d = 0; d < shape.rank(); ++d) {
       const int id = in.shape.rank() - shape.rank() + d;
-      key += (id < 0 || (in.shape[id] == 1 && shape[d] != 1)) ? 'b' : '.';
+      if (id < 0 || (in.shape[id] == 1 && shape[d] != 1)) mask |= 1u << d;
     }
+    put(static_cast<std::uint32_t>(in.dtype) | mask << 8);
   }
   for (const FusedNode& n : nodes) {
-    key += '|';
-    key += op_name(n.kind);
-    key += '/';
-    key += dtype_name(n.compute);
-    key += '>';
-    key += dtype_name(n.out);
-    key += '(';
-    for (int i = 0; i < n.arity; ++i) {
-      if (i) key += ',';
-      append_operand(key, n.operands[i]);
-    }
-    key += ')';
-    if (n.kind == OpKind::clamp) key += std::to_string(n.attrs.ints.empty() ? 0 : n.attrs.ints[0]);
+    std::uint32_t flags = n.arity;
+    if (n.kind == OpKind::clamp)  // which bounds exist
+      for (std::size_t i = 0; i < 2 && i < n.attrs.ints.size(); ++i) flags |= (n.attrs.ints[i] ? 1u : 0u) << (4 + i);
+    put(static_cast<std::uint32_t>(n.kind) | static_cast<std::uint32_t>(n.compute) << 16 |
+        static_cast<std::uint32_t>(n.out) << 24);
+    put(flags);
+    for (int i = 0; i < n.arity; ++i) put(static_cast<std::uint32_t>(n.operands[i].kind) << 30 | n.operands[i].index);
   }
-  key += "|->";
-  for (std::uint32_t o : output_nodes) key += std::to_string(o) + ',';
+  for (std::uint32_t o : output_nodes) put(o);
   return key;
 }
 

@@ -38,7 +38,8 @@ struct FusedExpr {
   std::vector<TensorIr> outputs;
 
   // Identifies the kernel: ops, dtypes, wiring, which input dims broadcast. Not the scalar
-  // values, not the sizes of dims that do not broadcast.
+  // values, not the sizes of dims that do not broadcast. Binary bytes (not for printing: logs
+  // use describe()).
   std::string structure_key() const;
   // "exp(mul(x0, 0.7)) -> y0" style description for logs.
   std::string describe() const;

@@ -38,11 +38,15 @@ const OpRegistry& OpRegistry::get() {
   return registry;
 }
 
-std::vector<TensorIr> infer_outputs(const OpIr& op) {
+void infer_outputs(const OpIr& op, std::vector<TensorIr>& out) {
   const OpInfo& info = op_info(op.kind);
   KILN_CHECK(info.shape_rule != nullptr, info.name, "this op has no shape rule");
+  info.shape_rule(op, out);
+}
+
+std::vector<TensorIr> infer_outputs(const OpIr& op) {
   std::vector<TensorIr> outputs;
-  info.shape_rule(op, outputs);
+  infer_outputs(op, outputs);
   return outputs;
 }
 

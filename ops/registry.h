@@ -42,6 +42,8 @@ inline const char* op_name(OpKind k) { return op_info(k).name; }
 
 // Runs the shape rule of op.kind and returns the output metas.
 std::vector<TensorIr> infer_outputs(const OpIr& op);
+// The same, appended to `out` (the submission path fills the message's outputs in place).
+void infer_outputs(const OpIr& op, std::vector<TensorIr>& out);
 
 // Each family registers its shape rules and traits (ops/<family>.cpp).
 void register_creation_ops(OpRegistry& r);

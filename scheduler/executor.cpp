@@ -43,7 +43,7 @@ const CompiledKernel& Executor::compiled(const FusedExpr& expr) {
     return *it->second;
   }
   counters_.plan_cache_misses.fetch_add(1, std::memory_order_relaxed);
-  if (log_enabled(spdlog::level::debug)) logger().debug("fusion: compiling {}", key);
+  if (log_enabled(spdlog::level::debug)) logger().debug("fusion: compiling [{}]", expr.describe());
   auto kernel = device_.compile_fused(expr);
   const CompiledKernel& ref = *kernel;
   kernel_cache_.emplace(std::move(key), std::move(kernel));
@@ -57,7 +57,9 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   };
   // An input that failed: run the members one by one, so that exactly the values that depend
   // on the failure fail, as they would without fusion.
-  std::vector<Slot*> in_slots(expr.inputs.size());
+  // Scratch vectors owned by the executor: a fused run allocates nothing of its own.
+  std::vector<Slot*>& in_slots = fused_scratch_.in_slots;
+  in_slots.assign(expr.inputs.size(), nullptr);
   for (std::size_t i = 0; i < expr.inputs.size(); ++i) {
     in_slots[i] = find(expr.inputs[i].id);
     if (!in_slots[i] || in_slots[i]->error) return replay_unfused();
@@ -68,11 +70,16 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
     for (EntityId id : group.consumed) slots_.erase(id);
     return;
   }
-  std::vector<Buffer*> in(expr.inputs.size()), out(expr.outputs.size());
-  std::vector<BufferPtr> out_buffers(expr.outputs.size());
+  std::vector<Buffer*>& in = fused_scratch_.in;
+  std::vector<Buffer*>& out = fused_scratch_.out;
+  std::vector<BufferPtr>& out_buffers = fused_scratch_.out_buffers;
+  std::vector<char>& lent = fused_scratch_.lent;
+  in.assign(expr.inputs.size(), nullptr);
+  out.assign(expr.outputs.size(), nullptr);
+  out_buffers.assign(expr.outputs.size(), nullptr);
+  lent.assign(expr.inputs.size(), 0);
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = in_slots[i]->buffer.get();
   try {
-    std::vector<bool> lent(expr.inputs.size(), false);
     for (std::size_t o = 0; o < expr.outputs.size(); ++o) {
       const TensorIr& meta = expr.outputs[o];
       // In place: an input whose entity ends with this group and whose buffer no view shares.
@@ -82,7 +89,7 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
         if (std::find(group.consumed.begin(), group.consumed.end(), t.id) == group.consumed.end()) continue;
         if (in_slots[i]->buffer.use_count() != 1) continue;
         out_buffers[o] = in_slots[i]->buffer;
-        lent[i] = true;
+        lent[i] = 1;
         counters_.inplace_reuses.fetch_add(1, std::memory_order_relaxed);
       }
       if (!out_buffers[o]) out_buffers[o] = device_.memory().allocate(meta.bytes());
@@ -107,6 +114,7 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   } catch (const std::exception& e) {
     fail_outputs(expr.outputs, std::make_exception_ptr(Error("fused " + std::string(op_name(expr.nodes[0].kind)) + " chain", e.what())));
   }
+  out_buffers.clear();
   for (EntityId id : group.consumed) slots_.erase(id);
 }
 

@@ -56,6 +56,12 @@ class Executor {
   FusionPlanner planner_;
   Plan plan_;
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernel_cache_;
+  struct FusedScratch {  // run_fused's working vectors, kept to keep their capacity
+    std::vector<Slot*> in_slots;
+    std::vector<Buffer*> in, out;
+    std::vector<BufferPtr> out_buffers;
+    std::vector<char> lent;  // inputs whose buffer an output took
+  } fused_scratch_;
 };
 
 }  // namespace kiln

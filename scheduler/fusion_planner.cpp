@@ -1,7 +1,6 @@
 #include "scheduler/fusion_planner.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "ops/elementwise_rules.h"
 #include "ops/log.h"
@@ -12,7 +11,7 @@ namespace kiln {
 bool is_fusable(const OpIr& op) {
   const OpFamily f = op_info(op.kind).family;
   if (f != OpFamily::unary && f != OpFamily::binary && f != OpFamily::ternary) return false;
-  if (op.outputs.size() != 1) return false;
+  if (op.outputs.size() != 1 || op.inputs.size() > 3) return false;
   for (const TensorIr& t : op.inputs)
     if (t.dtype == DType::f16 || t.dtype == DType::bf16) return false;
   return op.outputs[0].dtype != DType::f16 && op.outputs[0].dtype != DType::bf16;
@@ -28,8 +27,8 @@ class OpenGroup {
   std::size_t node_count() const { return group_.expr.nodes.size(); }
   std::size_t input_count() const { return group_.expr.inputs.size(); }
 
-  bool produces(EntityId id) const { return node_of_.count(id) != 0; }
-  bool reads(EntityId id) const { return input_of_.count(id) != 0; }
+  bool produces(EntityId id) const { return node_of(id) >= 0; }
+  bool reads(EntityId id) const { return input_of(id) >= 0; }
   bool touches(EntityId id) const { return produces(id) || reads(id); }
 
   // Inputs the op would add to the group (to respect kMaxInputs before adding it).
@@ -48,13 +47,11 @@ class OpenGroup {
   void add(const OpIr& op, std::uint32_t batch_index) {
     FusedExpr& e = group_.expr;
     if (e.nodes.empty()) e.shape = op.outputs[0].shape;
-    // Tensor operands in order; fused_node_of places a scalar operand on its side.
-    std::vector<FusedOperand> operands;
-    for (const TensorIr& t : op.inputs) operands.push_back(operand_for(t));
-    FusedNode node = fused_node_of(op, operands);
-    const auto index = static_cast<std::uint32_t>(e.nodes.size());
-    e.nodes.push_back(std::move(node));
-    node_of_[op.outputs[0].id] = index;
+    // Tensor operands in order (fusable ops have at most 3); fused_node_of places a scalar
+    // operand on its side.
+    FusedOperand operands[3];
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) operands[i] = operand_for(op.inputs[i]);
+    e.nodes.push_back(fused_node_of(op, std::span<const FusedOperand>(operands, op.inputs.size())));
     entity_of_node_.push_back(op.outputs[0]);
     killed_.push_back(false);
     // A handed-over input ends here: made inside, it never reaches memory; made outside, its
@@ -87,29 +84,40 @@ class OpenGroup {
   }
 
  private:
+  // Linear searches, newest first: a group holds at most kMaxNodes nodes and kMaxInputs inputs,
+  // and in a chain the operand is almost always the node just added. Cheaper than hash maps
+  // rebuilt for every group (the planner runs on every flush).
+  int node_of(EntityId id) const {
+    for (std::size_t n = entity_of_node_.size(); n-- > 0;)
+      if (entity_of_node_[n].id == id) return static_cast<int>(n);
+    return -1;
+  }
+  int input_of(EntityId id) const {
+    const std::vector<TensorIr>& in = group_.expr.inputs;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if (in[k].id == id) return static_cast<int>(k);
+    return -1;
+  }
+
   FusedOperand operand_for(const TensorIr& t) {
-    if (auto it = node_of_.find(t.id); it != node_of_.end()) return {FusedOperand::Kind::node, it->second};
-    if (auto it = input_of_.find(t.id); it != input_of_.end()) return {FusedOperand::Kind::input, it->second};
+    if (const int n = node_of(t.id); n >= 0) return {FusedOperand::Kind::node, static_cast<std::uint32_t>(n)};
+    if (const int k = input_of(t.id); k >= 0) return {FusedOperand::Kind::input, static_cast<std::uint32_t>(k)};
     const auto index = static_cast<std::uint32_t>(group_.expr.inputs.size());
-    TensorIr in = t;
-    in.status = TensorStatus::ReadOnly;
-    group_.expr.inputs.push_back(in);
-    input_of_[t.id] = index;
+    group_.expr.inputs.push_back(t);
+    group_.expr.inputs.back().status = TensorStatus::ReadOnly;
     return {FusedOperand::Kind::input, index};
   }
 
   void end_entity(EntityId id) {
-    if (auto it = node_of_.find(id); it != node_of_.end()) {
-      killed_[it->second] = true;
+    if (const int n = node_of(id); n >= 0) {
+      killed_[static_cast<std::size_t>(n)] = true;
     } else if (reads(id) && std::find(group_.consumed.begin(), group_.consumed.end(), id) == group_.consumed.end()) {
       group_.consumed.push_back(id);
     }
   }
 
   FusedGroup group_;
-  std::unordered_map<EntityId, std::uint32_t> node_of_;   // entity -> node that makes it
-  std::unordered_map<EntityId, std::uint32_t> input_of_;  // entity -> expr input
-  std::vector<TensorIr> entity_of_node_;
+  std::vector<TensorIr> entity_of_node_;  // the entity each node makes
   std::vector<bool> killed_;
 };
 

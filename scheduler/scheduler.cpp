@@ -31,12 +31,24 @@ class StreamRunner {
     // uninstrumented hand-off between workers already guarantees: one step after another.
     std::lock_guard lock(step_mutex_);
     stream_.begin_drain();
-    incoming_.clear();
-    stream_.drain(incoming_);
-    for (OpIr& op : incoming_) {
-      const std::uint64_t pos = op.seq - next_seq_;
-      if (pos >= window_.size()) window_.resize(pos + 1);
-      window_[pos].emplace(std::move(op));
+    const std::size_t first = pending_.size();
+    stream_.drain(pending_);
+    // The common case, one submitting thread: the messages arrive in sequence order and go
+    // straight to pending_. Otherwise they are put back in order through window_.
+    bool in_order = window_.empty();
+    for (std::size_t k = first; in_order && k < pending_.size(); ++k) in_order = pending_[k].seq == next_seq_ + (k - first);
+    if (in_order) {
+      for (std::size_t k = first; k < pending_.size(); ++k)
+        flush_ |= pending_[k].kind == OpKind::read || pending_[k].kind == OpKind::sync;
+      next_seq_ += pending_.size() - first;
+    } else {
+      for (std::size_t k = first; k < pending_.size(); ++k) {
+        OpIr& op = pending_[k];
+        const std::uint64_t pos = op.seq - next_seq_;
+        if (pos >= window_.size()) window_.resize(pos + 1);
+        window_[pos].emplace(std::move(op));
+      }
+      pending_.resize(first);
     }
     const RuntimeSettings& settings = RuntimeSettings::get();
     while (!window_.empty() && window_.front().has_value()) {
@@ -69,8 +81,7 @@ class StreamRunner {
   Stream& stream_;
   Executor& executor_;
   std::uint64_t next_seq_ = 0;
-  std::deque<std::optional<OpIr>> window_;
-  std::vector<OpIr> incoming_;
+  std::deque<std::optional<OpIr>> window_;  // out-of-order arrivals, by seq - next_seq_
   std::vector<OpIr> pending_;  // in sequence order, waiting for a flush
   bool flush_ = false;         // pending_ holds a read or a sync
 };

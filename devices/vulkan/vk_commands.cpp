@@ -145,9 +145,9 @@ void CommandStream::wait(Frame& frame) {
   // GPU finishes (an interrupt and a reschedule), which dominates small kernels' latency. After
   // kSpinWait the thread sleeps in the driver as before, so long kernels do not burn a core.
   const auto spin_until = std::chrono::steady_clock::now() + kSpinWait;
-  while (vkGetFenceStatus(ctx_.device(), fence) == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) {
-  }
-  const VkResult r = vkWaitForFences(ctx_.device(), 1, &fence, VK_TRUE, UINT64_MAX);
+  VkResult r = vkGetFenceStatus(ctx_.device(), fence);
+  while (r == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) r = vkGetFenceStatus(ctx_.device(), fence);
+  if (r == VK_NOT_READY) r = vkWaitForFences(ctx_.device(), 1, &fence, VK_TRUE, UINT64_MAX);
   if (r != VK_SUCCESS) {
     lost_ = lost_ || r == VK_ERROR_DEVICE_LOST;
     throw_result(r, "vkWaitForFences");

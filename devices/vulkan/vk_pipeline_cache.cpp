@@ -155,7 +155,8 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
   }
   auto p = std::make_unique<Pipeline>(create(name, spirv));
   if (log_enabled(spdlog::level::debug))
-    logger().debug("vulkan: pipeline {} [{}] {}", name, key, from_disk ? "loaded from the disk cache" : "compiled");
+    logger().debug("vulkan: pipeline {} ({}) {}", name, key.starts_with("fused") ? "fused elementwise" : key,
+                   from_disk ? "loaded from the disk cache" : "compiled");
   const Pipeline& ref = *p;
   pipelines_.emplace(key, std::move(p));
   return ref;
