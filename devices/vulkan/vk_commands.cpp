@@ -144,7 +144,9 @@ void CommandStream::wait(Frame& frame) {
   // Poll briefly before blocking: a blocking fence wait wakes up tens of microseconds after the
   // GPU finishes (an interrupt and a reschedule), which dominates small kernels' latency. After
   // kSpinWait the thread sleeps in the driver as before, so long kernels do not burn a core.
-  const auto spin_until = std::chrono::steady_clock::now() + kSpinWait;
+  // Not on a CPU device (lavapipe): there the polling would take a core from the work itself.
+  const bool spin = ctx_.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const auto spin_until = std::chrono::steady_clock::now() + (spin ? kSpinWait : std::chrono::microseconds(0));
   VkResult r = vkGetFenceStatus(ctx_.device(), fence);
   while (r == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) r = vkGetFenceStatus(ctx_.device(), fence);
   if (r == VK_NOT_READY) r = vkWaitForFences(ctx_.device(), 1, &fence, VK_TRUE, UINT64_MAX);
