@@ -54,9 +54,9 @@ inline VF erf(VF x) {
   const VM k = truncate_to_int(a * (1.0f / kWidth));
   const VF y = a - lookup16(kCentre, k);
   VF p = lookup16(kCoeff[kDegree], k);
-  for (int i = kDegree - 1; i >= 1; --i) p = p * y + lookup16(kCoeff[i], k);
+  for (int i = kDegree - 1; i >= 1; --i) p = fma(p, y, lookup16(kCoeff[i], k));
   // Interval 0 adds x * P(x) to x itself rather than to a constant (see the fit script).
-  const VF r = p * y + select(a < kWidth, a, lookup16(kCoeff[0], k));
+  const VF r = fma(p, y, select(a < kWidth, a, lookup16(kCoeff[0], k)));
   return copysign(select(a >= kSaturate, splat(1.0f), r), x);
 }
 

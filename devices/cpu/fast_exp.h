@@ -25,10 +25,11 @@ inline VF exp(VF x) {
   using namespace fast_exp_detail;
   const VF xc = select(x < kLow, splat(kLow), select(x > kHigh, splat(kHigh), x));  // NaN stays NaN
   const VF n = rint(xc * kLog2e);
-  const VF r = n * -kLn2Lo + (n * -kLn2Hi + xc);
+  const VF r = fma(n, splat(-kLn2Lo), fma(n, splat(-kLn2Hi), xc));
   VF q = splat(kQ[4]);
-  for (int i = 3; i >= 0; --i) q = q * r + kQ[i];
-  return ldexp(r * (r * q + 1.0f) + 1.0f, n);
+  for (int i = 3; i >= 0; --i) q = fma(q, r, splat(kQ[i]));
+  const VF one = splat(1.0f);
+  return ldexp(fma(r, fma(r, q, one), one), n);
 }
 
 }  // namespace kiln::cpu::simd

@@ -61,6 +61,9 @@ inline VF sqrt(VF x) { return _mm512_mask_sqrt_ps(x, 0xffff, x); }
 inline VF floor(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
 inline VF ceil(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
 inline VF rint(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// a * b + c rounded once. Written out where the bits must not depend on whether the compiler
+// contracts a * b + c in a given inlining context (fast_erf.h, fast_exp.h).
+inline VF fma(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
 // x * 2^n for whole n, rounded once (to a subnormal, zero or infinity where it must).
 inline VF ldexp(VF x, VF n) { return _mm512_mask_scalef_ps(x, 0xffff, x, n); }
 // Lanes of x truncated toward zero; NaN and out-of-range lanes give INT32_MIN.
@@ -79,6 +82,7 @@ inline VF lookup16(const float (&table)[16], VM k) {
   const VF hi = _mm256_permutevar8x32_ps(_mm256_load_ps(table + 8), reinterpret_cast<__m256i>(k));
   return select((k & 8) != 0, hi, lo);
 }
+inline VF fma(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
 inline VF sqrt(VF x) { return _mm256_sqrt_ps(x); }
 inline VF floor(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
 inline VF ceil(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
