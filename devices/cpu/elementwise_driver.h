@@ -10,6 +10,7 @@
 // expression on the tile and writes several outputs, found from EwTile::first.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -42,9 +43,21 @@ struct EwTile {
 
 using EwTileFn = void (*)(const EwTile& tile, const void* ctx);
 
+// Whether an output of `bytes` at `out` is better written with non-temporal stores: it is too
+// large to stay in the caches anyway, and no operand lies in it (in place, the lines are cached
+// and owned already). A plain store first reads each line it writes: measured here, 16M-element
+// add(x, 1.0) goes from about 16 to about 30 GB/s when streamed.
+bool should_stream(const void* out, std::size_t bytes, std::span<const EwOperand> operands);
+
+// Copies a finished tile to dst, with non-temporal stores for its whole cache lines. Other
+// threads may read dst only after stream_fence() on this thread.
+void stream_copy(std::byte* dst, const std::byte* src, std::size_t bytes);
+void stream_fence();
+
 // Runs fn(tile, ctx) over every tile of the output. Operand shapes must broadcast to
 // out_shape (the shape rules made sure); at most kMaxEwOperands operands, of which at most
-// kMaxEwCasts need a cast. `out` may be null when fn writes its outputs itself.
+// kMaxEwCasts need a cast. `out` may be null when fn writes its outputs itself; it may write
+// them with stream_copy, since each parallel range ends with a store fence.
 void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands,
                      EwTileFn fn, const void* ctx);
 

@@ -2,6 +2,7 @@
 // CPU kernels; i64 formulas wrap on overflow and raise kiln::Error where PyTorch raises
 // (remainder by zero). Bool arithmetic is PyTorch's: add and maximum are `or`, mul and minimum
 // are `and`.
+#include <cstring>
 #include <limits>
 
 #include "devices/cpu/elementwise_loops.h"
@@ -53,6 +54,26 @@ struct Remainder {
 template <class Op>
 void f32_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void* y, std::int64_t n) {
   loops::map2_f32(static_cast<const float*>(a), sa, static_cast<const float*>(b), sb, y, n, Op{});
+}
+
+// Whether 1 / b is exactly a float, so that a * (1 / b) rounds to the same bits as a / b: b is a
+// normal power of two (its reciprocal may be subnormal, but then exactly so).
+bool exact_reciprocal(float b) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &b, sizeof bits);
+  const std::uint32_t exponent = (bits >> 23) & 0xff;
+  return (bits & 0x7fffff) == 0 && exponent != 0 && exponent != 0xff;
+}
+
+// A vector division costs about three multiplications here (Zen 4); x / 2, as in GELU's
+// formula, needs none.
+void div_f32(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void* y, std::int64_t n) {
+  if (sb == 0 && n > 0 && exact_reciprocal(*static_cast<const float*>(b))) {
+    const float r = 1.0f / *static_cast<const float*>(b);
+    f32_fn<Mul>(a, sa, &r, 0, y, n);
+  } else {
+    f32_fn<Div>(a, sa, b, sb, y, n);
+  }
 }
 
 // ---- i64 and bool -------------------------------------------------------------------------
@@ -130,7 +151,7 @@ BinaryFn f32_table(OpKind kind) {
     case OpKind::add: return f32_fn<Add>;
     case OpKind::sub: return f32_fn<Sub>;
     case OpKind::mul: return f32_fn<Mul>;
-    case OpKind::div: return f32_fn<Div>;
+    case OpKind::div: return div_f32;
     case OpKind::pow: return f32_fn<Pow>;
     case OpKind::remainder: return f32_fn<Remainder>;
     case OpKind::maximum: return f32_fn<Maximum>;

@@ -1,12 +1,15 @@
 // The math of the unary elementwise ops (and clamp, whose bounds are attributes). f32 formulas
 // follow PyTorch's vectorized CPU kernels (ATen's Vectorized<float>), so that results agree to
-// SLEEF's u10 accuracy; integer formulas wrap on overflow like PyTorch's.
+// about 1 ulp (SLEEF's u10 functions, and kiln's own exp and erf: devices/cpu/fast_exp.h,
+// fast_erf.h); integer formulas wrap on overflow like PyTorch's.
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "devices/cpu/elementwise_loops.h"
 #include "devices/cpu/elementwise_math.h"
+#include "devices/cpu/fast_erf.h"
+#include "devices/cpu/fast_exp.h"
 
 namespace kiln::cpu {
 

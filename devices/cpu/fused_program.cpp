@@ -38,6 +38,7 @@ struct FusedProgram::Tile {
   const FusedExpr* expr = nullptr;
   const KernelArgs* args = nullptr;
   const std::byte* scalars = nullptr;  // 8 bytes per (step, operand)
+  const bool* stream = nullptr;        // per output: written with non-temporal stores
   const EwTile* ew = nullptr;
   std::byte* slots = nullptr;
   std::byte* scratch[3] = {};
@@ -138,7 +139,10 @@ void FusedProgram::eval_tile(Tile& t) const {
   // Outputs last: an output may be an input's buffer, and every input of the tile is read by now.
   for (std::size_t o = 0; o < output_slots_.size(); ++o) {
     const std::size_t es = dtype_size(t.expr->outputs[o].dtype);
-    std::memcpy(static_cast<std::byte*>(t.args->outputs[o]->data()) + t.ew->first * es, t.slot(output_slots_[o]), len * es);
+    std::byte* dst = static_cast<std::byte*>(t.args->outputs[o]->data()) + t.ew->first * es;
+    const auto* src = static_cast<const std::byte*>(t.slot(output_slots_[o]));
+    if (t.stream[o]) stream_copy(dst, src, len * es);
+    else std::memcpy(dst, src, len * es);
   }
 }
 
@@ -155,8 +159,12 @@ void FusedProgram::run(const FusedExpr& expr, const KernelArgs& args) const {
   std::array<EwOperand, kMaxEwOperands> operands;
   for (std::size_t k = 0; k < expr.inputs.size(); ++k)
     operands[k] = EwOperand{args.inputs[k]->data(), expr.inputs[k].dtype, expr.inputs[k].dtype, expr.inputs[k].shape};
-  const Tile base{this, &expr, &args, scalars.data()};
-  run_elementwise(expr.shape, expr.outputs[0].dtype, nullptr, std::span<const EwOperand>(operands.data(), expr.inputs.size()),
+  const std::span<const EwOperand> inputs(operands.data(), expr.inputs.size());
+  std::array<bool, kMaxOutputs> stream{};
+  for (std::size_t o = 0; o < expr.outputs.size(); ++o)
+    stream[o] = should_stream(args.outputs[o]->data(), expr.shape.numel() * dtype_size(expr.outputs[o].dtype), inputs);
+  const Tile base{this, &expr, &args, scalars.data(), stream.data()};
+  run_elementwise(expr.shape, expr.outputs[0].dtype, nullptr, inputs,
                   [](const EwTile& ew, const void* ctx) {
                     Tile t = *static_cast<const Tile*>(ctx);
                     const FusedProgram& p = *t.program;

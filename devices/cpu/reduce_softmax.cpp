@@ -1,10 +1,14 @@
 // CPU kernels of softmax and log_softmax along one dim, numerically stable (shifted by the max).
 // Rows (the dim is the last one): per row a max pass, an exp(x - max) pass that also sums, and
-// a scale pass, while the row sits in L1. Columns: the same three passes over a tile of the
-// inner dim. The output may be the input's buffer: every pass reads element k before it writes
+// a scale pass, while the row sits in L1. A large output that is not the input's buffer gets the
+// last pass through a row buffer and non-temporal stores, as elementwise kernels do
+// (elementwise_driver.h: should_stream). Columns: the same three passes over a tile of the inner
+// dim. The output may be the input's buffer: every pass reads element k before it writes
 // element k, and later passes read only what earlier ones wrote.
 #include <algorithm>
+#include <vector>
 
+#include "devices/cpu/elementwise_driver.h"
 #include "devices/cpu/reduce_driver.h"
 #include "devices/cpu/reduce_ops.h"
 #include "devices/cpu/reduce_vector_math.h"
@@ -12,16 +16,21 @@
 namespace kiln::cpu {
 namespace {
 
+// One row; `buf` (n floats) stages the result for stream_copy, or is null to write y directly.
 template <bool kLog>
-void softmax_row(const float* x, float* y, std::int64_t n) {
+void softmax_row(const float* x, float* y, std::int64_t n, float* buf) {
   const float m = detail::reduce_run(ExtremumReducer<float, true>{}, PlainInput<float>{}, x, n, 0);
+  float* out = buf ? buf : y;
   if constexpr (kLog) {
     const float log_sum = std::log(exp_shifted_sum(x, m, nullptr, n));
-    for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) - log_sum;
   } else {
-    const float inv = 1.0f / exp_shifted_sum(x, m, y, n);
-    for (std::int64_t i = 0; i < n; ++i) y[i] *= inv;
+    const float inv = 1.0f / exp_shifted_sum(x, m, out, n);
+    for (std::int64_t i = 0; i < n; ++i) out[i] *= inv;
   }
+  if (buf)
+    stream_copy(reinterpret_cast<std::byte*>(y), reinterpret_cast<const std::byte*>(buf),
+                static_cast<std::size_t>(n) * sizeof(float));
 }
 
 // Columns [j0, j0 + w) of output row o.
@@ -66,8 +75,13 @@ void softmax_kernel(const OpIr& op, const KernelArgs& a) {
   const float* x = in_ptr<float>(a, 0);
   float* y = out_ptr<float>(a, 0);
   if (g.inner == 1) {
+    const EwOperand input{x, DType::f32, DType::f32, op.inputs[0].shape};
+    const bool stream = should_stream(y, static_cast<std::size_t>(g.outer * g.extent) * sizeof(float), {&input, 1});
     parallel_for(g.outer, detail::grain_for(g.extent), [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t o = b; o < e; ++o) softmax_row<kLog>(x + o * g.extent, y + o * g.extent, g.extent);
+      std::vector<float> buf(stream ? static_cast<std::size_t>(g.extent) : 0);  // one per task, not per row
+      for (std::int64_t o = b; o < e; ++o)
+        softmax_row<kLog>(x + o * g.extent, y + o * g.extent, g.extent, stream ? buf.data() : nullptr);
+      if (stream) stream_fence();
     });
     return;
   }

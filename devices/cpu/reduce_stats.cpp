@@ -47,7 +47,7 @@ void variance_kernel(const OpIr& op, const KernelArgs& a) {
   });
 }
 
-// exp(x - shift) through SLEEF.
+// exp(x - shift), vectorized (devices/cpu/fast_exp.h).
 struct ExpShifted {
   using In = float;
   using Value = float;

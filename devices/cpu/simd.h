@@ -1,6 +1,7 @@
 // One native float vector for the elementwise math: 16 lanes on AVX-512, 8 on AVX2. Arithmetic,
 // comparisons (which give lane masks of -1/0) and `mask ? a : b` use GCC's vector extensions;
-// the rest maps to intrinsics and to SLEEF's vector functions (u10: at most 1.0 ulp).
+// the rest maps to intrinsics and to SLEEF's vector functions (u10: at most 1.0 ulp), except exp
+// and erf, which are kiln's own (devices/cpu/fast_exp.h, fast_erf.h).
 // Private to devices/cpu: the public headers never include <immintrin.h> or <sleef.h>.
 #pragma once
 #include <immintrin.h>
@@ -60,11 +61,42 @@ inline VF sqrt(VF x) { return _mm512_mask_sqrt_ps(x, 0xffff, x); }
 inline VF floor(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
 inline VF ceil(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
 inline VF rint(VF x) { return _mm512_mask_roundscale_ps(x, 0xffff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// a * b + c rounded once. Written out where the bits must not depend on whether the compiler
+// contracts a * b + c in a given inlining context (fast_erf.h, fast_exp.h).
+inline VF fma(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+// x * 2^n for whole n, rounded once (to a subnormal, zero or infinity where it must).
+inline VF ldexp(VF x, VF n) { return _mm512_mask_scalef_ps(x, 0xffff, x, n); }
+// Lanes of x truncated toward zero; NaN and out-of-range lanes give INT32_MIN.
+inline VM truncate_to_int(VF x) {
+  return reinterpret_cast<VM>(_mm512_mask_cvttps_epi32(_mm512_setzero_si512(), 0xffff, x));
+}
+// table[k & 15] in each lane: one permute, so a 16-entry table of coefficients lives in a register.
+inline VF lookup16(const float (&table)[16], VM k) {
+  const __m512 t = _mm512_load_ps(table);
+  return _mm512_mask_permutexvar_ps(t, 0xffff, reinterpret_cast<__m512i>(k), t);
+}
 #else
+inline VM truncate_to_int(VF x) { return reinterpret_cast<VM>(_mm256_cvttps_epi32(x)); }
+inline VF lookup16(const float (&table)[16], VM k) {
+  const VF lo = _mm256_permutevar8x32_ps(_mm256_load_ps(table), reinterpret_cast<__m256i>(k));
+  const VF hi = _mm256_permutevar8x32_ps(_mm256_load_ps(table + 8), reinterpret_cast<__m256i>(k));
+  return select((k & 8) != 0, hi, lo);
+}
+inline VF fma(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
 inline VF sqrt(VF x) { return _mm256_sqrt_ps(x); }
 inline VF floor(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
 inline VF ceil(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
 inline VF rint(VF x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// For whole n in [-150, 129] (what exp needs): two factors 2^h and 2^(n-h), each a normal float,
+// so only the second product rounds.
+inline VF ldexp(VF x, VF n) {
+  const VM k = truncate_to_int(n), h = k >> 1;
+  VF a, b;
+  const VM abits = (h + 127) << 23, bbits = (k - h + 127) << 23;
+  std::memcpy(&a, &abits, sizeof a);
+  std::memcpy(&b, &bbits, sizeof b);
+  return x * a * b;
+}
 #endif
 
 inline VF abs(VF x) {
@@ -75,11 +107,20 @@ inline VF abs(VF x) {
   return x;
 }
 
+// |mag| with the sign bit of `sign`.
+inline VF copysign(VF mag, VF sign) {
+  VM m, s;
+  std::memcpy(&m, &mag, sizeof mag);
+  std::memcpy(&s, &sign, sizeof sign);
+  m = (m & 0x7fffffff) | (s & static_cast<std::int32_t>(0x80000000u));
+  std::memcpy(&mag, &m, sizeof mag);
+  return mag;
+}
+
 // NaN-propagating max/min, like torch.maximum: a NaN in either operand gives NaN.
 inline VF maximum(VF a, VF b) { return select(isnan(a) | isnan(b), a + b, select(a > b, a, b)); }
 inline VF minimum(VF a, VF b) { return select(isnan(a) | isnan(b), a + b, select(a < b, a, b)); }
 
-inline VF exp(VF x) { return KILN_SLEEF(exp)(x); }
 inline VF log(VF x) { return KILN_SLEEF(log)(x); }
 inline VF log1p(VF x) { return KILN_SLEEF(log1p)(x); }
 inline VF expm1(VF x) { return KILN_SLEEF(expm1)(x); }
@@ -87,7 +128,6 @@ inline VF sin(VF x) { return KILN_SLEEF(sin)(x); }
 inline VF cos(VF x) { return KILN_SLEEF(cos)(x); }
 inline VF tan(VF x) { return KILN_SLEEF(tan)(x); }
 inline VF tanh(VF x) { return KILN_SLEEF(tanh)(x); }
-inline VF erf(VF x) { return KILN_SLEEF(erf)(x); }
 inline VF pow(VF a, VF b) { return KILN_SLEEF(pow)(a, b); }
 inline VF atan2(VF a, VF b) { return KILN_SLEEF(atan2)(a, b); }
 inline VF fmod(VF a, VF b) { return KILN_SLEEF_EXACT(fmod)(a, b); }
