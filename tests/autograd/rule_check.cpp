@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "support/reference.h"
 #include "engine/submit.h"
 #include "ops/registry.h"
 
@@ -10,23 +11,6 @@ namespace kiln::test {
 
 namespace {
 
-// Every value of `t` on the host, widened to double.
-std::vector<double> host_values(const Tensor& t) {
-  std::vector<double> v;
-  switch (t.dtype()) {
-    case DType::f32:
-      for (float x : t.to_vector<float>().get()) v.push_back(x);
-      break;
-    case DType::i64:
-      for (auto x : t.to_vector<std::int64_t>().get()) v.push_back(static_cast<double>(x));
-      break;
-    case DType::bool_:
-      for (bool x : t.to_vector<bool>().get()) v.push_back(x ? 1.0 : 0.0);
-      break;
-    default: throw std::runtime_error("rule_check: unsupported dtype " + std::string(dtype_name(t.dtype())));
-  }
-  return v;
-}
 
 bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
@@ -51,7 +35,7 @@ autograd::ForwardRecord record_forward(const ForwardOp& op, const std::vector<Te
   EXPECT_EQ(from_api.shape(), outputs.at(0).shape()) << op_name(op.kind) << ": the attrs do not match the API";
   EXPECT_EQ(from_api.dtype(), outputs.at(0).dtype()) << op_name(op.kind) << ": the attrs do not match the API";
   if (from_api.shape() == outputs.at(0).shape() && from_api.dtype() == outputs.at(0).dtype()) {
-    const std::vector<double> a = host_values(from_api), b = host_values(outputs.at(0));
+    const std::vector<double> a = test::host_values(from_api), b = test::host_values(outputs.at(0));
     for (std::size_t i = 0; i < a.size(); ++i)
       if (!same_value(a[i], b[i])) {
         ADD_FAILURE() << op_name(op.kind) << ": submitting the record's attrs gives " << b[i] << " at [" << i
@@ -87,7 +71,7 @@ std::vector<double> finite_difference(const ForwardOp& op, const std::vector<Ten
                                       std::size_t which, double eps) {
   const Tensor& x = inputs.at(which);
   const std::vector<float> base = x.to_vector<float>().get();
-  const std::vector<double> w = host_values(seed);
+  const std::vector<double> w = test::host_values(seed);
   // Submit every perturbed forward first, then read: the engine runs them while we wait.
   std::vector<Future<std::vector<float>>> plus, minus;
   auto perturbed = [&](std::size_t j, double step) {
@@ -120,7 +104,7 @@ std::vector<double> finite_difference(const ForwardOp& op, const std::vector<Ten
   if (grad.shape() != inputs.at(which).shape())
     return ::testing::AssertionFailure() << "gradient shape " << grad.shape().str() << ", input shape "
                                          << inputs.at(which).shape().str();
-  const std::vector<double> got = host_values(grad);
+  const std::vector<double> got = test::host_values(grad);
   const std::vector<double> want = finite_difference(op, inputs, seed, which, tol.eps);
   std::ostringstream report;
   int bad = 0;

@@ -4,29 +4,13 @@
 #include <cmath>
 #include <sstream>
 
+#include "support/reference.h"
 #include "engine/submit.h"
 
 namespace kiln::test {
 
 namespace {
 
-std::vector<double> host_values(const Tensor& t) {
-  switch (t.dtype()) {
-    case DType::f32: {
-      auto v = t.to_vector<float>().get();
-      return {v.begin(), v.end()};
-    }
-    case DType::i64: {
-      auto v = t.to_vector<std::int64_t>().get();
-      return {v.begin(), v.end()};
-    }
-    case DType::bool_: {
-      auto v = t.to_vector<bool>().get();
-      return {v.begin(), v.end()};
-    }
-    default: throw std::runtime_error("rule_check: unexpected dtype");
-  }
-}
 
 ::testing::AssertionResult close_to(const Tensor& actual, const Shape& shape, const std::vector<double>& expected,
                                     Tolerance tol) {
@@ -35,7 +19,7 @@ std::vector<double> host_values(const Tensor& t) {
     return ::testing::AssertionFailure() << "shape " << actual.shape().str() << ", expected " << shape.str();
   if (actual.dtype() != DType::f32)
     return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << ", expected f32";
-  const std::vector<double> got = host_values(actual);
+  const std::vector<double> got = test::host_values(actual);
   std::ostringstream bad;
   int n_bad = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -51,7 +35,7 @@ double loss(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds
   double l = 0.0;
   for (std::size_t k = 0; k < seeds.size(); ++k) {
     if (!seeds[k].defined()) continue;
-    const std::vector<double> y = host_values(outputs[k]), s = host_values(seeds[k]);
+    const std::vector<double> y = test::host_values(outputs[k]), s = test::host_values(seeds[k]);
     for (std::size_t j = 0; j < y.size(); ++j) l += y[j] * s[j];
   }
   return l;
@@ -86,7 +70,7 @@ void expect_attrs_reproduce_forward(const RuleCase& rc, std::vector<Tensor> inpu
     EXPECT_EQ(direct[k].shape(), outs[k].shape()) << "output " << k << " with the record's attrs";
     EXPECT_EQ(direct[k].dtype(), outs[k].dtype()) << "output " << k << " with the record's attrs";
     if (direct[k].shape() == outs[k].shape() && direct[k].dtype() == outs[k].dtype()) {
-      EXPECT_EQ(host_values(direct[k]), host_values(outs[k])) << "output " << k << " with the record's attrs";
+      EXPECT_EQ(test::host_values(direct[k]), test::host_values(outs[k])) << "output " << k << " with the record's attrs";
     }
   }
 }

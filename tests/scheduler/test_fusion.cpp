@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "engine/kiln.h"
-#include "tests/support/reference.h"
+#include "support/reference.h"
 
 namespace kiln {
 namespace {

@@ -1,6 +1,7 @@
 #include "support/reference.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -99,24 +100,31 @@ Tensor make_tensor(const Json& t, Device device) {
   if (actual.dtype() != want_dtype)
     return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << ", expected "
                                          << dtype_name(want_dtype);
-  std::vector<double> got;
-  switch (actual.dtype()) {
+  return values_close(host_values(actual), json_values(expected), tol, actual.dtype() != DType::f32);
+}
+
+std::vector<double> host_values(const Tensor& t) {
+  std::vector<double> out;
+  switch (t.dtype()) {
     case DType::f32:
-      for (float x : actual.to_vector<float>().get()) got.push_back(x);
+      for (float x : t.to_vector<float>().get()) out.push_back(x);
       break;
     case DType::i64:
-      for (auto x : actual.to_vector<std::int64_t>().get()) got.push_back(static_cast<double>(x));
+      for (auto x : t.to_vector<std::int64_t>().get()) out.push_back(static_cast<double>(x));
       break;
     case DType::bool_:
-      for (bool x : actual.to_vector<bool>().get()) got.push_back(x ? 1.0 : 0.0);
+      for (bool x : t.to_vector<bool>().get()) out.push_back(x ? 1.0 : 0.0);
       break;
-    default: return ::testing::AssertionFailure() << "unsupported dtype";
+    default: throw std::runtime_error(std::string("values: unsupported dtype ") + dtype_name(t.dtype()));
   }
-  const std::vector<double> want = json_values(expected);
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "element count differs";
-  const bool exact = actual.dtype() != DType::f32;
+  return out;
+}
+
+::testing::AssertionResult values_close(const std::vector<double>& got, const std::vector<double>& want, Tolerance tol,
+                                 bool exact) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << got.size() << " values, expected " << want.size();
   int bad = 0;
-  ::testing::AssertionResult result = ::testing::AssertionSuccess();
   std::string report;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = got[i], w = want[i];
@@ -125,7 +133,11 @@ Tensor make_tensor(const Json& t, Device device) {
     else if (std::isinf(w)) ok = g == w;
     else if (exact) ok = g == w;
     else ok = std::abs(g - w) <= tol.atol + tol.rtol * std::abs(w);
-    if (!ok && ++bad <= 5) report += " [" + std::to_string(i) + "] got " + std::to_string(g) + " want " + std::to_string(w);
+    if (!ok && ++bad <= 6) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, " [%zu] got %.9g want %.9g", i, g, w);
+      report += buf;
+    }
   }
   if (bad) return ::testing::AssertionFailure() << bad << " of " << got.size() << " values differ:" << report;
   return ::testing::AssertionSuccess();

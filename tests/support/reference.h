@@ -48,6 +48,14 @@ struct Tolerance {
 // Waits for `actual` and compares shape, dtype and every value with the JSON tensor.
 ::testing::AssertionResult matches(const Tensor& actual, const Json& expected, Tolerance tol = {});
 
+// The values of an f32, i64 or bool tensor as doubles (waits).
+std::vector<double> host_values(const Tensor& t);
+
+// Element by element: NaN matches NaN, infinities match exactly, `exact` (integers, bools)
+// allows no difference, others |got - want| <= atol + rtol * |want|. Reports the first few.
+::testing::AssertionResult values_close(const std::vector<double>& got, const std::vector<double>& want, Tolerance tol,
+                                 bool exact = false);
+
 // The devices op suites are instantiated for: the CPU, plus the Vulkan devices when
 // KILN_TEST_VULKAN=1.
 std::vector<Device> test_devices();

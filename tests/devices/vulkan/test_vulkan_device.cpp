@@ -24,7 +24,7 @@ TEST(VulkanDevice, RoundTripEveryDtype) {
   for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i) * 0.37f - 100.0f;
   f[3] = NAN;
   f[4] = -INFINITY;
-  EXPECT_TRUE(close(values(from_vector(f, Shape{10, 100}, vk0())), values(from_vector(f, Shape{10, 100})), {}));
+  EXPECT_TRUE(close(host_values(from_vector(f, Shape{10, 100}, vk0())), host_values(from_vector(f, Shape{10, 100})), {}));
   std::vector<std::int64_t> i{0, -1, 1, INT64_MIN, INT64_MAX, 1234567890123LL};
   EXPECT_EQ(from_vector(i, Shape{6}, vk0()).to_vector<std::int64_t>().get(), i);
   std::vector<bool> b{true, false, false, true, true};
@@ -44,13 +44,13 @@ TEST(VulkanDevice, LargeUploadCrossesStagingBlocks) {
 TEST(VulkanDevice, CreationOpsMatchTheCpu) {
   KILN_REQUIRE_VULKAN();
   for (DType t : {DType::f32, DType::i64, DType::bool_}) {
-    EXPECT_TRUE(close(values(full(Shape{3, 7}, 3.0, {t, vk0()})), values(full(Shape{3, 7}, 3.0, {t})), {}));
-    EXPECT_TRUE(close(values(eye(4, 6, {t, vk0()})), values(eye(4, 6, {t})), {}));
+    EXPECT_TRUE(close(host_values(full(Shape{3, 7}, 3.0, {t, vk0()})), host_values(full(Shape{3, 7}, 3.0, {t})), {}));
+    EXPECT_TRUE(close(host_values(eye(4, 6, {t, vk0()})), host_values(eye(4, 6, {t})), {}));
   }
-  EXPECT_TRUE(close(values(arange(-5, 17, 3, {DType::i64, vk0()})), values(arange(-5, 17, 3, {DType::i64})), {}));
-  EXPECT_TRUE(close(values(arange(0.5, 9.0, 0.25, {DType::f32, vk0()})), values(arange(0.5, 9.0, 0.25)), {1e-6, 1e-6}));
-  EXPECT_TRUE(close(values(linspace(-1, 2, 101, {DType::f32, vk0()})), values(linspace(-1, 2, 101)), {1e-6, 1e-6}));
-  EXPECT_TRUE(close(values(full(Shape{0}, 1.0, {DType::f32, vk0()})), {}, {}));
+  EXPECT_TRUE(close(host_values(arange(-5, 17, 3, {DType::i64, vk0()})), host_values(arange(-5, 17, 3, {DType::i64})), {}));
+  EXPECT_TRUE(close(host_values(arange(0.5, 9.0, 0.25, {DType::f32, vk0()})), host_values(arange(0.5, 9.0, 0.25)), {1e-6, 1e-6}));
+  EXPECT_TRUE(close(host_values(linspace(-1, 2, 101, {DType::f32, vk0()})), host_values(linspace(-1, 2, 101)), {1e-6, 1e-6}));
+  EXPECT_TRUE(close(host_values(full(Shape{0}, 1.0, {DType::f32, vk0()})), {}, {}));
 }
 
 double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
@@ -59,22 +59,22 @@ TEST(VulkanDevice, RandomOpsAreSeededAndDistributed) {
   KILN_REQUIRE_VULKAN();
   const Shape s{100000};
   Generator g1(7), g2(7);
-  const std::vector<double> u1 = values(uniform(s, -2, 3, g1, {DType::f32, vk0()}));
-  const std::vector<double> u2 = values(uniform(s, -2, 3, g2, {DType::f32, vk0()}));
+  const std::vector<double> u1 = host_values(uniform(s, -2, 3, g1, {DType::f32, vk0()}));
+  const std::vector<double> u2 = host_values(uniform(s, -2, 3, g2, {DType::f32, vk0()}));
   EXPECT_EQ(u1, u2);
   for (double x : u1) ASSERT_TRUE(x >= -2 && x < 3) << x;
   EXPECT_NEAR(mean(u1), 0.5, 0.03);
 
-  const std::vector<double> n = values(normal(s, 1.0, 2.0, g1, {DType::f32, vk0()}));
+  const std::vector<double> n = host_values(normal(s, 1.0, 2.0, g1, {DType::f32, vk0()}));
   const double m = mean(n);
   double var = 0;
   for (double x : n) var += (x - m) * (x - m);
   EXPECT_NEAR(m, 1.0, 0.05);
   EXPECT_NEAR(std::sqrt(var / static_cast<double>(n.size())), 2.0, 0.05);
 
-  const std::vector<double> b = values(bernoulli(s, 0.3, g1, {DType::bool_, vk0()}));
+  const std::vector<double> b = host_values(bernoulli(s, 0.3, g1, {DType::bool_, vk0()}));
   EXPECT_NEAR(mean(b), 0.3, 0.01);
-  EXPECT_NE(values(rand(s, g1, {DType::f32, vk0()})), values(rand(s, g1, {DType::f32, vk0()})));
+  EXPECT_NE(host_values(rand(s, g1, {DType::f32, vk0()})), host_values(rand(s, g1, {DType::f32, vk0()})));
 }
 
 TEST(VulkanDevice, MixingDevicesIsAnErrorAtTheCallSite) {
@@ -97,10 +97,10 @@ TEST(VulkanDevice, ToMovesBetweenDevices) {
   Tensor doubled = mul(on_gpu, 2.0);
   Tensor back = to(doubled, Device::cpu());
   EXPECT_EQ(back.device(), Device::cpu());
-  EXPECT_TRUE(close(values(back), values(mul(x, 2.0)), {}));
+  EXPECT_TRUE(close(host_values(back), host_values(mul(x, 2.0)), {}));
   for (DType t : {DType::i64, DType::bool_}) {
     Tensor y = cast(arange(0, 10, 1, {DType::i64}), t);
-    EXPECT_TRUE(close(values(to(to(y, vk0()), Device::cpu())), values(y), {}));
+    EXPECT_TRUE(close(host_values(to(to(y, vk0()), Device::cpu())), host_values(y), {}));
   }
   EXPECT_EQ(to(x, Device::cpu()).id(), x.id());
 }
@@ -115,7 +115,7 @@ TEST(VulkanDevice, OppositeTransfersFromManyThreadsDoNotDeadlock) {
       const Device there = t % 2 ? Device::cpu() : vk0();
       Tensor x = full(Shape{257}, static_cast<double>(t), {DType::f32, from});
       for (int i = 0; i < 5; ++i) x = to(add(to(std::move(x), there), 1.0), from);
-      sums[t] = values(x)[0];
+      sums[t] = host_values(x)[0];
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 8; ++t) EXPECT_EQ(sums[t], t + 5.0);
@@ -138,7 +138,7 @@ TEST(VulkanDevice, OutOfMemoryReachesTheFutureAndTheDeviceGoesOn) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(values(add(full(Shape{4}, 1.0, {DType::f32, vk0()}), 1.0)), std::vector<double>(4, 2.0));
+  EXPECT_EQ(host_values(add(full(Shape{4}, 1.0, {DType::f32, vk0()}), 1.0)), std::vector<double>(4, 2.0));
   // The pool's limit gives the same error.
   set_memory_limit(vk0(), 1 << 20);
   Tensor over = full(Shape{1 << 20}, 1.0, {DType::f32, vk0()});
@@ -164,7 +164,7 @@ TEST(VulkanDevice, MemoryIsPooled) {
   KILN_REQUIRE_VULKAN();
   vk0().sync().get();
   const MemoryStats before = memory_stats(vk0());
-  for (int i = 0; i < 5; ++i) (void)values(add(full(Shape{1000}, 1.0, {DType::f32, vk0()}), 1.0));
+  for (int i = 0; i < 5; ++i) (void)host_values(add(full(Shape{1000}, 1.0, {DType::f32, vk0()}), 1.0));
   const MemoryStats after = memory_stats(vk0());
   EXPECT_GT(after.served_from_pool, before.served_from_pool);
 }

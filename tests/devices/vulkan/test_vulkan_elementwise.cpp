@@ -226,9 +226,9 @@ std::vector<double> mixed_graph(Device d) {
   Tensor c = where(mask, exp(neg(b)), sqrt(abs(a)));
   Tensor dd = clamp(sub(c, 0.5), -0.2, 0.4);
   Tensor g = mul(mul(x, 0.5), add(erf(mul(x, 0.7071067811865476)), 1.0));
-  std::vector<double> out = values(c);
-  for (double v : values(cast(mul(dd, 10.0), DType::i64))) out.push_back(v);
-  for (double v : values(g)) out.push_back(v);
+  std::vector<double> out = host_values(c);
+  for (double v : host_values(cast(mul(dd, 10.0), DType::i64))) out.push_back(v);
+  for (double v : host_values(g)) out.push_back(v);
   return out;
 }
 

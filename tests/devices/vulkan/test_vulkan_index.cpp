@@ -58,7 +58,7 @@ const DType kDtypes[] = {DType::f32, DType::i64, DType::bool_};
   auto run = [&](Device d) {
     std::vector<Tensor> v;
     for (const Make& m : inputs) v.push_back(m(d));
-    return values(fn(std::move(v)));
+    return host_values(fn(std::move(v)));
   };
   const std::vector<double> want = run(Device::cpu());
   const std::uint64_t reuses = counters(vk0()).inplace_reuses;

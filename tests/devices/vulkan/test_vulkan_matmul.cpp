@@ -189,14 +189,14 @@ TEST(VulkanMatmul, CastsToHalfTypesRoundLikeTorch) {
     EXPECT_EQ(h.dtype(), t);
     std::vector<double> want;
     for (float x : v) want.push_back(t == DType::f16 ? round_f16(x) : round_bf16(x));
-    EXPECT_TRUE(close(values(cast(h, DType::f32)), want, Tol{}));
+    EXPECT_TRUE(close(host_values(cast(h, DType::f32)), want, Tol{}));
     // Through i64 and bool as well (via f32, as torch does).
     const std::vector<std::int64_t> ints{0, 1, -7, 2049, 65504, 1 << 20};
     Tensor hi = cast(from_vector(ints, Shape{6}, vk0()), t);
     std::vector<double> want_i;
     for (auto i : ints)
       want_i.push_back(t == DType::f16 ? round_f16(static_cast<float>(i)) : round_bf16(static_cast<float>(i)));
-    EXPECT_TRUE(close(values(cast(hi, DType::f32)), want_i, Tol{}));
+    EXPECT_TRUE(close(host_values(cast(hi, DType::f32)), want_i, Tol{}));
     EXPECT_EQ(cast(cast(from_vector(std::vector<float>{0.0f, 2.5f, -0.5f}, Shape{3}, vk0()), t), DType::bool_)
                   .to_vector<bool>()
                   .get(),
@@ -216,7 +216,7 @@ TEST(VulkanMatmul, CastsToHalfTypesRoundLikeTorch) {
   const std::vector<float> rb = cast(hb, DType::f32).to_vector<float>().get();
   const Tensor want = matmul(from_vector(ra, a), from_vector(rb, b));
   if (c.shape() != want.shape()) return ::testing::AssertionFailure() << "shape " << c.shape().str();
-  return close(values(cast(c, DType::f32)), values(want), tol);
+  return close(host_values(cast(c, DType::f32)), host_values(want), tol);
 }
 
 TEST(VulkanMatmul, HalfTypesMatchTheCpuProductOfRoundedInputs) {

@@ -23,44 +23,6 @@ std::string vulkan_unavailable_reason() {
   }
 }
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> out;
-  switch (t.dtype()) {
-    case DType::f32:
-      for (float x : t.to_vector<float>().get()) out.push_back(x);
-      break;
-    case DType::i64:
-      for (auto x : t.to_vector<std::int64_t>().get()) out.push_back(static_cast<double>(x));
-      break;
-    case DType::bool_:
-      for (bool x : t.to_vector<bool>().get()) out.push_back(x ? 1.0 : 0.0);
-      break;
-    default: throw std::runtime_error("unsupported dtype");
-  }
-  return out;
-}
-
-::testing::AssertionResult close(const std::vector<double>& got, const std::vector<double>& want, Tol tol) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << got.size() << " values, expected " << want.size();
-  int bad = 0;
-  std::string report;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = got[i], w = want[i];
-    bool ok;
-    if (std::isnan(w)) ok = std::isnan(g);
-    else if (std::isinf(w)) ok = g == w;
-    else ok = std::abs(g - w) <= tol.atol + tol.rtol * std::abs(w);
-    if (!ok && ++bad <= 6) {
-      char buf[128];
-      std::snprintf(buf, sizeof buf, " [%zu] got %.9g want %.9g", i, g, w);
-      report += buf;
-    }
-  }
-  if (bad) return ::testing::AssertionFailure() << bad << " of " << got.size() << " values differ:" << report;
-  return ::testing::AssertionSuccess();
-}
-
 ::testing::AssertionResult same_as_cpu(const std::vector<std::function<Tensor(Device)>>& inputs,
                                        const std::function<Tensor(const std::vector<Tensor>&)>& fn, Tol tol) {
   std::vector<Tensor> on_cpu, on_vk;
@@ -75,7 +37,7 @@ std::vector<double> values(const Tensor& t) {
     return ::testing::AssertionFailure() << "dtype " << dtype_name(got.dtype()) << ", CPU gives " << dtype_name(want.dtype());
   if (got.shape() != want.shape())
     return ::testing::AssertionFailure() << "shape " << got.shape().str() << ", CPU gives " << want.shape().str();
-  return close(values(got), values(want), tol);
+  return values_close(host_values(got), host_values(want), Tolerance{tol.rtol, tol.atol});
 }
 
 }  // namespace kiln::test

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/kiln.h"
+#include "support/reference.h"
 
 namespace kiln::test {
 
@@ -23,9 +24,6 @@ std::string vulkan_unavailable_reason();
 
 inline Device vk0() { return Device::vulkan(0); }
 
-// The values of any tensor as doubles (waits).
-std::vector<double> values(const Tensor& t);
-
 struct Tol {
   double rtol = 0;  // 0 and 0: exact (NaN equals NaN)
   double atol = 0;
@@ -35,6 +33,8 @@ struct Tol {
 ::testing::AssertionResult same_as_cpu(const std::vector<std::function<Tensor(Device)>>& inputs,
                                        const std::function<Tensor(const std::vector<Tensor>&)>& fn, Tol tol);
 
-::testing::AssertionResult close(const std::vector<double>& got, const std::vector<double>& want, Tol tol);
+inline ::testing::AssertionResult close(const std::vector<double>& got, const std::vector<double>& want, Tol tol) {
+  return values_close(got, want, Tolerance{tol.rtol, tol.atol});
+}
 
 }  // namespace kiln::test
