@@ -74,12 +74,12 @@ class SyncCompletion final : public Completion {
 Future<void> sync(Device device) {
   auto& rt = Engine::get().runtime(device, "sync");
   auto c = std::make_shared<SyncCompletion>();
-  Future<void> f(c->promise.get_future());
+  std::future<void> f = c->promise.get_future();
   OpIr op;
   op.kind = OpKind::sync;
   op.completion = std::move(c);
   rt.stream.submit(std::move(op), /*urgent=*/true);
-  return f;
+  return Future<void>(std::move(f), rt.stream.helper());
 }
 
 Future<void> Device::sync() const { return kiln::sync(*this); }

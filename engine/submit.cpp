@@ -157,7 +157,7 @@ Tensor submit_upload(std::shared_ptr<const std::vector<std::byte>> bytes, const 
   return out;
 }
 
-void submit_read(const Tensor& t, const char* op_label, DType expected, std::shared_ptr<Completion> completion) {
+FutureHelper submit_read(const Tensor& t, const char* op_label, DType expected, std::shared_ptr<Completion> completion) {
   KILN_CHECK(t.defined(), op_label, "the tensor is undefined");
   const TensorState& s = *t.state();
   KILN_CHECK(s.dtype == expected, op_label,
@@ -167,7 +167,9 @@ void submit_read(const Tensor& t, const char* op_label, DType expected, std::sha
   op.kind = OpKind::read;
   op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});
   op.completion = std::move(completion);
-  Engine::get().runtime(s.device, op_label).stream.submit(std::move(op), /*urgent=*/true);
+  Stream& stream = Engine::get().runtime(s.device, op_label).stream;
+  stream.submit(std::move(op), /*urgent=*/true);
+  return stream.helper();
 }
 
 }  // namespace kiln::detail

@@ -58,8 +58,9 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 namespace detail {
 
-// Submits a read of `t`; `completion` receives its bytes on the scheduler's thread.
-void submit_read(const Tensor& t, const char* op, DType expected, std::shared_ptr<Completion> completion);
+// Submits a read of `t`; `completion` receives its bytes on the scheduler's thread. Returns how
+// a thread waiting for it can help.
+FutureHelper submit_read(const Tensor& t, const char* op, DType expected, std::shared_ptr<Completion> completion);
 
 template <class T> class VectorCompletion final : public Completion {
  public:
@@ -91,18 +92,18 @@ template <class T> class ScalarCompletion final : public Completion {
 
 template <class T> Future<std::vector<T>> Tensor::to_vector() const {
   auto c = std::make_shared<detail::VectorCompletion<T>>();
-  Future<std::vector<T>> f(c->promise.get_future());
-  detail::submit_read(*this, "to_vector", dtype_of<T>, c);
-  return f;
+  std::future<std::vector<T>> f = c->promise.get_future();
+  const FutureHelper helper = detail::submit_read(*this, "to_vector", dtype_of<T>, c);
+  return Future<std::vector<T>>(std::move(f), helper);
 }
 
 template <class T> Future<T> Tensor::item() const {
   KILN_CHECK(defined() && numel() == 1, "item",
              "expected a tensor with one element, got shape " + (defined() ? shape().str() : std::string("(undefined)")));
   auto c = std::make_shared<detail::ScalarCompletion<T>>();
-  Future<T> f(c->promise.get_future());
-  detail::submit_read(*this, "item", dtype_of<T>, c);
-  return f;
+  std::future<T> f = c->promise.get_future();
+  const FutureHelper helper = detail::submit_read(*this, "item", dtype_of<T>, c);
+  return Future<T>(std::move(f), helper);
 }
 
 }  // namespace kiln

@@ -27,9 +27,21 @@ class StreamRunner {
   std::mutex& step_mutex() { return step_mutex_; }
 
   void step() {
-    // Never contended (the node is serial), but it tells ThreadSanitizer what oneTBB's
+    // Contended only by a helping thread (help()); it also tells ThreadSanitizer what oneTBB's
     // uninstrumented hand-off between workers already guarantees: one step after another.
     std::lock_guard lock(step_mutex_);
+    step_locked();
+  }
+
+  // A thread about to wait on a future runs the step itself, unless one is running already.
+  // The scheduler's task (woken by the same urgent message) then finds nothing left to do.
+  void help() {
+    std::unique_lock lock(step_mutex_, std::try_to_lock);
+    if (lock.owns_lock()) step_locked();
+  }
+
+ private:
+  void step_locked() {
     stream_.begin_drain();
     const std::size_t first = pending_.size();
     stream_.drain(pending_);
@@ -76,7 +88,6 @@ class StreamRunner {
     }
   }
 
- private:
   std::mutex step_mutex_;
   Stream& stream_;
   Executor& executor_;
@@ -124,6 +135,7 @@ void Scheduler::attach(Stream& stream, Executor& executor) {
   });
   DrainNode* n = node.get();
   stream.set_wake([n] { n->try_put(tbb::flow::continue_msg{}); });
+  stream.set_help([r] { r->help(); });
   impl_->runners.push_back(std::move(runner));
   impl_->nodes.push_back(std::move(node));
 }

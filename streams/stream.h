@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/future.h"
 #include "ops/ir.h"
 
 namespace kiln {
@@ -23,6 +24,13 @@ class Stream {
   // The scheduler installs this before the first submission: called when work arrives on an
   // idle stream.
   void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
+  // And this: runs the stream's pending work on the calling thread, unless a scheduler thread is
+  // running it (then it returns at once). A thread about to wait for a result calls it.
+  void set_help(std::function<void()> help) { help_ = std::move(help); }
+  void help() {
+    if (help_) help_();
+  }
+  FutureHelper helper() { return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, this}; }
 
   // Lock-free; returns the message's sequence number. `urgent` wakes the scheduler (a read, a
   // sync, every op when fusion is off); other messages wait for the next wake-up, so a chain
@@ -46,6 +54,7 @@ class Stream {
   std::atomic<bool> armed_{false};
   std::atomic<std::size_t> since_wake_{0};  // messages since the last wake-up (a hint)
   std::function<void()> wake_;
+  std::function<void()> help_;
 };
 
 }  // namespace kiln
