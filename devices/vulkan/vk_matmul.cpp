@@ -25,6 +25,7 @@ namespace kiln::vk {
 namespace {
 
 std::atomic<int> g_forced_tile{-1};
+std::atomic<int> g_forced_coop{-1};
 std::atomic<bool> g_coop_enabled{true};
 
 struct Geometry {
@@ -83,11 +84,15 @@ Geometry geometry(const OpIr& op) {
   return g;
 }
 
-// A kernel choice: a tiled configuration (index into tile_configs()) or the coop kernel.
+// A kernel choice: a tiled configuration (index into tile_configs()) or a cooperative-matrix
+// one (into coop_configs()).
 struct Plan {
   bool coop = false;
-  int tile = 0;
-  std::string name() const { return coop ? "coop" : tile_configs()[static_cast<std::size_t>(tile)].name; }
+  int index = 0;
+  std::string name() const {
+    const auto i = static_cast<std::size_t>(index);
+    return coop ? coop_configs()[i].name : tile_configs()[i].name;
+  }
 };
 
 // What one device remembers between matmuls: its tensor-core shape and the autotuner's choices.
@@ -121,6 +126,20 @@ bool fits(const VulkanDevice& dev, const TileConfig& c) {
   const VkPhysicalDeviceLimits& l = dev.context().limits();
   return c.shared_bytes() <= l.maxComputeSharedMemorySize && c.threads() <= l.maxComputeWorkGroupInvocations &&
          c.threads() <= l.maxComputeWorkGroupSize[0];
+}
+
+bool fits(const VulkanDevice& dev, const CoopConfig& c, CoopShape s) {
+  const VkPhysicalDeviceLimits& l = dev.context().limits();
+  return c.valid_for(s) && c.shared_bytes(s) <= l.maxComputeSharedMemorySize &&
+         c.threads() <= l.maxComputeWorkGroupInvocations && c.threads() <= l.maxComputeWorkGroupSize[0];
+}
+
+// Without autotuning: the first configuration that fits.
+int default_coop(const VulkanDevice& dev, CoopShape s) {
+  const auto& configs = coop_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    if (fits(dev, configs[i], s)) return static_cast<int>(i);
+  return -1;
 }
 
 // Without autotuning: big tiles when they still give many workgroups, smaller ones otherwise.
@@ -172,11 +191,12 @@ class Launcher {
     SourceFn source;
     if (p.coop) {
       const CoopShape s = state_of(dev_).coop;
-      bm = kCoopTileM, bn = kCoopTileN;
-      key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-      source = [this, s] { return coop_matmul_source(dev_.prelude(), s, DType::f16); };
+      const CoopConfig& c = coop_configs()[static_cast<std::size_t>(p.index)];
+      bm = c.bm, bn = c.bn;
+      key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + c.name;
+      source = [this, s, &c] { return coop_matmul_source(dev_.prelude(), s, c, DType::f16); };
     } else {
-      const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.tile)];
+      const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
       key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (variant_.vec_a ? "/va" : "/sa") +
             (variant_.vec_b ? "/vb" : "/sb");
@@ -203,7 +223,8 @@ class Launcher {
 };
 
 // Seconds per run of `plan`, by the host clock around complete submissions (the first run,
-// untimed, also compiles the pipeline). Short kernels are repeated to about a millisecond.
+// untimed, also compiles the pipeline): the best of three timings, each repeated to about a
+// millisecond for short kernels (the host clock's and the submission's overheads).
 double time_plan(VulkanDevice& dev, Launcher& launcher, const Plan& plan) {
   using clock = std::chrono::steady_clock;
   launcher.run(plan);
@@ -211,13 +232,16 @@ double time_plan(VulkanDevice& dev, Launcher& launcher, const Plan& plan) {
   auto t0 = clock::now();
   launcher.run(plan);
   dev.synchronize();
-  double once = std::chrono::duration<double>(clock::now() - t0).count();
-  const int reps = static_cast<int>(std::clamp(1e-3 / std::max(once, 1e-7), 0.0, 20.0));
-  if (reps < 2) return once;
-  t0 = clock::now();
-  for (int r = 0; r < reps; ++r) launcher.run(plan);
-  dev.synchronize();
-  return std::chrono::duration<double>(clock::now() - t0).count() / reps;
+  const double once = std::chrono::duration<double>(clock::now() - t0).count();
+  const int reps = std::max(1, static_cast<int>(std::clamp(1e-3 / std::max(once, 1e-7), 0.0, 20.0)));
+  double best = once;
+  for (int trial = 0; trial < 3; ++trial) {
+    t0 = clock::now();
+    for (int r = 0; r < reps; ++r) launcher.run(plan);
+    dev.synchronize();
+    best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count() / reps);
+  }
+  return best;
 }
 
 std::string shape_class(const Launcher& l, const Geometry& g, bool coop) {
@@ -228,20 +252,27 @@ std::string shape_class(const Launcher& l, const Geometry& g, bool coop) {
 
 Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geometry& g) {
   const auto& configs = tile_configs();
+  const auto& coops = coop_configs();
+  const bool coop = g_coop_enabled.load() && state.coop.m != 0 && launcher.dtype() == DType::f16 && g.k > 0 &&
+                    g.k % 8 == 0 && g.n % 8 == 0 && default_coop(dev, state.coop) >= 0;
+  if (const int forced = g_forced_coop.load(); coop && forced >= 0 && forced < static_cast<int>(coops.size()) &&
+                                               fits(dev, coops[static_cast<std::size_t>(forced)], state.coop))
+    return Plan{true, forced};
   if (const int forced = g_forced_tile.load(); forced >= 0 && forced < static_cast<int>(configs.size()))
     return Plan{false, forced};
-  const bool coop = g_coop_enabled.load() && state.coop.m != 0 && launcher.dtype() == DType::f16 && g.k > 0 &&
-                    g.k % 8 == 0 && g.n % 8 == 0;
-  if (!autotune_enabled(state.software)) return coop ? Plan{true, 0} : Plan{false, heuristic_tile(dev, g)};
+  if (!autotune_enabled(state.software))
+    return coop ? Plan{true, default_coop(dev, state.coop)} : Plan{false, heuristic_tile(dev, g)};
 
   const std::string key = shape_class(launcher, g, coop);
   if (auto hit = state.cache->lookup(key)) {
-    if (*hit == "coop" && coop) return Plan{true, 0};
+    for (std::size_t i = 0; coop && i < coops.size(); ++i)
+      if (*hit == coops[i].name && fits(dev, coops[i], state.coop)) return Plan{true, static_cast<int>(i)};
     for (std::size_t i = 0; i < configs.size(); ++i)
       if (*hit == configs[i].name && fits(dev, configs[i])) return Plan{false, static_cast<int>(i)};
   }
   std::vector<Plan> candidates;
-  if (coop) candidates.push_back(Plan{true, 0});
+  for (std::size_t i = 0; coop && i < coops.size(); ++i)
+    if (fits(dev, coops[i], state.coop)) candidates.push_back(Plan{true, static_cast<int>(i)});
   for (std::size_t i = 0; i < configs.size(); ++i)
     if (fits(dev, configs[i])) candidates.push_back(Plan{false, static_cast<int>(i)});
   Plan best = candidates.front();
@@ -277,6 +308,7 @@ void matmul_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
 }  // namespace
 
 void force_tile_config(int index) { g_forced_tile.store(index); }
+void force_coop_config(int index) { g_forced_coop.store(index); }
 void set_coop_enabled(bool enabled) { g_coop_enabled.store(enabled); }
 
 void register_linalg_kernels(KernelTable& t) { t.set(OpKind::matmul, matmul_kernel); }
