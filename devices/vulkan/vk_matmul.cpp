@@ -222,24 +222,34 @@ class Launcher {
   LaunchArgs args_;
 };
 
-// Seconds per run of `plan`, by the host clock around complete submissions (the first run,
-// untimed, also compiles the pipeline): the best of three timings, each repeated to about a
-// millisecond for short kernels (the host clock's and the submission's overheads).
+// Seconds per run of `plan`, by the host clock around complete submissions: the best of three
+// timings of about 2 ms each. The first run, untimed, also compiles the pipeline; then about
+// 20 ms of runs bring the GPU's clocks back up (they fall while the host compiles, and a
+// kernel timed right after runs several times slower).
 double time_plan(VulkanDevice& dev, Launcher& launcher, const Plan& plan) {
   using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
   launcher.run(plan);
   dev.synchronize();
   auto t0 = clock::now();
   launcher.run(plan);
   dev.synchronize();
-  const double once = std::chrono::duration<double>(clock::now() - t0).count();
-  const int reps = std::max(1, static_cast<int>(std::clamp(1e-3 / std::max(once, 1e-7), 0.0, 20.0)));
-  double best = once;
+  const double once = std::max(seconds(t0), 1e-7);
+  int reps = static_cast<int>(std::clamp(2e-3 / once, 1.0, 1000.0));
+  t0 = clock::now();
+  while (seconds(t0) < 20e-3) {
+    const auto t1 = clock::now();
+    for (int r = 0; r < reps; ++r) launcher.run(plan);
+    dev.synchronize();
+    reps = static_cast<int>(std::clamp(2e-3 * reps / std::max(seconds(t1), 1e-7), 1.0, 1000.0));
+  }
+  double best = 0;
   for (int trial = 0; trial < 3; ++trial) {
     t0 = clock::now();
     for (int r = 0; r < reps; ++r) launcher.run(plan);
     dev.synchronize();
-    best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count() / reps);
+    const double s = seconds(t0) / reps;
+    best = trial == 0 ? s : std::min(best, s);
   }
   return best;
 }

@@ -56,6 +56,7 @@ struct CoopShape {
 struct CoopConfig {
   const char* name;  // stable: the autotune cache on disk stores it
   std::uint32_t bm, bn, bk, wm, wn, stages;
+  bool float_controls = true;  // keep the prelude's NaN-preserving float controls
   std::uint32_t threads() const { return wm * wn * 32; }
   // Shared memory: the staged tiles (rows padded by 16 bytes), or the edge tiles' C blocks.
   std::uint32_t shared_words(CoopShape s) const;

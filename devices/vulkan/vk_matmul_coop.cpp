@@ -177,6 +177,7 @@ const std::vector<CoopConfig>& coop_configs() {
       {"c256x128x32_4x2", 256, 128, 32, 4, 2, 1},    {"c128x128x32_2x2_db", 128, 128, 32, 2, 2, 2},
       {"c128x128x64_2x2", 128, 128, 64, 2, 2, 1},    {"c64x128x32_2x2_db", 64, 128, 32, 2, 2, 2},
       {"c128x256x32_2x4_db", 128, 256, 32, 2, 4, 2}, {"c64x64x32_2x2_db", 64, 64, 32, 2, 2, 2},
+      {"c128x128x32_2x4_nf", 128, 128, 32, 2, 4, 1, false}, {"c128x256x32_2x4_nf", 128, 256, 32, 2, 4, 1, false},
   };
   return configs;
 }
@@ -187,6 +188,11 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, cons
                                                " does not fit the subgroup shape " + std::to_string(shape.m) + "x" +
                                                std::to_string(shape.n) + "x" + std::to_string(shape.k));
   std::string s = prelude;
+  if (!c.float_controls) {
+    // The kernel has no NaN-sensitive float code: the driver may drop the float controls.
+    if (const auto at = s.find("spirv_execution_mode("); at != std::string::npos)
+      s.erase(at, s.find('\n', at) - at);
+  }
   s.insert(s.find('\n') + 1, kExtensions);
   s += "const uint LM = " + u(shape.m) + ", LN = " + u(shape.n) + ", LK = " + u(shape.k) + ";\n";
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WM = " + u(c.wm) +
