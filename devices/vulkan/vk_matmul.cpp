@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "devices/vulkan/vk_autotune.h"
@@ -222,35 +224,30 @@ class Launcher {
   LaunchArgs args_;
 };
 
-// Seconds per run of `plan`, by the host clock around complete submissions: the best of three
-// timings of about 2 ms each. The first run, untimed, also compiles the pipeline; then about
-// 20 ms of runs bring the GPU's clocks back up (they fall while the host compiles, and a
-// kernel timed right after runs several times slower).
-double time_plan(VulkanDevice& dev, Launcher& launcher, const Plan& plan) {
+// Seconds per run of each candidate, by the host clock around complete submissions. Every
+// pipeline is compiled first (the first run), then about 20 ms of runs bring the GPU's clocks
+// up (they fall while the host compiles), then the candidates take turns over several rounds,
+// each timing about a millisecond of runs, and each keeps its best round: a candidate timed
+// once right after others (or after compiles) was seen to run several times slower.
+std::vector<double> time_plans(VulkanDevice& dev, Launcher& launcher, const std::vector<Plan>& plans) {
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  launcher.run(plan);
-  dev.synchronize();
-  auto t0 = clock::now();
-  launcher.run(plan);
-  dev.synchronize();
-  const double once = std::max(seconds(t0), 1e-7);
-  int reps = static_cast<int>(std::clamp(2e-3 / once, 1.0, 1000.0));
-  t0 = clock::now();
-  while (seconds(t0) < 20e-3) {
-    const auto t1 = clock::now();
-    for (int r = 0; r < reps; ++r) launcher.run(plan);
+  auto timed = [&](const Plan& p, int reps) {
+    const auto t0 = clock::now();
+    for (int r = 0; r < reps; ++r) launcher.run(p);
     dev.synchronize();
-    reps = static_cast<int>(std::clamp(2e-3 * reps / std::max(seconds(t1), 1e-7), 1.0, 1000.0));
+    return std::max(seconds(t0), 1e-7) / reps;
+  };
+  for (const Plan& p : plans) timed(p, 1);
+  for (const auto t0 = clock::now(); seconds(t0) < 20e-3;) timed(plans.front(), 4);
+  std::vector<double> best(plans.size());
+  std::vector<int> reps(plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    best[i] = timed(plans[i], 1);
+    reps[i] = static_cast<int>(std::clamp(1e-3 / best[i], 1.0, 1000.0));
   }
-  double best = 0;
-  for (int trial = 0; trial < 3; ++trial) {
-    t0 = clock::now();
-    for (int r = 0; r < reps; ++r) launcher.run(plan);
-    dev.synchronize();
-    const double s = seconds(t0) / reps;
-    best = trial == 0 ? s : std::min(best, s);
-  }
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i = 0; i < plans.size(); ++i) best[i] = std::min(best[i], timed(plans[i], reps[i]));
   return best;
 }
 
@@ -270,6 +267,13 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
     return Plan{true, forced};
   if (const int forced = g_forced_tile.load(); forced >= 0 && forced < static_cast<int>(configs.size()))
     return Plan{false, forced};
+  // KILN_MATMUL_CONFIG=<name> picks a configuration wherever it applies (for measurements).
+  if (const char* env = std::getenv("KILN_MATMUL_CONFIG"); env && *env) {
+    for (std::size_t i = 0; coop && i < coops.size(); ++i)
+      if (coops[i].name == std::string_view(env) && fits(dev, coops[i], state.coop)) return Plan{true, static_cast<int>(i)};
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      if (configs[i].name == std::string_view(env) && fits(dev, configs[i])) return Plan{false, static_cast<int>(i)};
+  }
   if (!autotune_enabled(state.software))
     return coop ? Plan{true, default_coop(dev, state.coop)} : Plan{false, heuristic_tile(dev, g)};
 
@@ -285,17 +289,17 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
     if (fits(dev, coops[i], state.coop)) candidates.push_back(Plan{true, static_cast<int>(i)});
   for (std::size_t i = 0; i < configs.size(); ++i)
     if (fits(dev, configs[i])) candidates.push_back(Plan{false, static_cast<int>(i)});
+  const std::vector<double> times = time_plans(dev, launcher, candidates);
   Plan best = candidates.front();
   double best_s = 0;
   std::string report;
-  for (const Plan& p : candidates) {
-    const double s = time_plan(dev, launcher, p);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
     report += ' ';
-    report += p.name();
+    report += candidates[i].name();
     report += '=';
-    report += std::to_string(s * 1e6);
+    report += std::to_string(times[i] * 1e6);
     report += "us";
-    if (best_s == 0 || s < best_s) best = p, best_s = s;
+    if (best_s == 0 || times[i] < best_s) best = candidates[i], best_s = times[i];
   }
   if (log_enabled(spdlog::level::info)) logger().info("vulkan matmul autotune [{}]: {} ({})", key, best.name(), report);
   state.cache->store(key, best.name());
