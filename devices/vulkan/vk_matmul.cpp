@@ -159,7 +159,7 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   if (dev.context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU)
     pick = index(work >= 256 * 256 ? "t128x128x8_8x8" : work >= 64 * 64 ? "t64x64x16_8x8" : "t32x32x16_4x4");
   else if (work >= 2048ull * 2048)
-    pick = index("t128x128x8_8x8");
+    pick = index("t128x64x16_8x8_db");
   else if (work >= 512ull * 512)
     pick = index("t64x64x16_8x8");
   else

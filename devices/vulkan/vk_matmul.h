@@ -56,9 +56,13 @@ struct CoopShape {
 struct CoopConfig {
   const char* name;  // stable: the autotune cache on disk stores it
   std::uint32_t bm, bn, bk, wm, wn, stages;
-  bool float_controls = true;  // keep the prelude's NaN-preserving float controls
+  // Shared tiles as f16 elements (stored 2 bytes at a time) rather than 16-byte words: the
+  // matrix loads then read arrays of their own component type.
+  bool half_shared = false;
   std::uint32_t threads() const { return wm * wn * 32; }
-  // Shared memory: the staged tiles (rows padded by 16 bytes), or the edge tiles' C blocks.
+  // Shared memory in 16-byte words: the staged tiles (rows padded by 16 bytes; with 16-byte
+  // words, the edge tiles' C blocks reuse them), plus the C blocks of half_shared.
+  std::uint32_t tile_words(CoopShape s) const;
   std::uint32_t shared_words(CoopShape s) const;
   std::uint32_t shared_bytes(CoopShape s) const { return 16 * shared_words(s); }
   bool valid_for(CoopShape s) const;  // the subgroup shape divides the tiles
