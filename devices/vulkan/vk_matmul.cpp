@@ -3,9 +3,11 @@
 // batches into one taller product; otherwise batches are the grid's z dimension, with each
 // operand's batch strides (0 where it is broadcast) in the argument block:
 //   0 A, 1 B, 2 C, 3 M, 4 N, 5 K, 6 batches, 7 batch dims, then per dim: size, A stride, B stride
-// The kernel for a shape: the cooperative-matrix one for f16 where the device has tensor cores
-// (and K, N are multiples of 8), else the tiled configuration that the autotuner picked for the
-// shape class (vk_autotune.h), or a heuristic one without autotuning.
+// The kernel for a shape: the configuration that the autotuner picked for the shape class
+// (vk_autotune.h) among the tiled ones and, for f16 where the device has tensor cores (and K, N
+// are multiples of 8), the cooperative-matrix ones; without autotuning, the first
+// cooperative-matrix configuration or a heuristic tiled one. KILN_MATMUL_CONFIG=<name> forces
+// a configuration wherever it applies. KILN_LOG=info prints each autotuning's timings.
 #include "devices/vulkan/vk_matmul.h"
 
 #include <algorithm>

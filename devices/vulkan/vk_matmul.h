@@ -4,9 +4,11 @@
 //    the parameters of TileConfig; several configurations, picked per shape class by the
 //    autotuner (vk_autotune.h); f32, f16 and bf16 inputs, f32 accumulation;
 //  - a tensor-core kernel (GL_NV_cooperative_matrix) for f16 inputs with f32 accumulators, on
-//    devices that expose VK_NV_cooperative_matrix with an f16 x f16 -> f32 shape.
-// bf16 has no cooperative-matrix type that glslang 12 can compile (that needs
-// GL_KHR_cooperative_matrix or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
+//    devices that expose VK_NV_cooperative_matrix with an f16 x f16 -> f32 shape; several
+//    configurations (CoopConfig), autotuned together with the tiled ones.
+// bf16 has no cooperative-matrix type in VK_NV_cooperative_matrix (an H200 lists f16 and 8-bit
+// integer shapes only; bf16 needs VK_KHR_cooperative_matrix with GL_KHR_cooperative_matrix,
+// which glslang 12 lacks, or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -56,13 +58,9 @@ struct CoopShape {
 struct CoopConfig {
   const char* name;  // stable: the autotune cache on disk stores it
   std::uint32_t bm, bn, bk, wm, wn, stages;
-  // Shared tiles as f16 elements (stored 2 bytes at a time) rather than 16-byte words: the
-  // matrix loads then read arrays of their own component type.
-  bool half_shared = false;
   std::uint32_t threads() const { return wm * wn * 32; }
-  // Shared memory in 16-byte words: the staged tiles (rows padded by 16 bytes; with 16-byte
-  // words, the edge tiles' C blocks reuse them), plus the C blocks of half_shared.
-  std::uint32_t tile_words(CoopShape s) const;
+  // Shared memory in 16-byte words: the staged tiles (rows padded by 16 bytes), which the edge
+  // tiles' C blocks reuse.
   std::uint32_t shared_words(CoopShape s) const;
   std::uint32_t shared_bytes(CoopShape s) const { return 16 * shared_words(s); }
   bool valid_for(CoopShape s) const;  // the subgroup shape divides the tiles
