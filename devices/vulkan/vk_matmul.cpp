@@ -3,16 +3,20 @@
 // batches into one taller product; otherwise batches are the grid's z dimension, with each
 // operand's batch strides (0 where it is broadcast) in the argument block:
 //   0 A, 1 B, 2 C, 3 M, 4 N, 5 K, 6 batches, 7 batch dims, then per dim: size, A stride, B stride
-// The kernel for a shape: the cooperative-matrix one for f16 where the device has tensor cores
-// (and K, N are multiples of 8), else the tiled configuration that the autotuner picked for the
-// shape class (vk_autotune.h), or a heuristic one without autotuning.
+// The kernel for a shape: the configuration that the autotuner picked for the shape class
+// (vk_autotune.h) among the tiled ones and, for f16 where the device has tensor cores (and K, N
+// are multiples of 8), the cooperative-matrix ones; without autotuning, the first
+// cooperative-matrix configuration or a heuristic tiled one. KILN_MATMUL_CONFIG=<name> forces
+// a configuration wherever it applies. KILN_LOG=info prints each autotuning's timings.
 #include "devices/vulkan/vk_matmul.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "devices/vulkan/vk_autotune.h"
@@ -25,6 +29,7 @@ namespace kiln::vk {
 namespace {
 
 std::atomic<int> g_forced_tile{-1};
+std::atomic<int> g_forced_coop{-1};
 std::atomic<bool> g_coop_enabled{true};
 
 struct Geometry {
@@ -83,11 +88,15 @@ Geometry geometry(const OpIr& op) {
   return g;
 }
 
-// A kernel choice: a tiled configuration (index into tile_configs()) or the coop kernel.
+// A kernel choice: a tiled configuration (index into tile_configs()) or a cooperative-matrix
+// one (into coop_configs()).
 struct Plan {
   bool coop = false;
-  int tile = 0;
-  std::string name() const { return coop ? "coop" : tile_configs()[static_cast<std::size_t>(tile)].name; }
+  int index = 0;
+  std::string name() const {
+    const auto i = static_cast<std::size_t>(index);
+    return coop ? coop_configs()[i].name : tile_configs()[i].name;
+  }
 };
 
 // What one device remembers between matmuls: its tensor-core shape and the autotuner's choices.
@@ -123,6 +132,20 @@ bool fits(const VulkanDevice& dev, const TileConfig& c) {
          c.threads() <= l.maxComputeWorkGroupSize[0];
 }
 
+bool fits(const VulkanDevice& dev, const CoopConfig& c, CoopShape s) {
+  const VkPhysicalDeviceLimits& l = dev.context().limits();
+  return c.valid_for(s) && c.shared_bytes(s) <= l.maxComputeSharedMemorySize &&
+         c.threads() <= l.maxComputeWorkGroupInvocations && c.threads() <= l.maxComputeWorkGroupSize[0];
+}
+
+// Without autotuning: the first configuration that fits.
+int default_coop(const VulkanDevice& dev, CoopShape s) {
+  const auto& configs = coop_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    if (fits(dev, configs[i], s)) return static_cast<int>(i);
+  return -1;
+}
+
 // Without autotuning: big tiles when they still give many workgroups, smaller ones otherwise.
 int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   const auto& configs = tile_configs();
@@ -138,7 +161,7 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   if (dev.context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU)
     pick = index(work >= 256 * 256 ? "t128x128x8_8x8" : work >= 64 * 64 ? "t64x64x16_8x8" : "t32x32x16_4x4");
   else if (work >= 2048ull * 2048)
-    pick = index("t128x128x8_8x8");
+    pick = index("t128x64x16_8x8_db");
   else if (work >= 512ull * 512)
     pick = index("t64x64x16_8x8");
   else
@@ -172,11 +195,12 @@ class Launcher {
     SourceFn source;
     if (p.coop) {
       const CoopShape s = state_of(dev_).coop;
-      bm = kCoopTileM, bn = kCoopTileN;
-      key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-      source = [this, s] { return coop_matmul_source(dev_.prelude(), s, DType::f16); };
+      const CoopConfig& c = coop_configs()[static_cast<std::size_t>(p.index)];
+      bm = c.bm, bn = c.bn;
+      key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + c.name;
+      source = [this, s, &c] { return coop_matmul_source(dev_.prelude(), s, c, DType::f16); };
     } else {
-      const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.tile)];
+      const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
       key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (variant_.vec_a ? "/va" : "/sa") +
             (variant_.vec_b ? "/vb" : "/sb");
@@ -202,22 +226,31 @@ class Launcher {
   LaunchArgs args_;
 };
 
-// Seconds per run of `plan`, by the host clock around complete submissions (the first run,
-// untimed, also compiles the pipeline). Short kernels are repeated to about a millisecond.
-double time_plan(VulkanDevice& dev, Launcher& launcher, const Plan& plan) {
+// Seconds per run of each candidate, by the host clock around complete submissions. Every
+// pipeline is compiled first (the first run), then about 20 ms of runs bring the GPU's clocks
+// up (they fall while the host compiles), then the candidates take turns over several rounds,
+// each timing about a millisecond of runs, and each keeps its best round: a candidate timed
+// once right after others (or after compiles) was seen to run several times slower.
+std::vector<double> time_plans(VulkanDevice& dev, Launcher& launcher, const std::vector<Plan>& plans) {
   using clock = std::chrono::steady_clock;
-  launcher.run(plan);
-  dev.synchronize();
-  auto t0 = clock::now();
-  launcher.run(plan);
-  dev.synchronize();
-  double once = std::chrono::duration<double>(clock::now() - t0).count();
-  const int reps = static_cast<int>(std::clamp(1e-3 / std::max(once, 1e-7), 0.0, 20.0));
-  if (reps < 2) return once;
-  t0 = clock::now();
-  for (int r = 0; r < reps; ++r) launcher.run(plan);
-  dev.synchronize();
-  return std::chrono::duration<double>(clock::now() - t0).count() / reps;
+  auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  auto timed = [&](const Plan& p, int reps) {
+    const auto t0 = clock::now();
+    for (int r = 0; r < reps; ++r) launcher.run(p);
+    dev.synchronize();
+    return std::max(seconds(t0), 1e-7) / reps;
+  };
+  for (const Plan& p : plans) timed(p, 1);
+  for (const auto t0 = clock::now(); seconds(t0) < 20e-3;) timed(plans.front(), 4);
+  std::vector<double> best(plans.size());
+  std::vector<int> reps(plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    best[i] = timed(plans[i], 1);
+    reps[i] = static_cast<int>(std::clamp(1e-3 / best[i], 1.0, 1000.0));
+  }
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i = 0; i < plans.size(); ++i) best[i] = std::min(best[i], timed(plans[i], reps[i]));
+  return best;
 }
 
 std::string shape_class(const Launcher& l, const Geometry& g, bool coop) {
@@ -228,33 +261,47 @@ std::string shape_class(const Launcher& l, const Geometry& g, bool coop) {
 
 Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geometry& g) {
   const auto& configs = tile_configs();
+  const auto& coops = coop_configs();
+  const bool coop = g_coop_enabled.load() && state.coop.m != 0 && launcher.dtype() == DType::f16 && g.k > 0 &&
+                    g.k % 8 == 0 && g.n % 8 == 0 && default_coop(dev, state.coop) >= 0;
+  if (const int forced = g_forced_coop.load(); coop && forced >= 0 && forced < static_cast<int>(coops.size()) &&
+                                               fits(dev, coops[static_cast<std::size_t>(forced)], state.coop))
+    return Plan{true, forced};
   if (const int forced = g_forced_tile.load(); forced >= 0 && forced < static_cast<int>(configs.size()))
     return Plan{false, forced};
-  const bool coop = g_coop_enabled.load() && state.coop.m != 0 && launcher.dtype() == DType::f16 && g.k > 0 &&
-                    g.k % 8 == 0 && g.n % 8 == 0;
-  if (!autotune_enabled(state.software)) return coop ? Plan{true, 0} : Plan{false, heuristic_tile(dev, g)};
+  // KILN_MATMUL_CONFIG=<name> picks a configuration wherever it applies (for measurements).
+  if (const char* env = std::getenv("KILN_MATMUL_CONFIG"); env && *env) {
+    for (std::size_t i = 0; coop && i < coops.size(); ++i)
+      if (coops[i].name == std::string_view(env) && fits(dev, coops[i], state.coop)) return Plan{true, static_cast<int>(i)};
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      if (configs[i].name == std::string_view(env) && fits(dev, configs[i])) return Plan{false, static_cast<int>(i)};
+  }
+  if (!autotune_enabled(state.software))
+    return coop ? Plan{true, default_coop(dev, state.coop)} : Plan{false, heuristic_tile(dev, g)};
 
   const std::string key = shape_class(launcher, g, coop);
   if (auto hit = state.cache->lookup(key)) {
-    if (*hit == "coop" && coop) return Plan{true, 0};
+    for (std::size_t i = 0; coop && i < coops.size(); ++i)
+      if (*hit == coops[i].name && fits(dev, coops[i], state.coop)) return Plan{true, static_cast<int>(i)};
     for (std::size_t i = 0; i < configs.size(); ++i)
       if (*hit == configs[i].name && fits(dev, configs[i])) return Plan{false, static_cast<int>(i)};
   }
   std::vector<Plan> candidates;
-  if (coop) candidates.push_back(Plan{true, 0});
+  for (std::size_t i = 0; coop && i < coops.size(); ++i)
+    if (fits(dev, coops[i], state.coop)) candidates.push_back(Plan{true, static_cast<int>(i)});
   for (std::size_t i = 0; i < configs.size(); ++i)
     if (fits(dev, configs[i])) candidates.push_back(Plan{false, static_cast<int>(i)});
+  const std::vector<double> times = time_plans(dev, launcher, candidates);
   Plan best = candidates.front();
   double best_s = 0;
   std::string report;
-  for (const Plan& p : candidates) {
-    const double s = time_plan(dev, launcher, p);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
     report += ' ';
-    report += p.name();
+    report += candidates[i].name();
     report += '=';
-    report += std::to_string(s * 1e6);
+    report += std::to_string(times[i] * 1e6);
     report += "us";
-    if (best_s == 0 || s < best_s) best = p, best_s = s;
+    if (best_s == 0 || times[i] < best_s) best = candidates[i], best_s = times[i];
   }
   if (log_enabled(spdlog::level::info)) logger().info("vulkan matmul autotune [{}]: {} ({})", key, best.name(), report);
   state.cache->store(key, best.name());
@@ -277,6 +324,7 @@ void matmul_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
 }  // namespace
 
 void force_tile_config(int index) { g_forced_tile.store(index); }
+void force_coop_config(int index) { g_forced_coop.store(index); }
 void set_coop_enabled(bool enabled) { g_coop_enabled.store(enabled); }
 
 void register_linalg_kernels(KernelTable& t) { t.set(OpKind::matmul, matmul_kernel); }

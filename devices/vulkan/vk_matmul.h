@@ -4,9 +4,11 @@
 //    the parameters of TileConfig; several configurations, picked per shape class by the
 //    autotuner (vk_autotune.h); f32, f16 and bf16 inputs, f32 accumulation;
 //  - a tensor-core kernel (GL_NV_cooperative_matrix) for f16 inputs with f32 accumulators, on
-//    devices that expose VK_NV_cooperative_matrix with an f16 x f16 -> f32 shape.
-// bf16 has no cooperative-matrix type that glslang 12 can compile (that needs
-// GL_KHR_cooperative_matrix or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
+//    devices that expose VK_NV_cooperative_matrix with an f16 x f16 -> f32 shape; several
+//    configurations (CoopConfig), autotuned together with the tiled ones.
+// bf16 has no cooperative-matrix type in VK_NV_cooperative_matrix (an H200 lists f16 and 8-bit
+// integer shapes only; bf16 needs VK_KHR_cooperative_matrix with GL_KHR_cooperative_matrix,
+// which glslang 12 lacks, or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,12 +22,14 @@ class VulkanDevice;
 
 // One configuration of the tiled kernel: a BM x BN tile of C per workgroup, staged through
 // shared memory BK columns of A (rows of B) at a time; each thread owns TM x TN outputs.
-// TM, TN and BK are multiples of 4 (loads and shared-memory reads are vec4).
+// TM, TN and BK are multiples of 4 (loads and shared-memory reads are vec4). stages = 2 double-
+// buffers the shared tiles (one barrier per step instead of two).
 struct TileConfig {
   const char* name;  // stable: the autotune cache on disk stores it
   std::uint32_t bm, bn, bk, tm, tn;
+  std::uint32_t stages = 1;
   std::uint32_t threads() const { return (bm / tm) * (bn / tn); }
-  std::uint32_t shared_bytes() const { return 16 * (bm * (bk / 4 + 1) + bk * (bn / 4)); }
+  std::uint32_t shared_bytes() const { return stages * 16 * (bm * (bk / 4 + 1) + bk * (bn / 4)); }
 };
 
 // Every configuration, in a fixed order (the first is the default for large products).
@@ -47,20 +51,38 @@ struct CoopShape {
   std::uint32_t m = 0, n = 0, k = 0;
 };
 
+// One configuration of the cooperative-matrix kernel: a BM x BN tile of C per workgroup of
+// WM x WN subgroups (of 32), each owning a (BM / WM) x (BN / WN) part of it as several
+// accumulator matrices; A and B staged through shared memory BK at a time (stages = 2:
+// double-buffered, one barrier per step).
+struct CoopConfig {
+  const char* name;  // stable: the autotune cache on disk stores it
+  std::uint32_t bm, bn, bk, wm, wn, stages;
+  std::uint32_t threads() const { return wm * wn * 32; }
+  // Shared memory in 16-byte words: the staged tiles (rows padded by 16 bytes), which the edge
+  // tiles' C blocks reuse.
+  std::uint32_t shared_words(CoopShape s) const;
+  std::uint32_t shared_bytes(CoopShape s) const { return 16 * shared_words(s); }
+  bool valid_for(CoopShape s) const;  // the subgroup shape divides the tiles
+};
+
+// Every cooperative-matrix configuration, in a fixed order (the first is the default).
+const std::vector<CoopConfig>& coop_configs();
+
 // The GLSL of the cooperative-matrix kernel for f16 operands (f32 accumulation, output `out`:
-// f16 or f32), for aligned shapes: M % 128, N % 128 == 0 and K % 32 == 0 are not required, but
-// K % 8 == 0 and N % 8 == 0 are (16-byte loads).
-std::string coop_matmul_source(const std::string& prelude, CoopShape shape, DType out);
-// Workgroup tile of the cooperative-matrix kernel.
-inline constexpr std::uint32_t kCoopTileM = 128, kCoopTileN = 128, kCoopTileK = 32, kCoopThreads = 256;
+// f16 or f32). K % 8 == 0 and N % 8 == 0 are required (16-byte loads); M, N, K need not be
+// multiples of the tiles.
+std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& config, DType out);
 
 // The f16 x f16 -> f32 subgroup shape the device offers for the cooperative-matrix kernel;
 // m == 0 when it has none (or VK_NV_cooperative_matrix is not enabled).
 CoopShape coop_shape(const VulkanDevice& dev);
 
-// Test hooks: force one tiled configuration (an index into tile_configs()) for every matmul,
-// or -1 for the normal choice; disable the cooperative-matrix path.
+// Test hooks: force one tiled configuration (an index into tile_configs()) or one
+// cooperative-matrix configuration (into coop_configs(); used where the coop path applies) for
+// every matmul, or -1 for the normal choice; disable the cooperative-matrix path.
 void force_tile_config(int index);
+void force_coop_config(int index);
 void set_coop_enabled(bool enabled);
 
 }  // namespace kiln::vk

@@ -1,18 +1,22 @@
 // The tensor-core matmul: f16 operands, f32 accumulators, through GL_NV_cooperative_matrix.
 //
-// A workgroup of 8 subgroups (of 32 invocations) computes a 128 x 128 tile of C; subgroup
-// (wm, wn) of a 2 x 4 grid owns a 64 x 32 part of it as CR x CC accumulator matrices of the
-// device's shape (16 x 16 or 16 x 8). Per step of 32 k, every invocation loads two 16-byte words
-// of the A tile and two of the B tile, stores them to shared memory (rows padded by 16 bytes
-// against bank conflicts), and loads the next step's words into registers while the subgroups
-// multiply from shared memory. Rows, columns and k beyond the matrix read as 0 (K and N must be
-// multiples of 8: whole 16-byte words). Accumulators inside the matrix are converted to f16 and
-// stored directly; those on the edges go through a per-subgroup shared-memory block and are
-// stored element by element. Same argument block as the tiled kernel (vk_matmul.cpp).
+// A workgroup of WM x WN subgroups (of 32 invocations) computes a BM x BN tile of C; each
+// subgroup owns a (BM / WM) x (BN / WN) part of it as CR x CC accumulator matrices of the
+// device's shape (16 x 16 or 16 x 8). Per step of BK, every invocation loads 16-byte words of
+// the A and B tiles into registers and stores them to shared memory (rows padded by 16 bytes, so
+// that the 8 rows one matrix load touches fall in distinct banks); the next step's words are
+// loaded while the subgroups multiply from shared memory. With two stages the shared tiles are
+// double-buffered: the next step is stored beside the one being read, one barrier per step.
+// Rows, columns and k beyond the matrix read as 0 (K and N must be multiples of 8: whole words).
+// Accumulators inside the matrix are stored directly (converted to f16 where the output is);
+// those on the edges go through a per-subgroup block of shared memory and are stored element by
+// element. Same argument block as the tiled kernel (vk_matmul.cpp).
+#include <algorithm>
 #include <string>
 
 #include "devices/vulkan/vk_device.h"
 #include "devices/vulkan/vk_matmul.h"
+#include "ops/log.h"
 
 namespace kiln::vk {
 
@@ -26,39 +30,67 @@ constexpr const char* kExtensions = R"(#extension GL_KHR_memory_scope_semantics 
 
 constexpr const char* kBody = R"(
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmU32x4s { uvec4 v[]; };
-const uint TILE_M = 128u, TILE_N = 128u, TILE_K = 32u, WG = 256u;
-const uint WARPS_M = 2u, WARPS_N = 4u;
-const uint CR = TILE_M / WARPS_M / LM, CC = TILE_N / WARPS_N / LN;
-const uint SA4 = (TILE_K + 8u) / 8u;  // 16-byte words per row of Ash (8 halves each)
-const uint SB4 = (TILE_N + 8u) / 8u;
-const uint AV = TILE_M * TILE_K / 8u / WG, BV = TILE_K * TILE_N / 8u / WG;
+const uint WG = WM * WN * 32u;
+const uint CR = BM / WM / LM, CC = BN / WN / LN;
+const uint SA = BK / 8u + 1u, SB = BN / 8u + 1u;  // 16-byte words per shared row, one of padding
+const uint A_WORDS = BM * SA, STAGE_WORDS = A_WORDS + BK * SB;
+const uint AV = BM * BK / 8u / WG, BV = BK * BN / 8u / WG;  // words per invocation and step
 layout(local_size_x = WG) in;
-shared uvec4 Ash[TILE_M * SA4];
-shared uvec4 Bsh[TILE_K * SB4];
-shared float Csh[(WG / 32u) * LM * LN];
+// The shared tiles, as 16-byte words (the matrix loads take offsets and strides in words; f16
+// arrays, stored 2 bytes at a time, measured 15-40% slower on an H200); the edge blocks reuse them.
+shared uvec4 Sh[SHARED_WORDS];
 
 #define ACC fcoopmatNV<32, gl_ScopeSubgroup, LM, LN>
-// The 16-byte words of the A and B tiles of step k0 into registers ra, rb (0 outside).
+// The words of the A and B tiles of step k0 into registers ra, rb (0 outside the matrices).
 #define LOAD_STEP(k0) { \
   [[unroll]] for (uint j = 0u; j < AV; ++j) { \
-    const uint e = tid + j * WG, row = m0 + e / (TILE_K / 8u), k = (k0) + (e % (TILE_K / 8u)) * 8u; \
+    const uint e = tid + j * WG, row = m0 + e / (BK / 8u), k = (k0) + (e % (BK / 8u)) * 8u; \
     ra[j] = uvec4(0u); \
     if (row < M && k < K) ra[j] = A.v[(row * K + k) >> 3]; \
   } \
   [[unroll]] for (uint j = 0u; j < BV; ++j) { \
-    const uint e = tid + j * WG, k = (k0) + e / (TILE_N / 8u), col = n0 + (e % (TILE_N / 8u)) * 8u; \
+    const uint e = tid + j * WG, k = (k0) + e / (BN / 8u), col = n0 + (e % (BN / 8u)) * 8u; \
     rb[j] = uvec4(0u); \
     if (k < K && col < N) rb[j] = B.v[(k * N + col) >> 3]; \
   } }
+// ra, rb into the shared stage at word `base`.
+#define STORE_STEP(base) { \
+  [[unroll]] for (uint j = 0u; j < AV; ++j) { \
+    const uint e = tid + j * WG; \
+    Sh[(base) + (e / (BK / 8u)) * SA + e % (BK / 8u)] = ra[j]; \
+  } \
+  [[unroll]] for (uint j = 0u; j < BV; ++j) { \
+    const uint e = tid + j * WG; \
+    Sh[(base) + A_WORDS + (e / (BN / 8u)) * SB + e % (BN / 8u)] = rb[j]; \
+  } }
+// The subgroup's products of the shared stage at word `base`.
+#define MATH(base) { \
+  [[unroll]] for (uint kk = 0u; kk < BK / LK; ++kk) { \
+    fcoopmatNV<16, gl_ScopeSubgroup, LM, LK> a[CR]; \
+    [[unroll]] for (uint i = 0u; i < CR; ++i) \
+      coopMatLoadNV(a[i], Sh, (base) + (wm * CR + i) * LM * SA + kk * (LK / 8u), SA, false); \
+    [[unroll]] for (uint j = 0u; j < CC; ++j) { \
+      fcoopmatNV<16, gl_ScopeSubgroup, LK, LN> b; \
+      coopMatLoadNV(b, Sh, (base) + A_WORDS + kk * LK * SB + (wn * CC + j) * (LN / 8u), SB, false); \
+      [[unroll]] for (uint i = 0u; i < CR; ++i) acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]); \
+    } \
+  } }
+// One double-buffered step: the next step's loads are in flight during the math.
+#define STEP2(k0, cur, nxt) { \
+  const bool more = (k0) + BK < K; \
+  if (more) LOAD_STEP((k0) + BK); \
+  MATH(cur); \
+  if (more) STORE_STEP(nxt); \
+  barrier(); }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const uint wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const uint wm = warp / WN, wn = warp % WN;
   const uint64_t a_base = arg_u64(0), b_base = arg_u64(1), c_base = arg_u64(2);
   const uint M = arg_u32(3), N = arg_u32(4), K = arg_u32(5), batches = arg_u32(6), nb = arg_u32(7);
-  const uint tiles_m = (M + TILE_M - 1u) / TILE_M;
-  const uint n0 = gl_WorkGroupID.x * TILE_N;
+  const uint tiles_m = (M + BM - 1u) / BM;
+  const uint n0 = gl_WorkGroupID.x * BN;
   for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
     uint64_t a_off = 0ul, b_off = 0ul;
     uint rest = bz;
@@ -74,47 +106,45 @@ void main() {
     MmU32x4s B = MmU32x4s(b_base + b_off * 2ul);
     const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * OUT_SIZE;
     for (uint mt = gl_WorkGroupID.y; mt < tiles_m; mt += gl_NumWorkGroups.y) {
-      const uint m0 = mt * TILE_M;
+      const uint m0 = mt * BM;
+      const bool edge = m0 + BM > M || n0 + BN > N;  // uniform in the workgroup
       ACC acc[CR][CC];
       [[unroll]] for (uint i = 0u; i < CR; ++i)
         [[unroll]] for (uint j = 0u; j < CC; ++j) acc[i][j] = ACC(0.0);
       uvec4 ra[AV], rb[BV];
       LOAD_STEP(0u);
-      for (uint k0 = 0u; k0 < K; k0 += TILE_K) {
-        barrier();  // the previous step has finished reading shared memory
-        [[unroll]] for (uint j = 0u; j < AV; ++j) {
-          const uint e = tid + j * WG;
-          Ash[(e / (TILE_K / 8u)) * SA4 + e % (TILE_K / 8u)] = ra[j];
-        }
-        [[unroll]] for (uint j = 0u; j < BV; ++j) {
-          const uint e = tid + j * WG;
-          Bsh[(e / (TILE_N / 8u)) * SB4 + e % (TILE_N / 8u)] = rb[j];
-        }
-        barrier();
-        if (k0 + TILE_K < K) LOAD_STEP(k0 + TILE_K);  // in flight during this step's math
-        [[unroll]] for (uint kk = 0u; kk < TILE_K / LK; ++kk) {
-          fcoopmatNV<16, gl_ScopeSubgroup, LM, LK> a[CR];
-          [[unroll]] for (uint i = 0u; i < CR; ++i)
-            coopMatLoadNV(a[i], Ash, (wm * CR + i) * LM * SA4 + kk * LK / 8u, SA4, false);
-          [[unroll]] for (uint j = 0u; j < CC; ++j) {
-            fcoopmatNV<16, gl_ScopeSubgroup, LK, LN> b;
-            coopMatLoadNV(b, Bsh, kk * LK * SB4 + (wn * CC + j) * LN / 8u, SB4, false);
-            [[unroll]] for (uint i = 0u; i < CR; ++i) acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
-          }
-        }
+#if STAGES == 2
+      barrier();  // the previous tile's edge stores have finished with shared memory
+      STORE_STEP(0u);
+      barrier();
+      for (uint k0 = 0u; k0 < K; k0 += 2u * BK) {
+        STEP2(k0, 0u, STAGE_WORDS);
+        if (k0 + BK >= K) break;
+        STEP2(k0 + BK, STAGE_WORDS, 0u);
       }
+#else
+      for (uint k0 = 0u; k0 < K; k0 += BK) {
+        barrier();  // the previous step (or tile) has finished reading shared memory
+        STORE_STEP(0u);
+        barrier();
+        if (k0 + BK < K) LOAD_STEP(k0 + BK);  // in flight during this step's math
+        MATH(0u);
+      }
+      if (edge) barrier();  // the edge stores below reuse shared memory
+#endif
       [[unroll]] for (uint i = 0u; i < CR; ++i) {
         [[unroll]] for (uint j = 0u; j < CC; ++j) {
           const uint gi = m0 + (wm * CR + i) * LM, gj = n0 + (wn * CC + j) * LN;
-          if (gi + LM <= M && gj + LN <= N) {
+          if (!edge || (gi + LM <= M && gj + LN <= N)) {
             STORE_DIRECT(acc[i][j], c_addr, gi * N + gj, N);
           } else {
-            coopMatStoreNV(acc[i][j], Csh, warp * LM * LN, LN, false);
+            const uint cb = warp * (LM * LN / 4u);
+            coopMatStoreNV(acc[i][j], Sh, cb, LN / 4u, false);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             for (uint e = lane; e < LM * LN; e += 32u) {
               const uint r = gi + e / LN, c = gj + e % LN;
-              if (r < M && c < N) STORE_ONE(c_addr, r * N + c, Csh[warp * LM * LN + e]);
+              if (r < M && c < N) STORE_ONE(c_addr, r * N + c, uintBitsToFloat(Sh[cb + e / 4u][e % 4u]));
             }
             subgroupBarrier();
           }
@@ -129,11 +159,43 @@ std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
 
 }  // namespace
 
-std::string coop_matmul_source(const std::string& prelude, CoopShape shape, DType out) {
+std::uint32_t CoopConfig::shared_words(CoopShape s) const {
+  const std::uint32_t stage = bm * (bk / 8 + 1) + bk * (bn / 8 + 1);
+  return std::max(stages * stage, wm * wn * s.m * s.n / 4);
+}
+
+bool CoopConfig::valid_for(CoopShape s) const {
+  return s.m != 0 && (bm / wm) % s.m == 0 && (bn / wn) % s.n == 0 && bk % s.k == 0 && s.k % 8 == 0 &&
+         s.n % 8 == 0 && (bm * bk / 8) % threads() == 0 && (bk * bn / 8) % threads() == 0 && bk % 8 == 0 &&
+         bn % 8 == 0 && (stages == 1 || stages == 2);
+}
+
+const std::vector<CoopConfig>& coop_configs() {
+  // Measured on an H200 (4096^3, f16): every tiling lands within 0.91-1.05 ms, 64 x 64 of C
+  // per subgroup the fastest (it reads each A and B fragment from shared memory the fewest
+  // times per product), 32 x 32 per subgroup 1.46 ms. The first is the default without
+  // autotuning; the 64 x 32 ones give mid-sized products more workgroups.
+  static const std::vector<CoopConfig> configs = {
+      {"c128x128x32_2x2_db", 128, 128, 32, 2, 2, 2}, {"c128x256x32_2x4", 128, 256, 32, 2, 4, 1},
+      {"c256x128x32_4x2", 256, 128, 32, 4, 2, 1},    {"c128x128x64_2x2", 128, 128, 64, 2, 2, 1},
+      {"c128x128x64_2x4", 128, 128, 64, 2, 4, 1},    {"c128x128x32_2x4_db", 128, 128, 32, 2, 4, 2},
+      {"c128x128x32_2x4", 128, 128, 32, 2, 4, 1},
+  };
+  return configs;
+}
+
+std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& c, DType out) {
   KILN_CHECK(out == DType::f16 || out == DType::f32, "matmul", "the cooperative-matrix kernel writes f16 or f32");
+  KILN_CHECK(c.valid_for(shape), "matmul", std::string("cooperative-matrix configuration ") + c.name +
+                                               " does not fit the subgroup shape " + std::to_string(shape.m) + "x" +
+                                               std::to_string(shape.n) + "x" + std::to_string(shape.k));
   std::string s = prelude;
   s.insert(s.find('\n') + 1, kExtensions);
   s += "const uint LM = " + u(shape.m) + ", LN = " + u(shape.n) + ", LK = " + u(shape.k) + ";\n";
+  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WM = " + u(c.wm) +
+       ", WN = " + u(c.wn) + ";\n";
+  s += "#define STAGES " + std::to_string(c.stages) + "\n#define SHARED_WORDS " + std::to_string(c.shared_words(shape)) +
+       "\n";
   if (out == DType::f16) {
     s += "#define OUT_SIZE 2ul\n";
     s += "#define STORE_DIRECT(m, addr, i, stride) { fcoopmatNV<16, gl_ScopeSubgroup, LM, LN> h = "
@@ -151,7 +213,6 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, DTyp
 CoopShape coop_shape(const VulkanDevice& dev) {
   const Context& ctx = dev.context();
   if (!ctx.info().coop_matrix_nv) return {};
-  static_assert(kCoopThreads == 256);
   // The kernel assumes subgroups of 32 (every NVIDIA GPU).
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -166,19 +227,26 @@ CoopShape coop_shape(const VulkanDevice& dev) {
   if (query(ctx.physical(), &n, nullptr) != VK_SUCCESS || n == 0) return {};
   std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
   if (query(ctx.physical(), &n, props.data()) != VK_SUCCESS) return {};
-  // Shapes the 128 x 128 x 32 tiling divides: prefer 16 x 16 x 16, then 16 x 8 x 16, then any.
+  // Prefer 16 x 16 x 16, then 16 x 8 x 16, then any shape the first configuration takes.
   CoopShape best;
   int best_rank = 0;
+  std::string listed;
   for (const auto& p : props) {
+    // VkComponentTypeNV: 0 f16, 1 f32, 2 f64, 3..6 s8..s64, 7..10 u8..u64 (no bf16 in this extension).
+    listed += " " + std::to_string(p.MSize) + "x" + std::to_string(p.NSize) + "x" + std::to_string(p.KSize) + ":" +
+              std::to_string(p.AType) + "," + std::to_string(p.BType) + "," + std::to_string(p.CType) + "," +
+              std::to_string(p.DType) + (p.scope == VK_SCOPE_SUBGROUP_NV ? "" : "(not subgroup)");
     if (p.AType != VK_COMPONENT_TYPE_FLOAT16_NV || p.BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
         p.CType != VK_COMPONENT_TYPE_FLOAT32_NV || p.DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
         p.scope != VK_SCOPE_SUBGROUP_NV)
       continue;
-    const std::uint32_t m = p.MSize, nn = p.NSize, k = p.KSize;
-    if (m == 0 || nn == 0 || k == 0 || 64 % m || 32 % nn || kCoopTileK % k || nn % 8 || k % 8) continue;
-    const int rank = (m == 16 && nn == 16 && k == 16) ? 3 : (m == 16 && nn == 8 && k == 16) ? 2 : 1;
-    if (rank > best_rank) best = {m, nn, k}, best_rank = rank;
+    const CoopShape s{p.MSize, p.NSize, p.KSize};
+    if (!coop_configs().front().valid_for(s)) continue;
+    const int rank = (s.m == 16 && s.n == 16 && s.k == 16) ? 3 : (s.m == 16 && s.n == 8 && s.k == 16) ? 2 : 1;
+    if (rank > best_rank) best = s, best_rank = rank;
   }
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("vulkan cooperative matrix shapes (MxNxK:A,B,C,D types):{}", listed);
   return best;
 }
 

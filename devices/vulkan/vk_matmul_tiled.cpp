@@ -92,8 +92,45 @@ const uint SA4 = BK / 4u + 1u;  // vec4s per row of As (one of padding)
 const uint SB4 = BN / 4u;       // vec4s per row of Bs
 const uint AV = BM * BK / 4u / WG, BV = BK * BN / 4u / WG;  // vec4 loads per thread and step
 layout(local_size_x = WG) in;
-shared vec4 As[BM * SA4];
-shared vec4 Bs[BK * SB4];
+shared vec4 As[STAGES * BM * SA4];
+shared vec4 Bs[STAGES * BK * SB4];
+
+// The A and B vec4s of step k0 into registers ra, rb; ra, rb into shared stage s; the products
+// of shared stage s.
+#define LOAD_STEP(k0) { \
+  [[unroll]] for (uint j = 0u; j < AV; ++j) { \
+    const uint e = tid + j * WG; \
+    ra[j] = load_a(A, A4, M, K, m0 + e / (BK / 4u), (k0) + (e % (BK / 4u)) * 4u); \
+  } \
+  [[unroll]] for (uint j = 0u; j < BV; ++j) { \
+    const uint e = tid + j * WG; \
+    rb[j] = load_b(B, B4, K, N, (k0) + e / SB4, n0 + (e % SB4) * 4u); \
+  } }
+#define STORE_STEP(s) { \
+  [[unroll]] for (uint j = 0u; j < AV; ++j) { \
+    const uint e = tid + j * WG; \
+    As[(s) * (BM * SA4) + (e / (BK / 4u)) * SA4 + e % (BK / 4u)] = ra[j]; \
+  } \
+  [[unroll]] for (uint j = 0u; j < BV; ++j) Bs[(s) * (BK * SB4) + tid + j * WG] = rb[j]; }
+#define MATH(s) { \
+  [[unroll]] for (uint kq = 0u; kq < BK / 4u; ++kq) { \
+    vec4 a[TM]; \
+    [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[(s) * (BM * SA4) + (i * TY + ty) * SA4 + kq]; \
+    [[unroll]] for (uint kk = 0u; kk < 4u; ++kk) { \
+      vec4 b[TN / 4u]; \
+      [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) b[g] = Bs[(s) * (BK * SB4) + (kq * 4u + kk) * SB4 + g * TX + tx]; \
+      [[unroll]] for (uint i = 0u; i < TM; ++i) \
+        [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) \
+          acc[i * (TN / 4u) + g] = fma(vec4(a[i][kk]), b[g], acc[i * (TN / 4u) + g]); \
+    } \
+  } }
+// One double-buffered step: the next step's loads are in flight during the math.
+#define STEP2(k0, cur, nxt) { \
+  const bool more = (k0) + BK < K; \
+  if (more) LOAD_STEP((k0) + BK); \
+  MATH(cur); \
+  if (more) STORE_STEP(nxt); \
+  barrier(); }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -124,44 +161,25 @@ void main() {
       vec4 acc[TM * (TN / 4u)];
       [[unroll]] for (uint i = 0u; i < TM * (TN / 4u); ++i) acc[i] = vec4(0.0);
       vec4 ra[AV], rb[BV];
-      [[unroll]] for (uint j = 0u; j < AV; ++j) {
-        const uint e = tid + j * WG;
-        ra[j] = load_a(A, A4, M, K, m0 + e / (BK / 4u), (e % (BK / 4u)) * 4u);
+      LOAD_STEP(0u);
+#if STAGES == 2
+      barrier();  // the previous tile has finished reading shared memory
+      STORE_STEP(0u);
+      barrier();
+      for (uint k0 = 0u; k0 < K; k0 += 2u * BK) {
+        STEP2(k0, 0u, 1u);
+        if (k0 + BK >= K) break;
+        STEP2(k0 + BK, 1u, 0u);
       }
-      [[unroll]] for (uint j = 0u; j < BV; ++j) {
-        const uint e = tid + j * WG;
-        rb[j] = load_b(B, B4, K, N, e / SB4, n0 + (e % SB4) * 4u);
-      }
+#else
       for (uint k0 = 0u; k0 < K; k0 += BK) {
         barrier();  // the previous step (or tile) has finished reading shared memory
-        [[unroll]] for (uint j = 0u; j < AV; ++j) {
-          const uint e = tid + j * WG;
-          As[(e / (BK / 4u)) * SA4 + e % (BK / 4u)] = ra[j];
-        }
-        [[unroll]] for (uint j = 0u; j < BV; ++j) Bs[tid + j * WG] = rb[j];
+        STORE_STEP(0u);
         barrier();
-        if (k0 + BK < K) {  // the next step's loads overlap this step's math
-          [[unroll]] for (uint j = 0u; j < AV; ++j) {
-            const uint e = tid + j * WG;
-            ra[j] = load_a(A, A4, M, K, m0 + e / (BK / 4u), k0 + BK + (e % (BK / 4u)) * 4u);
-          }
-          [[unroll]] for (uint j = 0u; j < BV; ++j) {
-            const uint e = tid + j * WG;
-            rb[j] = load_b(B, B4, K, N, k0 + BK + e / SB4, n0 + (e % SB4) * 4u);
-          }
-        }
-        [[unroll]] for (uint kq = 0u; kq < BK / 4u; ++kq) {
-          vec4 a[TM];
-          [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[(i * TY + ty) * SA4 + kq];
-          [[unroll]] for (uint kk = 0u; kk < 4u; ++kk) {
-            vec4 b[TN / 4u];
-            [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) b[g] = Bs[(kq * 4u + kk) * SB4 + g * TX + tx];
-            [[unroll]] for (uint i = 0u; i < TM; ++i)
-              [[unroll]] for (uint g = 0u; g < TN / 4u; ++g)
-                acc[i * (TN / 4u) + g] = fma(vec4(a[i][kk]), b[g], acc[i * (TN / 4u) + g]);
-          }
-        }
+        if (k0 + BK < K) LOAD_STEP(k0 + BK);  // the next step's loads overlap this step's math
+        MATH(0u);
       }
+#endif
       [[unroll]] for (uint i = 0u; i < TM; ++i) {
         const uint row = m0 + i * TY + ty;
         if (row >= M) continue;
@@ -182,7 +200,7 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer MmU32x2s { uvec2 v[]; };\n";
   s += access_macros(v.dtype);
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", TM = " + u(c.tm) +
-       ", TN = " + u(c.tn) + ";\n";
+       ", TN = " + u(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) + "\n";
   s += load_functions(v);
   s += kBody;
   return s;
@@ -196,6 +214,8 @@ const std::vector<TileConfig>& tile_configs() {
       {"t128x64x16_8x4", 128, 64, 16, 8, 4}, {"t64x128x16_4x8", 64, 128, 16, 4, 8},
       {"t64x64x16_4x4", 64, 64, 16, 4, 4},   {"t64x64x16_8x8", 64, 64, 16, 8, 8},
       {"t32x32x16_4x4", 32, 32, 16, 4, 4},
+      {"t128x128x16_8x8_db", 128, 128, 16, 8, 8, 2}, {"t128x64x16_8x8_db", 128, 64, 16, 8, 8, 2},
+      {"t64x128x16_8x8_db", 64, 128, 16, 8, 8, 2},   {"t64x64x16_8x8_db", 64, 64, 16, 8, 8, 2},
   };
   return configs;
 }

@@ -91,7 +91,14 @@ TEST(VulkanMatmul, ConfigurationsAreWellFormed) {
     // Every thread loads whole vec4s of both tiles.
     EXPECT_EQ((c.bm * c.bk / 4) % c.threads(), 0u);
     EXPECT_EQ((c.bk * c.bn / 4) % c.threads(), 0u);
-    EXPECT_LE(c.shared_bytes(), 32768u);
+    EXPECT_TRUE(c.stages == 1 || c.stages == 2);
+    EXPECT_LE(c.shared_bytes(), 49152u);
+  }
+  for (const vk::CoopConfig& c : vk::coop_configs()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(c.valid_for(vk::CoopShape{16, 16, 16}));
+    EXPECT_TRUE(c.valid_for(vk::CoopShape{16, 8, 16}));
+    EXPECT_FALSE(c.valid_for(vk::CoopShape{16, 16, 12}));
   }
 }
 
@@ -243,6 +250,22 @@ TEST(VulkanMatmul, EveryTileConfigurationHandlesHalfTypes) {
   vk::force_tile_config(-1);
 }
 
+// Every cooperative-matrix configuration, forced, on ragged and batched f16 shapes (K, N
+// multiples of 8); where the device has no cooperative matrices this takes the tiled kernel.
+TEST(VulkanMatmul, EveryCooperativeMatrixConfigurationMatchesTheCpu) {
+  KILN_REQUIRE_VULKAN();
+  const auto& configs = vk::coop_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    SCOPED_TRACE(configs[i].name);
+    vk::force_coop_config(static_cast<int>(i));
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {136, 64}, {64, 200}));     // edges in M and N
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {300, 136}, {136, 264}));   // K not a multiple of a step
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {3, 40, 24}, {3, 24, 16}));  // batches, tiny tiles
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {256, 512}, {512, 256}));   // whole tiles only
+  }
+  vk::force_coop_config(-1);
+}
+
 TEST(VulkanMatmul, HalfTypesAreRejectedOnTheCpuAtTheCallSite) {
   KILN_REQUIRE_VULKAN();
   Tensor x = from_vector(std::vector<float>{1, 2}, Shape{2});
@@ -313,12 +336,18 @@ TEST(VulkanMatmul, CooperativeMatrixKernelCompiles) {
   const vk::PhysicalDeviceInfo& info = instance->devices()[static_cast<std::size_t>(best)];
   if (!info.storage_16bit || !info.shader_float16) GTEST_SKIP() << "the prelude needs float16 types";
   vk::VulkanDevice dev(instance, info, 99, "-");
-  for (vk::CoopShape s : {vk::CoopShape{16, 16, 16}, vk::CoopShape{16, 8, 16}, vk::CoopShape{16, 8, 8}}) {
-    for (DType out : {DType::f16, DType::f32}) {
-      SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " + dtype_name(out));
-      EXPECT_NO_THROW(vk::compile_glsl("matmul coop", vk::coop_matmul_source(dev.prelude(), s, out)));
+  for (const vk::CoopConfig& c : vk::coop_configs()) {
+    for (vk::CoopShape s : {vk::CoopShape{16, 16, 16}, vk::CoopShape{16, 8, 16}, vk::CoopShape{16, 8, 8}}) {
+      for (DType out : {DType::f16, DType::f32}) {
+        SCOPED_TRACE(std::string(c.name) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                     std::to_string(s.k) + " " + dtype_name(out));
+        EXPECT_NO_THROW(vk::compile_glsl("matmul coop", vk::coop_matmul_source(dev.prelude(), s, c, out)));
+      }
     }
   }
+  EXPECT_THROW((void)vk::coop_matmul_source(dev.prelude(), vk::CoopShape{16, 16, 12}, vk::coop_configs().front(),
+                                            DType::f16),
+               Error);
   // Without the extension the device reports no shape, and matmul takes the tiled kernel.
   if (!info.coop_matrix_nv) {
     EXPECT_EQ(vk::coop_shape(dev).m, 0u);
