@@ -44,6 +44,8 @@ class FusionPlanner {
   // Largest group: bounds the kernel's size and its compile time on GPUs.
   static constexpr std::size_t kMaxNodes = 128;
   static constexpr std::size_t kMaxInputs = 16;
+  // Groups open at once (independent chains interleaved in one batch); more close the oldest.
+  static constexpr std::size_t kMaxOpenGroups = 4;
 
   // Plans `batch`; with fusion off every op is its own step.
   void plan(std::span<const OpIr> batch, bool fusion_enabled, Plan& out);
