@@ -14,7 +14,7 @@ namespace kiln::cpu::index {
 namespace {
 
 struct Walk {
-  Dims index, x, other;  // `other`: the output of gather, the src of scatter
+  IndexDims index, x, other;  // `other`: the output of gather, the src of scatter
   int dim = 0;
   bool dim_is_last = false;
   std::int64_t J = 0;  // index positions along dim
@@ -24,8 +24,8 @@ struct Walk {
   int n_unit_dims = 0;
 
   Walk(const OpIr& op, const Shape& other_shape)
-      : index(dims_of(op.inputs[1].shape)), x(dims_of(op.inputs[0].shape)), other(dims_of(other_shape)) {
-    dim = op_dim(op, index.rank);
+      : index(index_dims(op.inputs[1].shape)), x(index_dims(op.inputs[0].shape)), other(index_dims(other_shape)) {
+    dim = index_op_dim(op, index.rank);
     dim_is_last = dim == index.rank - 1;
     J = index.size[dim];
     if (!dim_is_last) L = index.size[index.rank - 1];

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "devices/cpu/cpu_kernels.h"
+#include "devices/shape_plans.h"
 
 namespace kiln::cpu::index {
 
@@ -17,16 +18,6 @@ void one_hot_kernel(const OpIr& op, const KernelArgs& args);
 void sort_kernel(const OpIr& op, const KernelArgs& args);
 void topk_kernel(const OpIr& op, const KernelArgs& args);
 
-// Sizes and contiguous strides as torch's index ops see them: a 0-d tensor is 1-D of size 1.
-struct Dims {
-  int rank = 1;
-  std::int64_t size[kMaxRank] = {1};
-  std::int64_t stride[kMaxRank] = {1};
-};
-Dims dims_of(const Shape& s);
-
-// The op's dim attribute wrapped into [0, rank) (the shape rule already checked its range).
-int op_dim(const OpIr& op, int rank);
 
 // Calls fn(T{}) with T the element type stored for dtype t.
 template <class Fn>
@@ -39,7 +30,6 @@ void visit_dtype(DType t, const char* op, Fn&& fn) {
   }
 }
 
-[[noreturn]] void throw_out_of_range(const OpIr& op, std::int64_t value, int dim, std::int64_t size);
 
 // Throws (naming the op, the bad value and the input shapes) when any of idx[0, n) is outside
 // [0, size). The first pass is branch-free so the common, valid case vectorizes.
@@ -48,7 +38,7 @@ inline void check_indices(const OpIr& op, const std::int64_t* idx, std::int64_t 
   for (std::int64_t i = 0; i < n; ++i) bad |= static_cast<std::uint64_t>(idx[i]) >= static_cast<std::uint64_t>(size);
   if (!bad) return;
   for (std::int64_t i = 0; i < n; ++i)
-    if (idx[i] < 0 || idx[i] >= size) throw_out_of_range(op, idx[i], dim, size);
+    if (idx[i] < 0 || idx[i] >= size) throw_index_out_of_range(op, idx[i], dim, size);
 }
 
 }  // namespace kiln::cpu::index

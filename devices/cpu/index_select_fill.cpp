@@ -9,8 +9,8 @@ namespace {
 
 template <class T>
 void index_select_typed(const OpIr& op, const KernelArgs& args) {
-  const Dims x = dims_of(op.inputs[0].shape);
-  const int dim = op_dim(op, x.rank);
+  const IndexDims x = index_dims(op.inputs[0].shape);
+  const int dim = index_op_dim(op, x.rank);
   const std::int64_t n = op.inputs[1].numel();
   const std::int64_t size = x.size[dim], inner = x.stride[dim];
   const std::int64_t outer = op.inputs[0].numel() / std::max<std::int64_t>(1, size * inner);
@@ -44,28 +44,11 @@ void masked_fill_typed(const OpIr& op, const KernelArgs& args) {
   T* out = out_ptr<T>(args, 0);
   const T value = static_cast<T>(op.attrs.scalar);
 
-  // Right-align the mask against x and merge neighbouring dims that the mask either covers
-  // contiguously or broadcasts over, leaving runs whose mask stride is 1 or 0.
-  const Shape& xs = op.outputs[0].shape;
-  const Shape& ms = op.inputs[1].shape;
-  std::int64_t size[kMaxRank], mstride[kMaxRank];
-  int rank = 0;
-  std::int64_t macc = 1;
-  for (int d = xs.rank() - 1; d >= 0; --d) {
-    const int md = ms.rank() - xs.rank() + d;
-    const bool covered = md >= 0 && ms[md] != 1;
-    const std::int64_t stride = covered ? macc : 0;
-    if (covered) macc *= ms[md];
-    if (xs[d] == 1) continue;
-    if (rank > 0 && ((stride == 0 && mstride[rank - 1] == 0) ||
-                     (stride != 0 && mstride[rank - 1] != 0 && stride == mstride[rank - 1] * size[rank - 1]))) {
-      size[rank - 1] *= xs[d];
-      continue;
-    }
-    size[rank] = xs[d];
-    mstride[rank] = stride;
-    ++rank;
-  }
+  // Runs whose mask stride is 1 or 0 (devices/shape_plans.h).
+  MaskRuns runs = mask_runs(op.outputs[0].shape, op.inputs[1].shape);
+  std::int64_t* size = runs.size;
+  std::int64_t* mstride = runs.mask_stride;
+  int& rank = runs.rank;
   // dims were collected innermost first
   const std::int64_t run = rank > 0 ? size[0] : 1;
   const bool run_masked_elementwise = rank > 0 && mstride[0] != 0;

@@ -41,8 +41,8 @@ auto entry_order(bool descending) {
 // outputs it has `kept` elements.
 template <class T>
 void sort_slices(const OpIr& op, const KernelArgs& args, std::int64_t kept, bool descending) {
-  const Dims x = dims_of(op.inputs[0].shape);
-  const int dim = op_dim(op, x.rank);
+  const IndexDims x = index_dims(op.inputs[0].shape);
+  const int dim = index_op_dim(op, x.rank);
   const std::int64_t size = x.size[dim], inner = x.stride[dim];
   const std::int64_t slices = size == 0 ? 0 : op.inputs[0].numel() / size;
   if (slices == 0 || kept == 0) return;
@@ -73,8 +73,8 @@ void sort_slices(const OpIr& op, const KernelArgs& args, std::int64_t kept, bool
 }  // namespace
 
 void sort_kernel(const OpIr& op, const KernelArgs& args) {
-  const Dims x = dims_of(op.inputs[0].shape);
-  const std::int64_t size = x.size[op_dim(op, x.rank)];
+  const IndexDims x = index_dims(op.inputs[0].shape);
+  const std::int64_t size = x.size[index_op_dim(op, x.rank)];
   visit_dtype(op.inputs[0].dtype, "sort", [&](auto tag) { sort_slices<decltype(tag)>(op, args, size, op.attrs.flag); });
 }
 

@@ -1,29 +1,14 @@
 #include "devices/cpu/reduce_layout.h"
 
+#include "devices/shape_plans.h"
+
 namespace kiln::cpu {
 
 ReduceLayout plan_reduce_layout(const Shape& shape, const std::vector<std::int64_t>& dims) {
-  struct Segment {
-    std::int64_t size, stride;
-    bool reduced;
-  };
-  const Shape strides = contiguous_strides(shape);
-  std::vector<Segment> segs;
-  std::size_t k = 0;
-  for (int d = 0; d < shape.rank(); ++d) {
-    const bool reduced = k < dims.size() && dims[k] == d;
-    if (reduced) ++k;
-    if (shape[d] == 1) continue;
-    if (!segs.empty() && segs.back().reduced == reduced) {
-      segs.back().size *= shape[d];
-      segs.back().stride = strides[d];
-    } else {
-      segs.push_back({shape[d], strides[d], reduced});
-    }
-  }
+  const std::vector<ReduceRun> segs = reduce_runs(shape, dims);
   ReduceLayout l;
   int reduced_runs = 0;
-  for (const Segment& s : segs) reduced_runs += s.reduced;
+  for (const ReduceRun& s : segs) reduced_runs += s.reduced;
   ReduceGeometry& g = l.geometry;
   if (reduced_runs == 0) {
     // Nothing to fold: one pass over all elements, vectorized along inner.
@@ -31,7 +16,7 @@ ReduceLayout plan_reduce_layout(const Shape& shape, const std::vector<std::int64
   } else if (reduced_runs == 1) {
     bool after = false;
     g = {1, 1, 1};
-    for (const Segment& s : segs) {
+    for (const ReduceRun& s : segs) {
       if (s.reduced)
         g.extent = s.size, after = true;
       else if (after)
@@ -42,7 +27,7 @@ ReduceLayout plan_reduce_layout(const Shape& shape, const std::vector<std::int64
   } else {
     l.needs_gather = true;
     g = {1, 1, 1};
-    for (const Segment& s : segs) {
+    for (const ReduceRun& s : segs) {
       if (s.reduced) {
         g.extent *= s.size;
         l.reduced.push_back({s.size, s.stride});

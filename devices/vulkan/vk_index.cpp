@@ -10,24 +10,6 @@ namespace kiln::vk {
 
 namespace index {
 
-Dims dims_of(const Shape& s) {
-  Dims d;
-  if (s.rank() == 0) return d;
-  d.rank = s.rank();
-  std::int64_t acc = 1;
-  for (int i = d.rank - 1; i >= 0; --i) {
-    d.size[i] = s[i];
-    d.stride[i] = acc;
-    acc *= s[i];
-  }
-  return d;
-}
-
-int op_dim(const OpIr& op, int rank) {
-  const auto dim = static_cast<int>(op.attrs.dim);
-  return dim < 0 ? dim + rank : dim;
-}
-
 RangeFlag::RangeFlag(VulkanDevice& dev) : dev_(dev), flag_(dev.memory().allocate(4)) {
   const std::uint32_t zero = 0;
   dev_.write(*flag_, &zero, sizeof zero);
@@ -51,11 +33,7 @@ std::int64_t RangeFlag::first_bad(const Buffer& index, std::int64_t n, std::int6
 
 void RangeFlag::check_index(const OpIr& op, const Buffer& index, std::int64_t n, int dim, std::int64_t size) {
   if (!raised()) return;
-  const std::int64_t value = first_bad(index, n, size);
-  std::string shapes;
-  for (std::size_t i = 0; i < op.inputs.size(); ++i) shapes += (i ? ", " : "") + describe(op.inputs[i]);
-  throw Error(op_name(op.kind), "index " + std::to_string(value) + " is out of range for dim " + std::to_string(dim) +
-                                    " of size " + std::to_string(size) + " (inputs " + shapes + ")");
+  throw_index_out_of_range(op, first_bad(index, n, size), dim, size);
 }
 
 void RangeFlag::check_classes(const OpIr& op, const Buffer& index, std::int64_t n, std::int64_t classes) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "devices/shape_plans.h"
 #include "devices/vulkan/vk_layout_copy.h"
 
 namespace kiln::vk::index {
@@ -21,16 +22,6 @@ void one_hot_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args);
 void sort_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args);
 void topk_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args);
 
-// Sizes and contiguous strides as torch's index ops see them: a 0-d tensor is 1-D of size 1.
-struct Dims {
-  int rank = 1;
-  std::int64_t size[kMaxRank] = {1};
-  std::int64_t stride[kMaxRank] = {1};
-};
-Dims dims_of(const Shape& s);
-
-// The op's dim attribute wrapped into [0, rank) (the shape rule already checked its range).
-int op_dim(const OpIr& op, int rank);
 
 // The flag of one launch. Pass address() to the kernel, which stores 1u into U32s(address).v[0]
 // for a bad index (GLSL: kiln_index_error(address)); then call one of the checks.

@@ -18,8 +18,8 @@ void gather_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   if (n == 0) return;
   check_32bit_elements("gather", n);
   check_32bit_elements("gather", op.inputs[0].numel());
-  const Dims index = dims_of(op.inputs[1].shape), x = dims_of(op.inputs[0].shape);
-  const int dim = op_dim(op, index.rank);
+  const IndexDims index = index_dims(op.inputs[1].shape), x = index_dims(op.inputs[0].shape);
+  const int dim = index_op_dim(op, index.rank);
   const std::size_t elem = dtype_size(op.outputs[0].dtype);
   RangeFlag flag(dev);
   LaunchArgs a;
@@ -99,8 +99,8 @@ void scatter_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, bo
   if (VulkanDevice::address(*args.inputs[0]) != out_at) dev.copy(*args.inputs[0], *args.outputs[0], out.bytes());
   if (n_index == 0) return;
 
-  const Dims index = dims_of(op.inputs[1].shape), x = dims_of(op.inputs[0].shape), src = dims_of(op.inputs[2].shape);
-  const int dim = op_dim(op, index.rank);
+  const IndexDims index = index_dims(op.inputs[1].shape), x = index_dims(op.inputs[0].shape), src = index_dims(op.inputs[2].shape);
+  const int dim = index_op_dim(op, index.rank);
   const std::int64_t J = index.size[dim], columns = n_index / J;
   RangeFlag flag(dev);
   LaunchArgs a;

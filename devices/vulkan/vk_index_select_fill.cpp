@@ -23,8 +23,8 @@ void index_select_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& ar
   if (total == 0) return;
   check_32bit_elements("index_select", total);
   check_32bit_elements("index_select", op.inputs[0].numel());
-  const Dims x = dims_of(op.inputs[0].shape);
-  const int dim = op_dim(op, x.rank);
+  const IndexDims x = index_dims(op.inputs[0].shape);
+  const int dim = index_op_dim(op, x.rank);
   const std::int64_t n = op.inputs[1].numel(), size = x.size[dim], inner = x.stride[dim];
   const std::size_t elem = dtype_size(op.outputs[0].dtype);
   RangeFlag flag(dev);
@@ -66,26 +66,11 @@ void masked_fill_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& arg
   const std::int64_t numel = op.outputs[0].numel();
   if (numel == 0) return;
   check_32bit_elements("masked_fill", numel);
-  const Shape& xs = op.outputs[0].shape;
-  const Shape& ms = op.inputs[1].shape;
-  std::int64_t size[kMaxRank], mstride[kMaxRank];  // innermost first
-  int rank = 0;
-  std::int64_t macc = 1;
-  for (int d = xs.rank() - 1; d >= 0; --d) {
-    const int md = ms.rank() - xs.rank() + d;
-    const bool covered = md >= 0 && ms[md] != 1;
-    const std::int64_t stride = covered ? macc : 0;
-    if (covered) macc *= ms[md];
-    if (xs[d] == 1) continue;
-    if (rank > 0 && ((stride == 0 && mstride[rank - 1] == 0) ||
-                     (stride != 0 && mstride[rank - 1] != 0 && stride == mstride[rank - 1] * size[rank - 1]))) {
-      size[rank - 1] *= xs[d];
-      continue;
-    }
-    size[rank] = xs[d];
-    mstride[rank] = stride;
-    ++rank;
-  }
+  // Runs whose mask stride is 1 or 0, innermost first (devices/shape_plans.h).
+  MaskRuns runs = mask_runs(op.outputs[0].shape, op.inputs[1].shape);
+  std::int64_t* size = runs.size;
+  std::int64_t* mstride = runs.mask_stride;
+  int& rank = runs.rank;
   if (rank == 0) size[rank] = 1, mstride[rank] = 0, ++rank;
   const std::size_t elem = dtype_size(op.outputs[0].dtype);
   LaunchArgs a;

@@ -238,8 +238,8 @@ void main() {
 }
 
 void sort_slices(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, std::int64_t kept, bool descending) {
-  const Dims x = dims_of(op.inputs[0].shape);
-  const int dim = op_dim(op, x.rank);
+  const IndexDims x = index_dims(op.inputs[0].shape);
+  const int dim = index_op_dim(op, x.rank);
   const std::int64_t size = x.size[dim], inner = x.stride[dim];
   const std::int64_t slices = size == 0 ? 0 : op.inputs[0].numel() / size;
   if (slices == 0 || kept == 0) return;
@@ -266,8 +266,8 @@ void sort_slices(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, std:
 }  // namespace
 
 void sort_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  const Dims x = dims_of(op.inputs[0].shape);
-  sort_slices(dev, op, args, x.size[op_dim(op, x.rank)], op.attrs.flag);
+  const IndexDims x = index_dims(op.inputs[0].shape);
+  sort_slices(dev, op, args, x.size[index_op_dim(op, x.rank)], op.attrs.flag);
 }
 
 void topk_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {

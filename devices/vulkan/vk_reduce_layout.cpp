@@ -7,6 +7,7 @@
 // index arithmetic.
 #include <cstdint>
 
+#include "devices/shape_plans.h"
 #include "devices/vulkan/vk_reduce.h"
 #include "ops/registry.h"
 
@@ -27,33 +28,16 @@ struct Plan {
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
 Plan plan_layout(const Shape& shape, const std::vector<std::int64_t>& dims) {
-  struct Segment {
-    std::int64_t size, stride;
-    bool reduced;
-  };
-  const Shape strides = contiguous_strides(shape);
-  std::vector<Segment> segs;
-  std::size_t k = 0;
-  for (int d = 0; d < shape.rank(); ++d) {
-    const bool reduced = k < dims.size() && dims[k] == d;
-    if (reduced) ++k;
-    if (shape[d] == 1) continue;
-    if (!segs.empty() && segs.back().reduced == reduced) {
-      segs.back().size *= shape[d];
-      segs.back().stride = strides[d];
-    } else {
-      segs.push_back({shape[d], strides[d], reduced});
-    }
-  }
+  const std::vector<ReduceRun> segs = reduce_runs(shape, dims);
   Plan p;
   int reduced_runs = 0;
-  for (const Segment& s : segs) reduced_runs += s.reduced;
+  for (const ReduceRun& s : segs) reduced_runs += s.reduced;
   std::int64_t outer = 1, extent = 1, inner = 1;
   if (reduced_runs == 0) {
     inner = shape.numel();  // nothing folds: every output is one element
   } else if (reduced_runs == 1) {
     bool after = false;
-    for (const Segment& s : segs) {
+    for (const ReduceRun& s : segs) {
       if (s.reduced)
         extent = s.size, after = true;
       else if (after)
@@ -63,7 +47,7 @@ Plan plan_layout(const Shape& shape, const std::vector<std::int64_t>& dims) {
     }
   } else {
     p.needs_gather = true;
-    for (const Segment& s : segs) {
+    for (const ReduceRun& s : segs) {
       if (s.reduced)
         extent *= s.size, p.reduced.push_back({s.size, s.stride});
       else

@@ -1,0 +1,107 @@
+// Device-independent planning that both devices' kernels share: how torch's index ops see
+// shapes (and the error an index out of range gives), and the runs a reduction's shape folds
+// into. Pure functions of shapes and attrs; each device only executes what they plan.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <string>
+
+#include "ops/ir.h"
+#include "ops/registry.h"
+#include "ops/shape.h"
+
+namespace kiln {
+
+// Sizes and contiguous strides as torch's index ops see them: a 0-d tensor is 1-D of size 1.
+struct IndexDims {
+  int rank = 1;
+  std::int64_t size[kMaxRank] = {1};
+  std::int64_t stride[kMaxRank] = {1};
+};
+
+inline IndexDims index_dims(const Shape& s) {
+  IndexDims d;
+  if (s.rank() == 0) return d;
+  d.rank = s.rank();
+  std::int64_t acc = 1;
+  for (int i = d.rank - 1; i >= 0; --i) {
+    d.size[i] = s[i];
+    d.stride[i] = acc;
+    acc *= s[i];
+  }
+  return d;
+}
+
+// The op's dim attribute wrapped into [0, rank) (the shape rule already checked its range).
+inline int index_op_dim(const OpIr& op, int rank) {
+  const auto dim = static_cast<int>(op.attrs.dim);
+  return dim < 0 ? dim + rank : dim;
+}
+
+// The error of an index value outside [0, size) along `dim`, as every device words it.
+[[noreturn]] inline void throw_index_out_of_range(const OpIr& op, std::int64_t value, int dim, std::int64_t size) {
+  std::string shapes;
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) shapes += (i ? ", " : "") + describe(op.inputs[i]);
+  throw Error(op_name(op.kind), "index " + std::to_string(value) + " is out of range for dim " + std::to_string(dim) +
+                                    " of size " + std::to_string(size) + " (inputs " + shapes + ")");
+}
+
+// masked_fill's view of x against its broadcast mask: x's dims right-aligned against the mask's,
+// neighbours merged wherever the mask covers both contiguously or broadcasts over both, so each
+// run walks the mask with one stride (0 where it broadcasts). Innermost run first.
+struct MaskRuns {
+  int rank = 0;
+  std::int64_t size[kMaxRank] = {};
+  std::int64_t mask_stride[kMaxRank] = {};
+};
+
+inline MaskRuns mask_runs(const Shape& xs, const Shape& ms) {
+  MaskRuns r;
+  std::int64_t macc = 1;
+  for (int d = xs.rank() - 1; d >= 0; --d) {
+    const int md = ms.rank() - xs.rank() + d;
+    const bool covered = md >= 0 && ms[md] != 1;
+    const std::int64_t stride = covered ? macc : 0;
+    if (covered) macc *= ms[md];
+    if (xs[d] == 1) continue;
+    const int last = r.rank - 1;
+    if (r.rank > 0 && ((stride == 0 && r.mask_stride[last] == 0) ||
+                       (stride != 0 && r.mask_stride[last] != 0 && stride == r.mask_stride[last] * r.size[last]))) {
+      r.size[last] *= xs[d];
+      continue;
+    }
+    r.size[r.rank] = xs[d];
+    r.mask_stride[r.rank] = stride;
+    ++r.rank;
+  }
+  return r;
+}
+
+// A reduction's shape as runs of adjacent dims of one kind (kept or reduced), outermost first:
+// dims of size 1 never matter, and neighbours of the same kind fold into one run whose stride is
+// its innermost dim's. `dims` are the reduced dims, sorted.
+struct ReduceRun {
+  std::int64_t size, stride;
+  bool reduced;
+};
+
+inline std::vector<ReduceRun> reduce_runs(const Shape& shape, const std::vector<std::int64_t>& dims) {
+  const Shape strides = contiguous_strides(shape);
+  std::vector<ReduceRun> runs;
+  std::size_t k = 0;
+  for (int d = 0; d < shape.rank(); ++d) {
+    const bool reduced = k < dims.size() && dims[k] == d;
+    if (reduced) ++k;
+    if (shape[d] == 1) continue;
+    if (!runs.empty() && runs.back().reduced == reduced) {
+      runs.back().size *= shape[d];
+      runs.back().stride = strides[d];
+    } else {
+      runs.push_back({shape[d], strides[d], reduced});
+    }
+  }
+  return runs;
+}
+
+}  // namespace kiln
