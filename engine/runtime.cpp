@@ -79,7 +79,7 @@ Future<void> sync(Device device) {
   op.kind = OpKind::sync;
   op.completion = std::move(c);
   rt.stream.submit(std::move(op), /*urgent=*/true);
-  return Future<void>(std::move(f), rt.stream.helper());
+  return Future<void>(std::move(f), rt.helper());
 }
 
 Future<void> Device::sync() const { return kiln::sync(*this); }

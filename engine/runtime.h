@@ -8,6 +8,7 @@
 
 #include "devices/device.h"
 #include "engine/device.h"
+#include "engine/future.h"
 #include "scheduler/executor.h"
 #include "scheduler/scheduler.h"
 #include "streams/stream.h"
@@ -19,6 +20,8 @@ struct DeviceRuntime {
   std::unique_ptr<DeviceBackend> backend;
   std::unique_ptr<Executor> executor;
   Stream stream;
+  // What a thread waiting on this stream's results calls first (Stream::help).
+  FutureHelper helper() { return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, &stream}; }
 };
 
 class Engine {

@@ -167,9 +167,9 @@ FutureHelper submit_read(const Tensor& t, const char* op_label, DType expected, 
   op.kind = OpKind::read;
   op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});
   op.completion = std::move(completion);
-  Stream& stream = Engine::get().runtime(s.device, op_label).stream;
-  stream.submit(std::move(op), /*urgent=*/true);
-  return stream.helper();
+  DeviceRuntime& rt = Engine::get().runtime(s.device, op_label);
+  rt.stream.submit(std::move(op), /*urgent=*/true);
+  return rt.helper();
 }
 
 }  // namespace kiln::detail

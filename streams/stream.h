@@ -10,7 +10,6 @@
 #include <functional>
 #include <vector>
 
-#include "engine/future.h"
 #include "ops/ir.h"
 
 namespace kiln {
@@ -30,7 +29,6 @@ class Stream {
   void help() {
     if (help_) help_();
   }
-  FutureHelper helper() { return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, this}; }
 
   // Lock-free; returns the message's sequence number. `urgent` wakes the scheduler (a read, a
   // sync, every op when fusion is off); other messages wait for the next wake-up, so a chain
