@@ -1,6 +1,7 @@
-// Device-independent planning that both devices' kernels share: how torch's index ops see
-// shapes (and the error an index out of range gives), and the runs a reduction's shape folds
-// into. Pure functions of shapes and attrs; each device only executes what they plan.
+// Device-independent planning that both devices' kernels share: the box of its input that a
+// layout op copies, how torch's index ops see shapes (and the error an index out of range
+// gives), masked_fill's mask runs, and the runs a reduction's shape folds into. Pure functions
+// of shapes and attrs; each device only executes what they plan.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -12,6 +13,23 @@
 #include "ops/shape.h"
 
 namespace kiln {
+
+// repeat views each dim as (repeat, size): twice the tensor rank.
+inline constexpr int kMaxCopyRank = 2 * kMaxRank;
+
+// A box of input 0's elements walked row-major into the contiguous output 0: element
+// (c_0, ..., c_{r-1}) comes from src_offset + sum c_d * src_stride_d (strides in elements; 0 for
+// expand and repeat, negative for flip, multiplied for slice steps).
+struct CopyBox {
+  int rank = 0;
+  std::array<std::int64_t, kMaxCopyRank> size{};
+  std::array<std::int64_t, kMaxCopyRank> src_stride{};
+  std::int64_t src_offset = 0;
+  void push_dim(std::int64_t n, std::int64_t src_step);
+};
+
+// The box of permute, expand, slice, flip or repeat (their outputs are exactly the box).
+CopyBox layout_box(const OpIr& op);
 
 // Sizes and contiguous strides as torch's index ops see them: a 0-d tensor is 1-D of size 1.
 struct IndexDims {

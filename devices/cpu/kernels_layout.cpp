@@ -1,5 +1,6 @@
 // CPU kernels of the layout family. Each one only describes its op as a strided copy (see
-// layout_strided_copy.h): which box of the input lands where in the output. reshape has no
+// layout_strided_copy.h): which box of the input lands where in the output (for permute, expand,
+// slice, flip and repeat the box both devices use, devices/shape_plans.h). reshape has no
 // kernel: it is a view, the executor hands the input's buffer to the output.
 #include <algorithm>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/layout_strided_copy.h"
 #include "devices/cpu/parallel.h"
+#include "devices/shape_plans.h"
 
 namespace kiln::cpu {
 namespace {
@@ -14,79 +16,15 @@ namespace {
 const std::byte* in_bytes(const KernelArgs& a, std::size_t i) { return in_ptr<std::byte>(a, i); }
 std::byte* out_bytes(const KernelArgs& a, std::size_t i) { return out_ptr<std::byte>(a, i); }
 
-// A copy from input 0 into the contiguous output 0; the caller adds the dims.
-StridedCopy copy_into_output(const OpIr& op, const KernelArgs& a, std::int64_t src_offset) {
+// permute, expand, slice, flip, repeat: the op's box of input 0 into the contiguous output.
+void box_kernel(const OpIr& op, const KernelArgs& a) {
+  if (op.outputs[0].numel() == 0) return;
+  const CopyBox box = layout_box(op);
   StridedCopy c;
   c.elem_bytes = dtype_size(op.inputs[0].dtype);
-  c.src = in_bytes(a, 0) + src_offset * static_cast<std::int64_t>(c.elem_bytes);
+  c.src = in_bytes(a, 0) + box.src_offset * static_cast<std::int64_t>(c.elem_bytes);
   c.dst = out_bytes(a, 0);
-  return c;
-}
-
-void permute_kernel(const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape& in = op.inputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  StridedCopy c = copy_into_output(op, a, 0);
-  for (std::int64_t p : op.attrs.ints) c.push_dim(in[static_cast<int>(p)], st[static_cast<int>(p)], 0);
-  set_contiguous_dst(c);
-  run_strided_copy(c);
-}
-
-void expand_kernel(const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape &in = op.inputs[0].shape, &out = op.outputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  const int lead = out.rank() - in.rank();
-  StridedCopy c = copy_into_output(op, a, 0);
-  for (int d = 0; d < out.rank(); ++d) c.push_dim(out[d], d < lead || in[d - lead] == 1 ? 0 : st[d - lead], 0);
-  set_contiguous_dst(c);
-  run_strided_copy(c);
-}
-
-void slice_kernel(const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape &in = op.inputs[0].shape, &out = op.outputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  const auto& t = op.attrs.ints;
-  std::int64_t offset = 0;
-  for (int d = 0; d < in.rank(); ++d) offset += t[3 * d] * st[d];
-  StridedCopy c = copy_into_output(op, a, offset);
-  for (int d = 0; d < in.rank(); ++d) c.push_dim(out[d], st[d] * t[3 * d + 2], 0);
-  set_contiguous_dst(c);
-  run_strided_copy(c);
-}
-
-void flip_kernel(const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape& in = op.inputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  bool flipped[kMaxRank] = {};
-  // A 0-d tensor accepts dim 0 like torch, with nothing to reverse.
-  for (std::int64_t d : op.attrs.ints)
-    if (d < in.rank()) flipped[d] = true;
-  std::int64_t offset = 0;
-  for (int d = 0; d < in.rank(); ++d)
-    if (flipped[d]) offset += (in[d] - 1) * st[d];
-  StridedCopy c = copy_into_output(op, a, offset);
-  for (int d = 0; d < in.rank(); ++d) c.push_dim(in[d], flipped[d] ? -st[d] : st[d], 0);
-  set_contiguous_dst(c);
-  run_strided_copy(c);
-}
-
-// Output dim d of size r*s, read row-major, is (r, s) with the input's stride on s and 0 on r:
-// repeat is an expand of the input viewed with a unit dim before each of its dims.
-void repeat_kernel(const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape& in = op.inputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  const auto& reps = op.attrs.ints;
-  const int lead = static_cast<int>(reps.size()) - in.rank();
-  StridedCopy c = copy_into_output(op, a, 0);
-  for (int d = 0; d < static_cast<int>(reps.size()); ++d) {
-    c.push_dim(reps[d], 0, 0);
-    if (d >= lead) c.push_dim(in[d - lead], st[d - lead], 0);
-  }
+  for (int d = 0; d < box.rank; ++d) c.push_dim(box.size[d], box.src_stride[d], 0);
   set_contiguous_dst(c);
   run_strided_copy(c);
 }
@@ -195,12 +133,12 @@ void triangle_kernel(const OpIr& op, const KernelArgs& a) {
 }  // namespace
 
 void register_layout_kernels(KernelTable& t) {
-  t.set(OpKind::permute, permute_kernel);
-  t.set(OpKind::expand, expand_kernel);
-  t.set(OpKind::slice, slice_kernel);
+  t.set(OpKind::permute, box_kernel);
+  t.set(OpKind::expand, box_kernel);
+  t.set(OpKind::slice, box_kernel);
   t.set(OpKind::cat, cat_kernel);
-  t.set(OpKind::flip, flip_kernel);
-  t.set(OpKind::repeat, repeat_kernel);
+  t.set(OpKind::flip, box_kernel);
+  t.set(OpKind::repeat, box_kernel);
   t.set(OpKind::pad, pad_kernel);
   t.set(OpKind::tril, triangle_kernel<true>);
   t.set(OpKind::triu, triangle_kernel<false>);

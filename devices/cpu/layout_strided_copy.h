@@ -8,12 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "devices/shape_plans.h"
 #include "ops/shape.h"
 
 namespace kiln::cpu {
-
-// repeat views each dim as (repeat, size): twice the tensor rank.
-inline constexpr int kMaxCopyRank = 2 * kMaxRank;
 
 struct StridedCopy {
   int rank = 0;

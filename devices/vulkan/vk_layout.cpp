@@ -1,91 +1,30 @@
 // Layout kernels on Vulkan. As on the CPU, each op only describes itself as a strided copy (see
-// vk_layout_copy.h): which box of the input lands where in the output, one dispatch per op (cat:
+// vk_layout_copy.h): which box of the input lands where in the output (for permute, expand,
+// slice, flip and repeat the box both devices use, devices/shape_plans.h), one dispatch per op (cat:
 // one per non-empty input; pad: one, the fill folded into the copy's bounds). reshape has no
 // kernel: it is a view, the executor hands the input's buffer to the output. tril and triu are
 // a masked copy of their own.
 #include <algorithm>
 
+#include "devices/shape_plans.h"
 #include "devices/vulkan/vk_layout_copy.h"
 #include "ops/registry.h"
 
 namespace kiln::vk {
 namespace {
 
-// A copy from input 0 into the contiguous output 0; the caller adds the dims.
-StridedCopy copy_into_output(const OpIr& op, const KernelArgs& a, std::int64_t src_offset) {
+// permute, expand, slice, flip, repeat: the op's box of input 0 into the contiguous output.
+void box_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
+  if (op.outputs[0].numel() == 0) return;
+  const CopyBox box = layout_box(op);
   StridedCopy c;
   c.elem_bytes = dtype_size(op.inputs[0].dtype);
   c.src = a.inputs[0];
   c.dst = a.outputs[0];
-  c.src_offset = src_offset;
-  return c;
-}
-
-void finish_and_run(VulkanDevice& dev, const OpIr& op, StridedCopy& c) {
+  c.src_offset = box.src_offset;
+  for (int d = 0; d < box.rank; ++d) c.push_dim(box.size[d], box.src_stride[d], 0);
   set_contiguous_dst(c);
   run_strided_copy(dev, op_name(op.kind), c);
-}
-
-void permute_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape& in = op.inputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  StridedCopy c = copy_into_output(op, a, 0);
-  for (std::int64_t p : op.attrs.ints) c.push_dim(in[static_cast<int>(p)], st[static_cast<int>(p)], 0);
-  finish_and_run(dev, op, c);
-}
-
-void expand_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape &in = op.inputs[0].shape, &out = op.outputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  const int lead = out.rank() - in.rank();
-  StridedCopy c = copy_into_output(op, a, 0);
-  for (int d = 0; d < out.rank(); ++d) c.push_dim(out[d], d < lead || in[d - lead] == 1 ? 0 : st[d - lead], 0);
-  finish_and_run(dev, op, c);
-}
-
-void slice_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape &in = op.inputs[0].shape, &out = op.outputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  const auto& t = op.attrs.ints;
-  std::int64_t offset = 0;
-  for (int d = 0; d < in.rank(); ++d) offset += t[3 * d] * st[d];
-  StridedCopy c = copy_into_output(op, a, offset);
-  for (int d = 0; d < in.rank(); ++d) c.push_dim(out[d], st[d] * t[3 * d + 2], 0);
-  finish_and_run(dev, op, c);
-}
-
-void flip_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape& in = op.inputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  bool flipped[kMaxRank] = {};
-  // A 0-d tensor accepts dim 0 like torch, with nothing to reverse.
-  for (std::int64_t d : op.attrs.ints)
-    if (d < in.rank()) flipped[d] = true;
-  std::int64_t offset = 0;
-  for (int d = 0; d < in.rank(); ++d)
-    if (flipped[d]) offset += (in[d] - 1) * st[d];
-  StridedCopy c = copy_into_output(op, a, offset);
-  for (int d = 0; d < in.rank(); ++d) c.push_dim(in[d], flipped[d] ? -st[d] : st[d], 0);
-  finish_and_run(dev, op, c);
-}
-
-// Output dim d of size r*s, read row-major, is (r, s) with the input's stride on s and 0 on r.
-void repeat_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
-  if (op.outputs[0].numel() == 0) return;
-  const Shape& in = op.inputs[0].shape;
-  const Shape st = contiguous_strides(in);
-  const auto& reps = op.attrs.ints;
-  const int lead = static_cast<int>(reps.size()) - in.rank();
-  StridedCopy c = copy_into_output(op, a, 0);
-  for (int d = 0; d < static_cast<int>(reps.size()); ++d) {
-    c.push_dim(reps[d], 0, 0);
-    if (d >= lead) c.push_dim(in[d - lead], st[d - lead], 0);
-  }
-  finish_and_run(dev, op, c);
 }
 
 // Each input is an (outer, rows * inner) block written at its offset along the cat dim.
@@ -137,7 +76,8 @@ void pad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
     const std::int64_t hi = x.numel() ? before + x.shape[d] : 0;
     c.push_bounded_dim(y.shape[d], in_st[d], 0, before, hi);
   }
-  finish_and_run(dev, op, c);
+  set_contiguous_dst(c);
+  run_strided_copy(dev, "pad", c);
 }
 
 // Row i of each matrix keeps the columns j with j - i <= k (tril) or j - i >= k (triu) and
@@ -183,12 +123,12 @@ void triangle_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
 }  // namespace
 
 void register_layout_kernels(KernelTable& t) {
-  t.set(OpKind::permute, permute_kernel);
-  t.set(OpKind::expand, expand_kernel);
-  t.set(OpKind::slice, slice_kernel);
+  t.set(OpKind::permute, box_kernel);
+  t.set(OpKind::expand, box_kernel);
+  t.set(OpKind::slice, box_kernel);
   t.set(OpKind::cat, cat_kernel);
-  t.set(OpKind::flip, flip_kernel);
-  t.set(OpKind::repeat, repeat_kernel);
+  t.set(OpKind::flip, box_kernel);
+  t.set(OpKind::repeat, box_kernel);
   t.set(OpKind::pad, pad_kernel);
   t.set(OpKind::tril, triangle_kernel<true>);
   t.set(OpKind::triu, triangle_kernel<false>);

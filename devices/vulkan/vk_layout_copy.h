@@ -10,12 +10,10 @@
 #include <cstdint>
 #include <string>
 
+#include "devices/shape_plans.h"
 #include "devices/vulkan/vk_device.h"
 
 namespace kiln::vk {
-
-// repeat views each dim as (repeat, size): twice the tensor rank.
-inline constexpr int kMaxCopyRank = 2 * kMaxRank;
 
 struct StridedCopy {
   int rank = 0;

@@ -1,0 +1,58 @@
+#include "devices/shape_plans.h"
+
+namespace kiln {
+
+void CopyBox::push_dim(std::int64_t n, std::int64_t src_step) {
+  KILN_CHECK(rank < kMaxCopyRank, "layout", "internal error: copy rank above " + std::to_string(kMaxCopyRank));
+  size[rank] = n;
+  src_stride[rank] = src_step;
+  ++rank;
+}
+
+CopyBox layout_box(const OpIr& op) {
+  const Shape &in = op.inputs[0].shape, &out = op.outputs[0].shape;
+  const Shape st = contiguous_strides(in);
+  const auto& t = op.attrs.ints;
+  CopyBox b;
+  switch (op.kind) {
+    case OpKind::permute:
+      for (std::int64_t p : t) b.push_dim(in[static_cast<int>(p)], st[static_cast<int>(p)]);
+      break;
+    case OpKind::expand: {
+      const int lead = out.rank() - in.rank();
+      for (int d = 0; d < out.rank(); ++d) b.push_dim(out[d], d < lead || in[d - lead] == 1 ? 0 : st[d - lead]);
+      break;
+    }
+    case OpKind::slice:  // ints: (start, stop, step) per dim
+      for (int d = 0; d < in.rank(); ++d) {
+        b.src_offset += t[3 * d] * st[d];
+        b.push_dim(out[d], st[d] * t[3 * d + 2]);
+      }
+      break;
+    case OpKind::flip: {
+      bool flipped[kMaxRank] = {};
+      // A 0-d tensor accepts dim 0 like torch, with nothing to reverse.
+      for (std::int64_t d : t)
+        if (d < in.rank()) flipped[d] = true;
+      for (int d = 0; d < in.rank(); ++d) {
+        if (flipped[d]) b.src_offset += (in[d] - 1) * st[d];
+        b.push_dim(in[d], flipped[d] ? -st[d] : st[d]);
+      }
+      break;
+    }
+    case OpKind::repeat: {
+      // Output dim d of size r*s, read row-major, is (r, s) with the input's stride on s and 0
+      // on r: an expand of the input viewed with a unit dim before each of its dims.
+      const int lead = static_cast<int>(t.size()) - in.rank();
+      for (int d = 0; d < static_cast<int>(t.size()); ++d) {
+        b.push_dim(t[d], 0);
+        if (d >= lead) b.push_dim(in[d - lead], st[d - lead]);
+      }
+      break;
+    }
+    default: throw Error(op_name(op.kind), "internal error: not a layout op with a copy box");
+  }
+  return b;
+}
+
+}  // namespace kiln
