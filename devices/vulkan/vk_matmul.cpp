@@ -253,6 +253,37 @@ std::vector<double> time_plans(VulkanDevice& dev, Launcher& launcher, const std:
   return best;
 }
 
+}  // namespace
+
+const char* glsl_matmul_common() {
+  return R"(
+// Element offsets of A and B for output batch bz: per batch dim, innermost last, the argument
+// block holds (size, A stride, B stride) from word 8 (strides 0 where an operand broadcasts).
+void mm_batch_offsets(uint bz, uint nb, out uint64_t a_off, out uint64_t b_off) {
+  a_off = 0ul;
+  b_off = 0ul;
+  uint rest = bz;
+  for (uint d = nb; d > 0u; --d) {
+    const uint w = 8u + 3u * (d - 1u);
+    const uint size = arg_u32(w);
+    const uint idx = rest % size;
+    rest /= size;
+    a_off += uint64_t(idx) * arg_u64(w + 1u);
+    b_off += uint64_t(idx) * arg_u64(w + 2u);
+  }
+}
+// One double-buffered step: the next step's loads are in flight during the math.
+#define STEP2(k0, cur, nxt) { \
+  const bool more = (k0) + BK < K; \
+  if (more) LOAD_STEP((k0) + BK); \
+  MATH(cur); \
+  if (more) STORE_STEP(nxt); \
+  barrier(); }
+)";
+}
+
+namespace {
+
 std::string shape_class(const Launcher& l, const Geometry& g, bool coop) {
   return std::string(dtype_name(l.dtype())) + (l.variant().vec_a ? " va" : " sa") + (l.variant().vec_b ? "vb" : "sb") +
          (coop ? " coop" : "") + " m" + std::to_string(size_bucket(g.m)) + " n" + std::to_string(size_bucket(g.n)) +

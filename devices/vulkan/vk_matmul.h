@@ -43,6 +43,11 @@ struct TileVariant {
   bool vec_b = false;
 };
 
+// GLSL both matmul kernels share: mm_batch_offsets (A's and B's element offsets for an output
+// batch, from the argument block) and STEP2 (one double-buffered K step, over the kernel's own
+// LOAD_STEP, MATH and STORE_STEP).
+const char* glsl_matmul_common();
+
 // The GLSL of the tiled kernel; `prelude` is the device's kernel_prelude().
 std::string tiled_matmul_source(const std::string& prelude, const TileConfig& config, const TileVariant& variant);
 

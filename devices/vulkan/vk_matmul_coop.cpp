@@ -75,13 +75,6 @@ shared uvec4 Sh[SHARED_WORDS];
       [[unroll]] for (uint i = 0u; i < CR; ++i) acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]); \
     } \
   } }
-// One double-buffered step: the next step's loads are in flight during the math.
-#define STEP2(k0, cur, nxt) { \
-  const bool more = (k0) + BK < K; \
-  if (more) LOAD_STEP((k0) + BK); \
-  MATH(cur); \
-  if (more) STORE_STEP(nxt); \
-  barrier(); }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -92,16 +85,8 @@ void main() {
   const uint tiles_m = (M + BM - 1u) / BM;
   const uint n0 = gl_WorkGroupID.x * BN;
   for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
-    uint64_t a_off = 0ul, b_off = 0ul;
-    uint rest = bz;
-    for (uint d = nb; d > 0u; --d) {
-      const uint w = 8u + 3u * (d - 1u);
-      const uint size = arg_u32(w);
-      const uint idx = rest % size;
-      rest /= size;
-      a_off += uint64_t(idx) * arg_u64(w + 1u);
-      b_off += uint64_t(idx) * arg_u64(w + 2u);
-    }
+    uint64_t a_off, b_off;
+    mm_batch_offsets(bz, nb, a_off, b_off);
     MmU32x4s A = MmU32x4s(a_base + a_off * 2ul);
     MmU32x4s B = MmU32x4s(b_base + b_off * 2ul);
     const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * OUT_SIZE;
@@ -206,6 +191,7 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, cons
     s += "#define STORE_DIRECT(m, addr, i, stride) coopMatStoreNV(m, F32s(addr).v, i, stride, false)\n";
     s += "#define STORE_ONE(addr, i, x) F32s(addr).v[i] = (x)\n";
   }
+  s += glsl_matmul_common();
   s += kBody;
   return s;
 }

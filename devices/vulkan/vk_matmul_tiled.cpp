@@ -124,13 +124,6 @@ shared vec4 Bs[STAGES * BK * SB4];
           acc[i * (TN / 4u) + g] = fma(vec4(a[i][kk]), b[g], acc[i * (TN / 4u) + g]); \
     } \
   } }
-// One double-buffered step: the next step's loads are in flight during the math.
-#define STEP2(k0, cur, nxt) { \
-  const bool more = (k0) + BK < K; \
-  if (more) LOAD_STEP((k0) + BK); \
-  MATH(cur); \
-  if (more) STORE_STEP(nxt); \
-  barrier(); }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -140,17 +133,8 @@ void main() {
   const uint tiles_m = (M + BM - 1u) / BM;
   const uint n0 = gl_WorkGroupID.x * BN;
   for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
-    // Batch offsets of A and B, from the output's batch index (strides 0 where broadcast).
-    uint64_t a_off = 0ul, b_off = 0ul;
-    uint rest = bz;
-    for (uint d = nb; d > 0u; --d) {
-      const uint w = 8u + 3u * (d - 1u);
-      const uint size = arg_u32(w);
-      const uint idx = rest % size;
-      rest /= size;
-      a_off += uint64_t(idx) * arg_u64(w + 1u);
-      b_off += uint64_t(idx) * arg_u64(w + 2u);
-    }
+    uint64_t a_off, b_off;
+    mm_batch_offsets(bz, nb, a_off, b_off);
     const uint64_t a_addr = a_base + a_off * ESIZE, b_addr = b_base + b_off * ESIZE;
     const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * ESIZE;
     PTR1 A = PTR1(a_addr); PTR4 A4 = PTR4(a_addr);
@@ -202,6 +186,7 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", TM = " + u(c.tm) +
        ", TN = " + u(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) + "\n";
   s += load_functions(v);
+  s += glsl_matmul_common();
   s += kBody;
   return s;
 }
