@@ -89,23 +89,7 @@ TEST(AutogradEndToEnd, PerThreadGradientsSumToTheSingleThreadResult) {
   }
 }
 
-TEST(AutogradEndToEnd, CheckpointRegionsLowerThePeak) {
-  const test::BackwardRun plain = test::chain_run(false);
-  const test::BackwardRun ckpt = test::chain_run(true);
-  EXPECT_EQ(ckpt.grads, plain.grads);
-  EXPECT_LT(ckpt.backward_peak, plain.backward_peak);
-  std::printf("chain: backward peak %.1f MiB plain, %.1f MiB checkpointed\n", plain.backward_peak / 1048576.0,
-              ckpt.backward_peak / 1048576.0);
-}
-
-TEST(AutogradEndToEnd, MemoryBoundPolicyLowersThePeak) {
-  const test::BackwardRun all = test::mlp_policy_run(CheckpointPolicy::save_all);
-  const test::BackwardRun balanced = test::mlp_policy_run(CheckpointPolicy::recompute_memory_bound);
-  EXPECT_EQ(balanced.grads, all.grads);
-  EXPECT_LT(balanced.backward_peak, all.backward_peak);
-  std::printf("mlp: backward peak %.1f MiB save_all, %.1f MiB recompute_memory_bound\n", all.backward_peak / 1048576.0,
-              balanced.backward_peak / 1048576.0);
-}
+// Checkpointing end to end (regions and policies): test_checkpoint.cpp.
 
 }  // namespace
 }  // namespace kiln
