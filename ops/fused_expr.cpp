@@ -43,6 +43,25 @@ std::string FusedExpr::structure_key() const {
     for (int i = 0; i < n.arity; ++i) put(static_cast<std::uint32_t>(n.operands[i].kind) << 30 | n.operands[i].index);
   }
   for (std::uint32_t o : output_nodes) put(o);
+  if (const FusedAnchor* a = anchored()) {
+    // The anchor: its op, its attributes that shape the kernel (reduced dims, keepdim), and
+    // per input its dtype, rank and which dims are 1 (a matmul's broadcast batch).
+    const OpIr& op = a->op;
+    put(0xA0000000u | static_cast<std::uint32_t>(op.kind) | (a->keep_result ? 1u << 16 : 0u) |
+        (op.attrs.keepdim ? 1u << 17 : 0u));
+    put(static_cast<std::uint32_t>(op.attrs.ints.size()));
+    for (std::int64_t d : op.attrs.ints) put(static_cast<std::uint32_t>(d));
+    for (const TensorIr& t : op.inputs) {
+      std::uint32_t ones = 0;
+      for (int d = 0; d < t.shape.rank(); ++d) ones |= (t.shape[d] == 1 ? 1u : 0u) << d;
+      put(static_cast<std::uint32_t>(t.dtype) | static_cast<std::uint32_t>(t.shape.rank()) << 8 | ones << 16);
+    }
+    if (const FusedExpr* p = a->prologue_expr()) {
+      const std::string inner = p->structure_key();
+      put(static_cast<std::uint32_t>(inner.size()));
+      key += inner;
+    }
+  }
   return key;
 }
 
@@ -62,7 +81,77 @@ std::string FusedExpr::describe() const {
   s += " -> ";
   for (std::size_t i = 0; i < output_nodes.size(); ++i) s += (i ? ", n" : "n") + std::to_string(output_nodes[i]);
   s += ' ' + shape.str();
+  if (const FusedAnchor* a = anchored()) {
+    // Appended piece by piece (GCC 12 warns wrongly about concatenated temporaries).
+    std::string head = op_name(a->op.kind);
+    if (a->prologue.empty()) {
+      head += "(x)";
+    } else {
+      head += "([";
+      head += a->prologue.front().describe();
+      head += "])";
+    }
+    head += " -> x0";
+    if (a->keep_result) head += " (kept)";
+    if (!nodes.empty()) {
+      head += "; epilogue: ";
+      head += s;
+    }
+    s = std::move(head);
+  }
   return s;
+}
+
+bool anchors_prologue(const OpIr& op) {
+  switch (op.kind) {
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::prod:
+    case OpKind::max:
+    case OpKind::min:
+      return op.inputs.size() == 1 && op.inputs[0].dtype == DType::f32 && op.outputs.size() == 1 &&
+             op.outputs[0].dtype == DType::f32;
+    default:
+      return false;
+  }
+}
+
+bool anchors_epilogue(const OpIr& op) {
+  if (op.kind == OpKind::matmul)
+    return op.inputs.size() == 2 && op.inputs[0].dtype == DType::f32 && op.inputs[1].dtype == DType::f32 &&
+           op.outputs.size() == 1 && op.outputs[0].dtype == DType::f32;
+  return anchors_prologue(op);
+}
+
+FusedArgLayout fused_arg_layout(const FusedExpr& e) {
+  FusedArgLayout l;
+  const FusedAnchor* a = e.anchored();
+  if (!a) {
+    l.operands = l.prologue = l.inputs = e.inputs.size();
+    l.result = l.outputs = e.outputs.size();
+    return l;
+  }
+  l.operands = e.inputs.size() - 1;
+  l.prologue = l.operands + a->op.inputs.size() - (a->prologue.empty() ? 0 : 1);
+  l.inputs = l.prologue + (a->prologue.empty() ? 0 : a->prologue.front().inputs.size());
+  l.result = e.outputs.size();
+  l.outputs = l.result + (a->keep_result ? 1 : 0);
+  return l;
+}
+
+void fused_arg_tensors(const FusedExpr& e, std::vector<TensorIr>& inputs, std::vector<TensorIr>& outputs) {
+  inputs.clear();
+  outputs.assign(e.outputs.begin(), e.outputs.end());
+  const FusedAnchor* a = e.anchored();
+  if (!a) {
+    inputs.assign(e.inputs.begin(), e.inputs.end());
+    return;
+  }
+  inputs.assign(e.inputs.begin() + 1, e.inputs.end());
+  const FusedExpr* p = a->prologue_expr();
+  inputs.insert(inputs.end(), a->op.inputs.begin() + (p ? 1 : 0), a->op.inputs.end());
+  if (p) inputs.insert(inputs.end(), p->inputs.begin(), p->inputs.end());
+  if (a->keep_result) outputs.push_back(a->op.outputs[0]);
 }
 
 FusedNode fused_node_of(const OpIr& op, std::span<const FusedOperand> tensor_operands) {

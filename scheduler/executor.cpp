@@ -55,66 +55,66 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   auto replay_unfused = [&] {
     for (std::uint32_t m : group.members) run_one(batch[m]);
   };
+  // Scratch vectors owned by the executor: a fused run allocates nothing of its own.
+  FusedScratch& s = fused_scratch_;
+  fused_arg_tensors(expr, s.in_meta, s.out_meta);
+  const FusedArgLayout layout = fused_arg_layout(expr);
   // An input that failed: run the members one by one, so that exactly the values that depend
   // on the failure fail, as they would without fusion.
-  // Scratch vectors owned by the executor: a fused run allocates nothing of its own.
-  std::vector<Slot*>& in_slots = fused_scratch_.in_slots;
-  in_slots.assign(expr.inputs.size(), nullptr);
-  for (std::size_t i = 0; i < expr.inputs.size(); ++i) {
-    in_slots[i] = find(expr.inputs[i].id);
-    if (!in_slots[i] || in_slots[i]->error) return replay_unfused();
+  s.in_slots.assign(s.in_meta.size(), nullptr);
+  for (std::size_t i = 0; i < s.in_meta.size(); ++i) {
+    s.in_slots[i] = find(s.in_meta[i].id);
+    if (!s.in_slots[i] || s.in_slots[i]->error) return replay_unfused();
   }
-  if (expr.outputs.empty()) {
+  if (s.out_meta.empty()) {
     // Every value of the group died inside it: nothing observable is left to compute.
     counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
     for (EntityId id : group.consumed) slots_.erase(id);
     return;
   }
-  std::vector<Buffer*>& in = fused_scratch_.in;
-  std::vector<Buffer*>& out = fused_scratch_.out;
-  std::vector<BufferPtr>& out_buffers = fused_scratch_.out_buffers;
-  std::vector<char>& lent = fused_scratch_.lent;
-  in.assign(expr.inputs.size(), nullptr);
-  out.assign(expr.outputs.size(), nullptr);
-  out_buffers.assign(expr.outputs.size(), nullptr);
-  lent.assign(expr.inputs.size(), 0);
-  for (std::size_t i = 0; i < in.size(); ++i) in[i] = in_slots[i]->buffer.get();
+  s.in.assign(s.in_meta.size(), nullptr);
+  s.out.assign(s.out_meta.size(), nullptr);
+  s.out_buffers.assign(s.out_meta.size(), nullptr);
+  s.lent.assign(s.in_meta.size(), 0);
+  for (std::size_t i = 0; i < s.in.size(); ++i) s.in[i] = s.in_slots[i]->buffer.get();
   try {
-    for (std::size_t o = 0; o < expr.outputs.size(); ++o) {
-      const TensorIr& meta = expr.outputs[o];
-      // In place: an input whose entity ends with this group and whose buffer no view shares.
-      for (std::size_t i = 0; i < expr.inputs.size() && !out_buffers[o]; ++i) {
-        const TensorIr& t = expr.inputs[i];
-        if (lent[i] || t.dtype != meta.dtype || t.shape != meta.shape || meta.bytes() == 0) continue;
+    for (std::size_t o = 0; o < s.out_meta.size(); ++o) {
+      const TensorIr& meta = s.out_meta[o];
+      // In place: an input read at the output's own index (an epilogue's, not an anchor's or a
+      // prologue's) whose entity ends with this group and whose buffer no view shares.
+      for (std::size_t i = 0; o < layout.result && i < layout.operands && !s.out_buffers[o]; ++i) {
+        const TensorIr& t = s.in_meta[i];
+        if (s.lent[i] || t.dtype != meta.dtype || t.shape != meta.shape || meta.bytes() == 0) continue;
         if (std::find(group.consumed.begin(), group.consumed.end(), t.id) == group.consumed.end()) continue;
-        if (in_slots[i]->buffer.use_count() != 1) continue;
-        out_buffers[o] = in_slots[i]->buffer;
-        lent[i] = 1;
+        if (s.in_slots[i]->buffer.use_count() != 1) continue;
+        s.out_buffers[o] = s.in_slots[i]->buffer;
+        s.lent[i] = 1;
         counters_.inplace_reuses.fetch_add(1, std::memory_order_relaxed);
       }
-      if (!out_buffers[o]) out_buffers[o] = device_.memory().allocate(meta.bytes());
-      out[o] = out_buffers[o].get();
+      if (!s.out_buffers[o]) s.out_buffers[o] = device_.memory().allocate(meta.bytes());
+      s.out[o] = s.out_buffers[o].get();
     }
   } catch (const std::exception&) {
     // Out of memory: unfused, each op fails (or succeeds) on its own, with its own name.
-    out_buffers.clear();
+    s.out_buffers.clear();
     return replay_unfused();
   }
   counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
   try {
     const CompiledKernel& kernel = compiled(expr);
-    device_.run_fused(kernel, expr, KernelArgs{std::span<Buffer* const>(in), std::span<Buffer* const>(out)});
+    device_.run_fused(kernel, expr, KernelArgs{std::span<Buffer* const>(s.in), std::span<Buffer* const>(s.out)});
     counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
     counters_.fused_kernels.fetch_add(1, std::memory_order_relaxed);
     counters_.ops_fused.fetch_add(group.op_count, std::memory_order_relaxed);
-    for (std::size_t o = 0; o < expr.outputs.size(); ++o)
-      slots_[expr.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr};
+    for (std::size_t o = 0; o < s.out_meta.size(); ++o) slots_[s.out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr};
   } catch (const Error&) {
-    fail_outputs(expr.outputs, std::current_exception());
+    fail_outputs(s.out_meta, std::current_exception());
   } catch (const std::exception& e) {
-    fail_outputs(expr.outputs, std::make_exception_ptr(Error("fused " + std::string(op_name(expr.nodes[0].kind)) + " chain", e.what())));
+    const FusedAnchor* a = expr.anchored();
+    const std::string what = std::string("fused ") + op_name(a ? a->op.kind : expr.nodes[0].kind) + " chain";
+    fail_outputs(s.out_meta, std::make_exception_ptr(Error(what, e.what())));
   }
-  out_buffers.clear();
+  s.out_buffers.clear();
   for (EntityId id : group.consumed) slots_.erase(id);
 }
 

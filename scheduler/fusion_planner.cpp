@@ -20,19 +20,32 @@ bool is_fusable(const OpIr& op) {
 
 namespace {
 
-// The group being built while the planner walks the batch.
-class OpenGroup {
+// An elementwise DAG being built: the entity each node makes, and which of them died inside.
+class ExprBuilder {
  public:
-  bool empty() const { return group_.expr.nodes.empty(); }
-  const Shape& shape() const { return group_.expr.shape; }
-  std::size_t node_count() const { return group_.expr.nodes.size(); }
-  std::size_t input_count() const { return group_.expr.inputs.size(); }
+  FusedExpr expr;
 
+  bool empty() const { return expr.nodes.empty(); }
+  std::size_t node_count() const { return expr.nodes.size(); }
+  std::size_t input_count() const { return expr.inputs.size(); }
   bool produces(EntityId id) const { return node_of(id) >= 0; }
   bool reads(EntityId id) const { return input_of(id) >= 0; }
-  bool touches(EntityId id) const { return produces(id) || reads(id); }
 
-  // Inputs the op would add to the group (to respect kMaxInputs before adding it).
+  // Linear searches, newest first: a group holds at most kMaxNodes nodes and kMaxInputs inputs,
+  // and in a chain the operand is almost always the node just added. Cheaper than hash maps
+  // rebuilt for every group (the planner runs on every flush).
+  int node_of(EntityId id) const {
+    for (std::size_t n = entity_of_node_.size(); n-- > 0;)
+      if (entity_of_node_[n].id == id) return static_cast<int>(n);
+    return -1;
+  }
+  int input_of(EntityId id) const {
+    for (std::size_t k = 0; k < expr.inputs.size(); ++k)
+      if (expr.inputs[k].id == id) return static_cast<int>(k);
+    return -1;
+  }
+
+  // Inputs the op would add (to respect kMaxInputs before adding it).
   std::size_t new_inputs(const OpIr& op) const {
     std::size_t n = 0;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
@@ -44,125 +57,246 @@ class OpenGroup {
     }
     return n;
   }
+  std::size_t new_inputs(const ExprBuilder& o) const {
+    std::size_t n = 0;
+    for (const TensorIr& t : o.expr.inputs) n += input_of(t.id) < 0;
+    return n;
+  }
 
-  void add(const OpIr& op, std::uint32_t batch_index) {
-    FusedExpr& e = group_.expr;
-    if (e.nodes.empty()) e.shape = op.outputs[0].shape;
+  void add(const OpIr& op) {
+    if (expr.nodes.empty()) expr.shape = op.outputs[0].shape;
     // Tensor operands in order (fusable ops have at most 3); fused_node_of places a scalar
     // operand on its side.
     FusedOperand operands[3];
     for (std::size_t i = 0; i < op.inputs.size(); ++i) operands[i] = operand_for(op.inputs[i]);
-    e.nodes.push_back(fused_node_of(op, std::span<const FusedOperand>(operands, op.inputs.size())));
+    expr.nodes.push_back(fused_node_of(op, std::span<const FusedOperand>(operands, op.inputs.size())));
     entity_of_node_.push_back(op.outputs[0]);
     killed_.push_back(false);
-    // A handed-over input ends here: made inside, it never reaches memory; made outside, its
-    // buffer may take an output.
-    for (const TensorIr& t : op.inputs)
-      if (t.status == TensorStatus::ReadWrite) end_entity(t.id);
-    group_.members.push_back(batch_index);
-    ++group_.op_count;
   }
 
-  // Takes in `o`, an open group of the same shape that is independent of this one (open groups
-  // never read each other's values): its nodes follow this group's, an input both read counts
-  // once, and the members stay in batch order (an unfused replay runs them in that order).
-  void merge(OpenGroup&& o) {
-    FusedExpr& e = group_.expr;
-    std::vector<std::uint32_t> input_map(o.group_.expr.inputs.size());
+  // Takes in `o`, independent of this one: its nodes follow, an input both read counts once.
+  void merge(ExprBuilder&& o) {
+    std::vector<std::uint32_t> input_map(o.expr.inputs.size());
     for (std::size_t k = 0; k < input_map.size(); ++k) {
-      const TensorIr& t = o.group_.expr.inputs[k];
-      int index = input_of(t.id);
+      int index = input_of(o.expr.inputs[k].id);
       if (index < 0) {
-        index = static_cast<int>(e.inputs.size());
-        e.inputs.push_back(t);
+        index = static_cast<int>(expr.inputs.size());
+        expr.inputs.push_back(o.expr.inputs[k]);
       }
       input_map[k] = static_cast<std::uint32_t>(index);
     }
-    const auto base = static_cast<std::uint32_t>(e.nodes.size());
-    for (FusedNode n : o.group_.expr.nodes) {
+    const auto base = static_cast<std::uint32_t>(expr.nodes.size());
+    for (FusedNode n : o.expr.nodes) {
       for (int j = 0; j < n.arity; ++j) {
         FusedOperand& op = n.operands[j];
         if (op.kind == FusedOperand::Kind::input) op.index = input_map[op.index];
         else if (op.kind == FusedOperand::Kind::node) op.index += base;
       }
-      e.nodes.push_back(std::move(n));
+      expr.nodes.push_back(std::move(n));
     }
     entity_of_node_.insert(entity_of_node_.end(), o.entity_of_node_.begin(), o.entity_of_node_.end());
     killed_.insert(killed_.end(), o.killed_.begin(), o.killed_.end());
-    for (EntityId id : o.group_.consumed)
-      if (std::find(group_.consumed.begin(), group_.consumed.end(), id) == group_.consumed.end())
-        group_.consumed.push_back(id);
-    std::vector<std::uint32_t> members;
-    std::merge(group_.members.begin(), group_.members.end(), o.group_.members.begin(), o.group_.members.end(),
-               std::back_inserter(members));
-    group_.members = std::move(members);
-    group_.op_count += o.group_.op_count;
   }
 
-  // Inputs `o` would add to this group.
-  std::size_t new_inputs(const OpenGroup& o) const {
-    std::size_t n = 0;
-    for (const TensorIr& t : o.group_.expr.inputs) n += input_of(t.id) < 0;
-    return n;
+  // The node making `id` dies (nobody outside needs it); false when no node makes it.
+  bool kill(EntityId id) {
+    const int n = node_of(id);
+    if (n >= 0) killed_[static_cast<std::size_t>(n)] = true;
+    return n >= 0;
   }
+  bool killed(int node) const { return killed_[static_cast<std::size_t>(node)]; }
+  bool all_killed() const { return std::find(killed_.begin(), killed_.end(), false) == killed_.end(); }
+
+  // The finished expression: the nodes still alive (and `forced`, when >= 0) become outputs.
+  FusedExpr close(int forced = -1) {
+    for (std::uint32_t n = 0; n < expr.nodes.size(); ++n) {
+      if (killed_[n] && static_cast<int>(n) != forced) continue;
+      expr.output_nodes.push_back(n);
+      TensorIr out = entity_of_node_[n];
+      out.status = TensorStatus::NotInit;
+      expr.outputs.push_back(out);
+    }
+    return std::move(expr);
+  }
+
+ private:
+  FusedOperand operand_for(const TensorIr& t) {
+    if (const int n = node_of(t.id); n >= 0) return {FusedOperand::Kind::node, static_cast<std::uint32_t>(n)};
+    if (const int k = input_of(t.id); k >= 0) return {FusedOperand::Kind::input, static_cast<std::uint32_t>(k)};
+    const auto index = static_cast<std::uint32_t>(expr.inputs.size());
+    expr.inputs.push_back(t);
+    expr.inputs.back().status = TensorStatus::ReadOnly;
+    return {FusedOperand::Kind::input, index};
+  }
+
+  std::vector<TensorIr> entity_of_node_;
+  std::vector<bool> killed_;
+};
+
+// What a closed group becomes: a fused kernel, or its members run one by one.
+struct ClosedPart {
+  bool fused = false;
+  FusedGroup group;
+};
+
+// The group being built while the planner walks the batch: elementwise ops (`body_`), and
+// perhaps an anchor (a reduction or matmul) with the elementwise ops on its result (`tail_`,
+// whose input 0 is the anchor's result).
+class OpenGroup {
+ public:
+  bool anchored() const { return anchored_; }
+  // The shape the group's next ops must have.
+  const Shape& shape() const { return anchored_ ? anchor_.outputs[0].shape : body_.expr.shape; }
+
+  bool produces(EntityId id) const {
+    return body_.produces(id) || (anchored_ && (id == anchor_.outputs[0].id || tail_.produces(id)));
+  }
+  bool reads(EntityId id) const {
+    if (body_.reads(id)) return true;
+    if (!anchored_) return false;
+    if (tail_.input_of(id) > 0) return true;
+    for (const TensorIr& t : anchor_.inputs)
+      if (t.id == id && !body_.produces(id)) return true;
+    return false;
+  }
+  bool touches(EntityId id) const { return produces(id) || reads(id); }
+
+  // Whether the elementwise op, which uses this group's entities, can join it.
+  bool accepts(const OpIr& op) const {
+    if (op.outputs[0].shape != shape()) return false;
+    const ExprBuilder& part = anchored_ ? tail_ : body_;
+    if (part.node_count() + body_.node_count() * anchored_ >= FusionPlanner::kMaxNodes) return false;
+    if (part.input_count() + part.new_inputs(op) > FusionPlanner::kMaxInputs) return false;
+    // After the anchor, values of the body are out of reach: they exist only as the anchor
+    // reads them.
+    if (anchored_)
+      for (const TensorIr& t : op.inputs)
+        if (body_.produces(t.id)) return false;
+    return true;
+  }
+
+  void add(const OpIr& op, std::uint32_t batch_index) {
+    (anchored_ ? tail_ : body_).add(op);
+    end_handed_over(op);
+    members_.push_back(batch_index);
+  }
+
+  // Whether `op` (a reduction) can take the body as its prologue: it reads one of the body's
+  // values and nothing else of it.
+  bool can_anchor(const OpIr& op) const {
+    return !anchored_ && !body_.empty() && anchors_prologue(op) && body_.produces(op.inputs[0].id);
+  }
+
+  // The reduction or matmul becomes the group's anchor (the group may be empty: no prologue).
+  void anchor(const OpIr& op, std::uint32_t batch_index) {
+    anchored_ = true;
+    anchor_ = op;
+    anchor_.completion.reset();
+    anchor_member_ = members_.size();
+    consumed_before_anchor_ = consumed_.size();
+    tail_.expr.shape = op.outputs[0].shape;
+    TensorIr result = op.outputs[0];
+    result.status = TensorStatus::ReadOnly;
+    tail_.expr.inputs.push_back(result);
+    end_handed_over(op);
+    members_.push_back(batch_index);
+  }
+
+  // Takes in `o`, an open group of the same shape that is independent of this one (open groups
+  // never read each other's values); neither is anchored. The members stay in batch order (an
+  // unfused replay runs them in that order).
+  void merge(OpenGroup&& o) {
+    body_.merge(std::move(o.body_));
+    for (EntityId id : o.consumed_)
+      if (std::find(consumed_.begin(), consumed_.end(), id) == consumed_.end()) consumed_.push_back(id);
+    std::vector<std::uint32_t> members;
+    std::merge(members_.begin(), members_.end(), o.members_.begin(), o.members_.end(), std::back_inserter(members));
+    members_ = std::move(members);
+  }
+  std::size_t node_count() const { return body_.node_count(); }
+  std::size_t input_count() const { return body_.input_count(); }
+  std::size_t new_inputs(const OpenGroup& o) const { return body_.new_inputs(o.body_); }
 
   // A drop of an entity the group touches: swallowed, replayed only if the group runs unfused.
   void absorb_drop(EntityId id, std::uint32_t batch_index) {
     end_entity(id);
-    group_.members.push_back(batch_index);
+    members_.push_back(batch_index);
   }
 
-  // Finishes the group: the entities still alive become its outputs.
-  FusedGroup close() {
-    FusedExpr& e = group_.expr;
-    for (std::uint32_t n = 0; n < e.nodes.size(); ++n) {
-      if (killed_[n]) continue;
-      e.output_nodes.push_back(n);
-      TensorIr out = entity_of_node_[n];
-      out.status = TensorStatus::NotInit;
-      e.outputs.push_back(out);
+  // Finishes the group. The entities still alive become outputs. An anchored group is one
+  // kernel when nothing but the anchor needs the body's values (the body is its prologue);
+  // otherwise the body runs first as its own kernel, writing the anchor's operand.
+  void close(std::span<const OpIr> batch, std::vector<ClosedPart>& parts) {
+    batch_ = &batch;
+    if (!anchored_) {
+      parts.push_back(part(body_.close(), 0, members_.size(), 0, consumed_.size()));
+      return;
     }
-    FusedGroup g = std::move(group_);
-    *this = OpenGroup();
-    return g;
+    const int operand = body_.node_of(anchor_.inputs[0].id);
+    FusedExpr tail = tail_.close();
+    if (operand >= 0 && body_.all_killed() && tail.nodes.size() + body_.node_count() < FusionPlanner::kMaxNodes) {
+      FusedAnchor& a = tail.anchor.emplace_back();
+      a.op = std::move(anchor_);
+      a.prologue.push_back(body_.close(operand));
+      a.keep_result = !result_dead_;
+      ClosedPart p = part(std::move(tail), 0, members_.size(), 0, consumed_.size());
+      p.fused = true;
+      parts.push_back(std::move(p));
+      return;
+    }
+    if (!body_.empty()) {
+      const bool operand_dead = operand >= 0 && body_.killed(operand);
+      parts.push_back(part(body_.close(operand), 0, anchor_member_, 0, consumed_before_anchor_));
+      // The anchor's operand now lives in memory until the anchor's part ends it.
+      if (operand_dead) consumed_.push_back(anchor_.inputs[0].id);
+    }
+    const bool has_epilogue = !tail.nodes.empty();
+    FusedAnchor& a = tail.anchor.emplace_back();
+    a.op = std::move(anchor_);
+    a.keep_result = !result_dead_;
+    ClosedPart p = part(std::move(tail), anchor_member_, members_.size(), consumed_before_anchor_, consumed_.size());
+    p.fused = has_epilogue;
+    parts.push_back(std::move(p));
   }
 
  private:
-  // Linear searches, newest first: a group holds at most kMaxNodes nodes and kMaxInputs inputs,
-  // and in a chain the operand is almost always the node just added. Cheaper than hash maps
-  // rebuilt for every group (the planner runs on every flush).
-  int node_of(EntityId id) const {
-    for (std::size_t n = entity_of_node_.size(); n-- > 0;)
-      if (entity_of_node_[n].id == id) return static_cast<int>(n);
-    return -1;
-  }
-  int input_of(EntityId id) const {
-    const std::vector<TensorIr>& in = group_.expr.inputs;
-    for (std::size_t k = 0; k < in.size(); ++k)
-      if (in[k].id == id) return static_cast<int>(k);
-    return -1;
+  // Members [m0, m1) and consumed entities [c0, c1) as one part; fused when it holds two ops.
+  ClosedPart part(FusedExpr expr, std::size_t m0, std::size_t m1, std::size_t c0, std::size_t c1) const {
+    ClosedPart p;
+    p.group.expr = std::move(expr);
+    p.group.members.assign(members_.begin() + static_cast<std::ptrdiff_t>(m0), members_.begin() + static_cast<std::ptrdiff_t>(m1));
+    p.group.consumed.assign(consumed_.begin() + static_cast<std::ptrdiff_t>(c0), consumed_.begin() + static_cast<std::ptrdiff_t>(c1));
+    for (std::size_t m = m0; m < m1; ++m) p.group.op_count += (*batch_)[members_[m]].kind != OpKind::drop;
+    p.fused = p.group.op_count >= 2;
+    return p;
   }
 
-  FusedOperand operand_for(const TensorIr& t) {
-    if (const int n = node_of(t.id); n >= 0) return {FusedOperand::Kind::node, static_cast<std::uint32_t>(n)};
-    if (const int k = input_of(t.id); k >= 0) return {FusedOperand::Kind::input, static_cast<std::uint32_t>(k)};
-    const auto index = static_cast<std::uint32_t>(group_.expr.inputs.size());
-    group_.expr.inputs.push_back(t);
-    group_.expr.inputs.back().status = TensorStatus::ReadOnly;
-    return {FusedOperand::Kind::input, index};
+  void end_handed_over(const OpIr& op) {
+    for (const TensorIr& t : op.inputs)
+      if (t.status == TensorStatus::ReadWrite) end_entity(t.id);
   }
 
+  // An entity ends here: made inside, it never reaches memory (unless the anchor needs it);
+  // read from outside, its buffer may take an output.
   void end_entity(EntityId id) {
-    if (const int n = node_of(id); n >= 0) {
-      killed_[static_cast<std::size_t>(n)] = true;
-    } else if (reads(id) && std::find(group_.consumed.begin(), group_.consumed.end(), id) == group_.consumed.end()) {
-      group_.consumed.push_back(id);
+    if (body_.kill(id)) return;
+    if (anchored_ && id == anchor_.outputs[0].id) {
+      result_dead_ = true;
+      return;
     }
+    if (anchored_ && tail_.kill(id)) return;
+    if (reads(id) && std::find(consumed_.begin(), consumed_.end(), id) == consumed_.end()) consumed_.push_back(id);
   }
 
-  FusedGroup group_;
-  std::vector<TensorIr> entity_of_node_;  // the entity each node makes
-  std::vector<bool> killed_;
+  ExprBuilder body_;
+  bool anchored_ = false;
+  OpIr anchor_;
+  bool result_dead_ = false;
+  ExprBuilder tail_;
+  std::vector<std::uint32_t> members_;  // batch indices, in order (drops included)
+  std::vector<EntityId> consumed_;      // external inputs ended inside the group
+  std::size_t anchor_member_ = 0, consumed_before_anchor_ = 0;
+  const std::span<const OpIr>* batch_ = nullptr;  // while closing
 };
 
 const char* cut_reason(const OpIr& op, const OpenGroup& g) {
@@ -170,6 +304,7 @@ const char* cut_reason(const OpIr& op, const OpenGroup& g) {
   if (op.kind == OpKind::sync) return "a sync flushes";
   if (!is_fusable(op)) return "a non-elementwise op uses the group's values";
   if (op.outputs[0].shape != g.shape()) return "the output shape changes";
+  if (g.anchored()) return "the op needs a value before the anchor, or the group is full";
   return "the group is full";
 }
 
@@ -178,11 +313,6 @@ bool connected(const OpIr& op, const OpenGroup& g) {
   for (const TensorIr& t : op.inputs)
     if (g.touches(t.id)) return true;
   return false;
-}
-
-bool fits(const OpIr& op, const OpenGroup& g) {
-  return op.outputs[0].shape == g.shape() && g.node_count() < FusionPlanner::kMaxNodes &&
-         g.input_count() + g.new_inputs(op) <= FusionPlanner::kMaxInputs;
 }
 
 }  // namespace
@@ -198,26 +328,49 @@ void FusionPlanner::plan(std::span<const OpIr> batch, bool fusion_enabled, Plan&
   out.groups.clear();
   std::vector<OpenGroup> open;  // oldest first
   std::vector<std::size_t> hit;
+  std::vector<ClosedPart> parts;
   // Ops that ran ahead of the open groups (they touch none of their entities).
   auto emit_op = [&](std::uint32_t i) { out.steps.push_back(PlanStep{false, i}); };
   auto close = [&](std::size_t g, const char* reason) {
-    FusedGroup group = open[g].close();
+    parts.clear();
+    open[g].close(batch, parts);
     open.erase(open.begin() + static_cast<std::ptrdiff_t>(g));
-    if (group.op_count == 1) {
-      // One op is not worth a fused kernel: run it (and any drop it swallowed) as it came.
-      for (std::uint32_t m : group.members) emit_op(m);
-      return;
+    for (ClosedPart& p : parts) {
+      if (!p.fused) {
+        // One op is not worth a fused kernel: run it (and any drop it swallowed) as it came.
+        for (std::uint32_t m : p.group.members) emit_op(m);
+        continue;
+      }
+      if (log_enabled(spdlog::level::debug))
+        logger().debug("fusion: {} ops -> 1 kernel, {} input(s), {} output(s) [{}]; cut: {}", p.group.op_count,
+                       p.group.expr.inputs.size(), p.group.expr.outputs.size(), p.group.expr.describe(), reason);
+      out.steps.push_back(PlanStep{true, static_cast<std::uint32_t>(out.groups.size())});
+      out.groups.push_back(std::move(p.group));
     }
-    if (log_enabled(spdlog::level::debug))
-      logger().debug("fusion: {} ops -> 1 kernel, {} input(s), {} output(s) [{}]; cut: {}", group.op_count,
-                     group.expr.inputs.size(), group.expr.outputs.size(), group.expr.describe(), reason);
-    out.steps.push_back(PlanStep{true, static_cast<std::uint32_t>(out.groups.size())});
-    out.groups.push_back(std::move(group));
   };
   // Closes the groups listed in `hit` (ascending), newest first so the indices stay valid;
   // they are independent, so their order does not matter.
   auto close_hit = [&](const char* reason) {
     for (std::size_t k = hit.size(); k-- > 0;) close(hit[k], reason);
+  };
+  // Groups whose values `op` reads or whose inputs it hands over (reading an input is harmless).
+  auto find_related = [&](const OpIr& op, bool flush) {
+    hit.clear();
+    for (std::size_t g = 0; g < open.size(); ++g) {
+      bool related = flush;
+      for (const TensorIr& t : op.inputs)
+        related |= open[g].produces(t.id) || (open[g].reads(t.id) && t.status == TensorStatus::ReadWrite);
+      if (related) hit.push_back(g);
+    }
+  };
+  // Makes room for a new group of `shape`. Groups of another shape close: the work moved on
+  // (to the next layer, say), and a group kept open keeps its inputs alive (checkpointed
+  // backward passes count on that).
+  auto make_room = [&](const Shape& shape) {
+    for (std::size_t g = open.size(); g-- > 0;)
+      if (open[g].shape() != shape) close(g, "the output shape changes");
+    if (open.size() >= kMaxOpenGroups) close(0, "too many open groups");
+    open.emplace_back();
   };
 
   for (std::uint32_t i = 0; i < batch.size(); ++i) {
@@ -244,13 +397,13 @@ void FusionPlanner::plan(std::span<const OpIr> batch, bool fusion_enabled, Plan&
       if (hit.size() > 1) {
         // The op uses values of several groups: they become one (when they fit together).
         std::size_t nodes = 0, inputs = open[hit[0]].input_count();
-        bool same_shape = true;
+        bool mergeable = true;
         for (std::size_t g : hit) {
           nodes += open[g].node_count();
-          same_shape &= open[g].shape() == open[hit[0]].shape();
+          mergeable &= !open[g].anchored() && open[g].shape() == open[hit[0]].shape();
           if (g != hit[0]) inputs += open[hit[0]].new_inputs(open[g]);
         }
-        if (same_shape && nodes < kMaxNodes && inputs <= kMaxInputs) {
+        if (mergeable && nodes < kMaxNodes && inputs <= kMaxInputs) {
           for (std::size_t k = hit.size(); k-- > 1;) {
             open[hit[0]].merge(std::move(open[hit[k]]));
             open.erase(open.begin() + static_cast<std::ptrdiff_t>(hit[k]));
@@ -258,30 +411,34 @@ void FusionPlanner::plan(std::span<const OpIr> batch, bool fusion_enabled, Plan&
           hit.erase(hit.begin() + 1, hit.end());
         }
       }
-      if (hit.size() == 1 && fits(op, open[hit[0]])) {
+      if (hit.size() == 1 && open[hit[0]].accepts(op)) {
         open[hit[0]].add(op, i);
         continue;
       }
       // Joins two groups, or does not fit its own: those close, and the op starts a new group.
       if (!hit.empty()) close_hit(hit.size() > 1 ? "an op joins two groups" : cut_reason(op, open[hit[0]]));
-      // Groups of another shape close as well: the work moved on (to the next layer, say), and
-      // a group kept open keeps its inputs alive (checkpointed backward passes count on that).
-      for (std::size_t g = open.size(); g-- > 0;)
-        if (open[g].shape() != op.outputs[0].shape) close(g, "the output shape changes");
-      if (open.size() >= kMaxOpenGroups) close(0, "too many open groups");
-      open.emplace_back();
+      make_room(op.outputs[0].shape);
       open.back().add(op, i);
       continue;
     }
-    // Reads and syncs flush; other ops close the groups whose values they use or whose inputs
-    // they consume in place (reading a group's input is harmless).
-    const bool flush = op.kind == OpKind::read || op.kind == OpKind::sync;
-    for (std::size_t g = 0; g < open.size(); ++g) {
-      bool related = flush;
-      for (const TensorIr& t : op.inputs)
-        related |= open[g].produces(t.id) || (open[g].reads(t.id) && t.status == TensorStatus::ReadWrite);
-      if (related) hit.push_back(g);
+    if (anchors_epilogue(op)) {
+      // A reduction or matmul: it takes the group that makes its operand as its prologue, or
+      // starts a group of its own that its epilogue joins.
+      for (std::size_t g = 0; g < open.size(); ++g)
+        if (connected(op, open[g])) hit.push_back(g);
+      if (hit.size() == 1 && open[hit[0]].can_anchor(op)) {
+        open[hit[0]].anchor(op, i);
+        continue;
+      }
+      find_related(op, false);
+      if (!hit.empty()) close_hit("a reduction or matmul uses the group's values");
+      make_room(op.outputs[0].shape);
+      open.back().anchor(op, i);
+      continue;
     }
+    // Reads and syncs flush; other ops close the groups whose values they use or whose inputs
+    // they consume in place.
+    find_related(op, op.kind == OpKind::read || op.kind == OpKind::sync);
     if (!hit.empty()) close_hit(cut_reason(op, open[hit[0]]));
     emit_op(i);
   }

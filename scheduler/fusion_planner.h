@@ -4,6 +4,9 @@
 //
 // Rules (why each holds is in fusion_planner.cpp):
 //   - a group is a DAG of elementwise ops (unary, binary, where, clamp, cast) of one output shape;
+//   - a group may take one reduction or matmul (its anchor): the elementwise ops before it become
+//     the reduction's prologue when nothing but the reduction needs their values, and the
+//     elementwise ops on the anchor's result (of its shape) become its epilogue;
 //   - an entity made inside a group is written to memory only if it is still alive when the
 //     group closes: a drop, or a member consuming it (ReadWrite), kills it first;
 //   - an op that touches none of the group's entities may run before the group, so unrelated
@@ -21,7 +24,7 @@
 namespace kiln {
 
 struct FusedGroup {
-  FusedExpr expr;
+  FusedExpr expr;  // with expr.anchor when the group wraps a reduction or matmul
   std::vector<std::uint32_t> members;  // batch indices, in order (drops it swallowed included)
   // External inputs whose entity ends with the group: a member consumed them, or they were
   // dropped while the group was open. They may lend their buffer to an output.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "devices/cpu/cpu_kernels.h"
+#include "devices/cpu/fused_anchor.h"
 #include "devices/cpu/fused_program.h"
 
 namespace kiln {
@@ -50,10 +51,12 @@ class CpuDevice final : public DeviceBackend {
     k(op, args);
   }
   std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) override {
+    if (expr.anchored()) return std::make_shared<cpu::AnchoredProgram>(expr);
     return std::make_shared<cpu::FusedProgram>(expr);
   }
   void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) override {
-    static_cast<const cpu::FusedProgram&>(kernel).run(expr, args);
+    if (expr.anchored()) static_cast<const cpu::AnchoredProgram&>(kernel).run(expr, args, pool_, kernels_);
+    else static_cast<const cpu::FusedProgram&>(kernel).run(expr, args);
   }
   void synchronize() override {}
 

@@ -14,15 +14,9 @@ namespace {
 
 constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
 
-// The output's dims after broadcasting and collapsing: size-1 dims are gone, and neighbours
-// that every operand walks the same way (contiguously, or both broadcast) are merged.
-struct Layout {
-  int rank = 0;
-  std::array<std::int64_t, kMaxRank> size{};
-  std::array<std::array<std::int64_t, kMaxRank>, kMaxEwOperands> stride{};  // in elements
-};
+}  // namespace
 
-Layout collapse(const Shape& out, std::span<const EwOperand> operands) {
+ElementwiseWalk::Layout ElementwiseWalk::collapse(const Shape& out, std::span<const EwOperand> operands) {
   const int rank = out.rank();
   std::array<std::array<std::int64_t, kMaxRank>, kMaxEwOperands> full{};  // broadcast strides
   for (std::size_t k = 0; k < operands.size(); ++k) {
@@ -53,60 +47,84 @@ Layout collapse(const Shape& out, std::span<const EwOperand> operands) {
   return l;
 }
 
-struct Walk {
-  Layout layout;
-  std::span<const EwOperand> operands;
-  std::array<CastFn, kMaxEwOperands> cast{};  // nullptr when the operand is already in its compute dtype
-  std::array<std::uint8_t, kMaxEwOperands> cast_buffer{};  // which tile buffer a cast operand uses
-  std::array<std::size_t, kMaxEwOperands> in_size{}, compute_size{};
-  std::byte* out;
-  std::size_t out_size;
-  std::int64_t inner, tiles_per_row;
-  bool stream;  // write tiles through a staging buffer and non-temporal stores
-  EwTileFn fn;
-  const void* ctx;
-
-  // Runs tiles [begin, end): tile t covers part t % tiles_per_row of row t / tiles_per_row.
-  void run(std::int64_t begin, std::int64_t end) const {
-    alignas(64) std::byte buffers[kMaxEwCasts][kTile * 8];
-    alignas(64) std::byte staged[kTile * 8];
-    const int outer = layout.rank - 1;
-    const std::size_t n_ops = operands.size();
-    for (std::int64_t t = begin; t < end; ++t) {
-      const std::int64_t row = t / tiles_per_row;
-      const std::int64_t start = (t % tiles_per_row) * kTile;
-      std::array<std::int64_t, kMaxEwOperands> offset{};
-      for (std::int64_t r = row, d = outer - 1; d >= 0; --d) {
-        const std::int64_t i = r % layout.size[d];
-        r /= layout.size[d];
-        for (std::size_t k = 0; k < n_ops; ++k) offset[k] += i * layout.stride[k][d];
-      }
-      EwTile tile;
-      tile.n = std::min(kTile, inner - start);
-      tile.first = row * inner + start;
-      std::byte* const dst = out ? out + static_cast<std::size_t>(tile.first) * out_size : nullptr;
-      tile.out = stream ? staged : dst;
-      for (std::size_t k = 0; k < n_ops; ++k) {
-        const std::int64_t s = layout.stride[k][outer];  // 0 or 1
-        const auto* src = static_cast<const std::byte*>(operands[k].data) +
-                          static_cast<std::size_t>(offset[k] + start * s) * in_size[k];
-        tile.stride[k] = s;
-        if (cast[k]) {
-          cast[k](src, buffers[cast_buffer[k]], s ? tile.n : 1);
-          tile.in[k] = buffers[cast_buffer[k]];
-        } else {
-          tile.in[k] = src;
-        }
-      }
-      fn(tile, ctx);
-      if (stream) stream_copy(dst, staged, static_cast<std::size_t>(tile.n) * out_size);
+// Runs tiles [t0, t1), clipped to output elements [begin, end): tile t covers part
+// t % tiles_per_row_ of row t / tiles_per_row_.
+void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t begin, std::int64_t end, EwTileFn fn,
+                                const void* ctx) const {
+  alignas(64) std::byte buffers[kMaxEwCasts][kTile * 8];
+  alignas(64) std::byte staged[kTile * 8];
+  const int outer = layout_.rank - 1;
+  const std::size_t n_ops = operands_.size();
+  for (std::int64_t t = t0; t < t1; ++t) {
+    const std::int64_t row = t / tiles_per_row_;
+    const std::int64_t tile_start = (t % tiles_per_row_) * kTile;
+    const std::int64_t start = std::max(tile_start, begin - row * inner_);
+    const std::int64_t stop = std::min(std::min(tile_start + kTile, inner_), end - row * inner_);
+    std::array<std::int64_t, kMaxEwOperands> offset{};
+    for (std::int64_t r = row, d = outer - 1; d >= 0; --d) {
+      const std::int64_t i = r % layout_.size[d];
+      r /= layout_.size[d];
+      for (std::size_t k = 0; k < n_ops; ++k) offset[k] += i * layout_.stride[k][d];
     }
-    // Order the streamed lines before the task completes; without `out` fn may have streamed.
-    if (stream || out == nullptr) stream_fence();
+    EwTile tile;
+    tile.n = stop - start;
+    tile.first = row * inner_ + start;
+    std::byte* const dst = out_ ? out_ + static_cast<std::size_t>(tile.first) * out_size_ : nullptr;
+    tile.out = stream_ ? staged : dst;
+    for (std::size_t k = 0; k < n_ops; ++k) {
+      const std::int64_t s = layout_.stride[k][outer];  // 0 or 1
+      const auto* src = static_cast<const std::byte*>(operands_[k].data) +
+                        static_cast<std::size_t>(offset[k] + start * s - operands_[k].first) * in_size_[k];
+      tile.stride[k] = s;
+      if (cast_[k]) {
+        cast_[k](src, buffers[cast_buffer_[k]], s ? tile.n : 1);
+        tile.in[k] = buffers[cast_buffer_[k]];
+      } else {
+        tile.in[k] = src;
+      }
+    }
+    fn(tile, ctx);
+    if (stream_) stream_copy(dst, staged, static_cast<std::size_t>(tile.n) * out_size_);
   }
-};
+  // Order the streamed lines before the task completes; without `out` fn may have streamed.
+  if (stream_ || out_ == nullptr) stream_fence();
+}
 
-}  // namespace
+ElementwiseWalk::ElementwiseWalk(const Shape& out_shape, DType out_dtype, void* out,
+                                 std::span<const EwOperand> operands)
+    : layout_(collapse(out_shape, operands)),
+      operands_(operands),
+      out_(static_cast<std::byte*>(out)),
+      out_size_(dtype_size(out_dtype)) {
+  KILN_CHECK(operands.size() <= kMaxEwOperands, "elementwise", "too many operands (internal error)");
+  stream_ = should_stream(out, static_cast<std::size_t>(out_shape.numel()) * out_size_, operands);
+  int casts = 0;
+  for (std::size_t k = 0; k < operands.size(); ++k) {
+    const EwOperand& o = operands[k];
+    in_size_[k] = dtype_size(o.dtype);
+    if (o.dtype != o.compute) {
+      KILN_CHECK(casts < kMaxEwCasts, "elementwise", "too many operands to cast (internal error)");
+      cast_buffer_[k] = static_cast<std::uint8_t>(casts++);
+      cast_[k] = cast_fn(o.dtype, o.compute);
+      KILN_CHECK(cast_[k] != nullptr, "elementwise",
+                 std::string("no conversion from ") + dtype_name(o.dtype) + " to " + dtype_name(o.compute));
+    }
+  }
+  inner_ = layout_.size[layout_.rank - 1];
+  tiles_per_row_ = (inner_ + kTile - 1) / kTile;
+}
+
+void ElementwiseWalk::run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx) const {
+  if (end <= begin) return;
+  auto tile_of = [this](std::int64_t e) { return e / inner_ * tiles_per_row_ + e % inner_ / kTile; };
+  const std::int64_t t0 = tile_of(begin), t1 = tile_of(end - 1) + 1;
+  const std::int64_t grain = std::max<std::int64_t>(1, kDefaultGrain / std::min(inner_, kTile));
+  if (t1 - t0 <= grain) {
+    run_tiles(t0, t1, begin, end, fn, ctx);
+    return;
+  }
+  parallel_for(t1 - t0, grain, [&](std::int64_t b, std::int64_t e) { run_tiles(t0 + b, t0 + e, begin, end, fn, ctx); });
+}
 
 bool should_stream(const void* out, std::size_t bytes, std::span<const EwOperand> operands) {
   if (out == nullptr || bytes < kStreamBytes) return false;
@@ -140,30 +158,9 @@ void stream_fence() { _mm_sfence(); }
 
 void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands,
                      EwTileFn fn, const void* ctx) {
-  KILN_CHECK(operands.size() <= kMaxEwOperands, "elementwise", "too many operands (internal error)");
   const std::int64_t numel = out_shape.numel();
   if (numel == 0) return;
-  Walk w{collapse(out_shape, operands), operands, {}, {}, {}, {}, static_cast<std::byte*>(out), dtype_size(out_dtype),
-         0, 0, false, fn, ctx};
-  w.stream = should_stream(out, static_cast<std::size_t>(numel) * w.out_size, operands);
-  int casts = 0;
-  for (std::size_t k = 0; k < operands.size(); ++k) {
-    const EwOperand& o = operands[k];
-    w.in_size[k] = dtype_size(o.dtype);
-    if (o.dtype != o.compute) {
-      KILN_CHECK(casts < kMaxEwCasts, "elementwise", "too many operands to cast (internal error)");
-      w.cast_buffer[k] = static_cast<std::uint8_t>(casts++);
-      w.cast[k] = cast_fn(o.dtype, o.compute);
-      KILN_CHECK(w.cast[k] != nullptr, "elementwise",
-                 std::string("no conversion from ") + dtype_name(o.dtype) + " to " + dtype_name(o.compute));
-    }
-  }
-  w.inner = w.layout.size[w.layout.rank - 1];
-  w.tiles_per_row = (w.inner + kTile - 1) / kTile;
-  const std::int64_t tiles = numel / w.inner * w.tiles_per_row;
-  const std::int64_t per_tile = std::min(w.inner, kTile);
-  const std::int64_t grain = std::max<std::int64_t>(1, kDefaultGrain / per_tile);
-  parallel_for(tiles, grain, [&w](std::int64_t b, std::int64_t e) { w.run(b, e); });
+  ElementwiseWalk(out_shape, out_dtype, out, operands).run(0, numel, fn, ctx);
 }
 
 }  // namespace kiln::cpu

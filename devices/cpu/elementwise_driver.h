@@ -29,6 +29,10 @@ struct EwOperand {
   DType dtype = DType::f32;    // in the buffer
   DType compute = DType::f32;  // what the math reads
   Shape shape;                 // broadcastable to the output's shape
+  // A window: data holds the operand from its element `first` on (the operand then has the
+  // output's shape, and only elements from `first` are walked). A matmul's epilogue reads the
+  // product of a panel of rows this way.
+  std::int64_t first = 0;
 };
 
 // What the math gets: n output elements at `out`; operand k's n elements, in its compute dtype,
@@ -60,5 +64,39 @@ void stream_fence();
 // them with stream_copy, since each parallel range ends with a store fence.
 void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands,
                      EwTileFn fn, const void* ctx);
+
+// The same walk, planned once and run over any range of output elements: a fused reduction
+// asks for its prologue's values a row piece at a time, a matmul's epilogue a panel at a time.
+// Tiles end where the full walk's tiles end, so values never depend on the range (the math
+// functions give the same value for an element whatever its position in a tile).
+class ElementwiseWalk {
+ public:
+  // `operands` must outlive the walk.
+  ElementwiseWalk(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands);
+  // Output elements [begin, end): in parallel when the range is large, else on this thread.
+  void run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx) const;
+
+ private:
+  // The output's dims after broadcasting and collapsing: size-1 dims are gone, and neighbours
+  // that every operand walks the same way (contiguously, or both broadcast) are merged.
+  struct Layout {
+    int rank = 0;
+    std::array<std::int64_t, kMaxRank> size{};
+    std::array<std::array<std::int64_t, kMaxRank>, kMaxEwOperands> stride{};  // in elements
+  };
+  static Layout collapse(const Shape& out, std::span<const EwOperand> operands);
+  void run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t begin, std::int64_t end, EwTileFn fn,
+                 const void* ctx) const;
+
+  Layout layout_;
+  std::span<const EwOperand> operands_;  // the caller's, alive while the walk is
+  std::array<CastFn, kMaxEwOperands> cast_{};  // nullptr when the operand is already in its compute dtype
+  std::array<std::uint8_t, kMaxEwOperands> cast_buffer_{};  // which tile buffer a cast operand uses
+  std::array<std::size_t, kMaxEwOperands> in_size_{};
+  std::byte* out_ = nullptr;
+  std::size_t out_size_ = 0;
+  std::int64_t inner_ = 1, tiles_per_row_ = 1;
+  bool stream_ = false;  // write tiles through a staging buffer and non-temporal stores
+};
 
 }  // namespace kiln::cpu

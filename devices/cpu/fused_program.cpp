@@ -14,7 +14,6 @@ namespace {
 
 constexpr std::size_t kSlotBytes = kTile * 8;  // one tile of the widest dtype
 constexpr std::size_t kMaxInputs = kMaxEwOperands;
-constexpr std::size_t kMaxOutputs = 128;
 
 DType operand_dtype(const FusedNode& node, int operand) {
   return elementwise_operand_dtype(node.kind, static_cast<std::size_t>(operand), node.compute);
@@ -34,11 +33,11 @@ void store_scalar(double v, DType t, void* dst) {
 // What evaluating one tile needs: the driver's tile (inputs), the run's scalars and outputs,
 // and this thread's slot buffers.
 struct FusedProgram::Tile {
-  const FusedProgram* program = nullptr;
+  const Bound* run = nullptr;
   const FusedExpr* expr = nullptr;
-  const KernelArgs* args = nullptr;
   const std::byte* scalars = nullptr;  // 8 bytes per (step, operand)
-  const bool* stream = nullptr;        // per output: written with non-temporal stores
+  std::byte* into = nullptr;           // eval_into: where output 0's element `into_first` goes
+  std::int64_t into_first = 0;
   const EwTile* ew = nullptr;
   std::byte* slots = nullptr;
   std::byte* scratch[3] = {};
@@ -113,6 +112,12 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
 }
 
 void FusedProgram::eval_tile(Tile& t) const {
+  // This thread's slot buffers.
+  thread_local std::vector<std::byte> scratch;
+  const std::size_t bytes = (slot_count_ + 3) * kSlotBytes;
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  t.slots = scratch.data();
+  for (int j = 0; j < 3; ++j) t.scratch[j] = scratch.data() + (slot_count_ + j) * kSlotBytes;
   const std::int64_t len = t.ew->n;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
@@ -139,44 +144,60 @@ void FusedProgram::eval_tile(Tile& t) const {
   // Outputs last: an output may be an input's buffer, and every input of the tile is read by now.
   for (std::size_t o = 0; o < output_slots_.size(); ++o) {
     const std::size_t es = dtype_size(t.expr->outputs[o].dtype);
-    std::byte* dst = static_cast<std::byte*>(t.args->outputs[o]->data()) + t.ew->first * es;
+    const auto at = static_cast<std::int64_t>(es);
+    std::byte* dst = t.into ? t.into + (t.ew->first - t.into_first) * at
+                            : t.run->outputs_[o] + t.ew->first * at;
     const auto* src = static_cast<const std::byte*>(t.slot(output_slots_[o]));
-    if (t.stream[o]) stream_copy(dst, src, len * es);
+    if (t.run->stream_[o]) stream_copy(dst, src, len * es);
     else std::memcpy(dst, src, len * es);
   }
 }
 
+FusedProgram::Bound::Bound(const FusedProgram& program, const FusedExpr& expr, std::span<const EwOperand> inputs,
+                           std::span<std::byte* const> outputs)
+    : program_(program),
+      expr_(expr),
+      outputs_(outputs),
+      scalars_(program.steps_.size() * 3 * 8),
+      walk_(expr.shape, expr.outputs.empty() ? DType::f32 : expr.outputs[0].dtype, nullptr, inputs) {
+  // Scalar operands, converted to their node's compute dtype once per run.
+  const std::vector<Step>& steps = program.steps_;
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    for (int j = 0; j < steps[i].arity; ++j)
+      if (steps[i].src[j].kind == FusedOperand::Kind::scalar)
+        store_scalar(fused_scalar_value(expr.nodes[i], j), operand_dtype(expr.nodes[i], j), scalars_.data() + (i * 3 + j) * 8);
+  for (std::size_t o = 0; o < expr.outputs.size(); ++o)
+    stream_[o] = should_stream(outputs[o], expr.shape.numel() * dtype_size(expr.outputs[o].dtype), inputs);
+}
+
+void FusedProgram::eval_tile_fn(const EwTile& ew, const void* ctx) {
+  Tile t = *static_cast<const Tile*>(ctx);
+  t.ew = &ew;
+  t.run->program_.eval_tile(t);
+}
+
+void FusedProgram::Bound::eval(std::int64_t begin, std::int64_t end) const {
+  const Tile base{this, &expr_, scalars_.data()};
+  walk_.run(begin, end, eval_tile_fn, &base);
+}
+
+void FusedProgram::Bound::eval_into(std::int64_t begin, std::int64_t end, std::byte* dst) const {
+  const Tile base{this, &expr_, scalars_.data(), dst, begin};
+  walk_.run(begin, end, eval_tile_fn, &base);
+}
+
 void FusedProgram::run(const FusedExpr& expr, const KernelArgs& args) const {
   if (expr.shape.numel() == 0) return;
-  // Scalar operands, converted to their node's compute dtype once per run.
-  std::vector<std::byte> scalars(steps_.size() * 3 * 8);
-  for (std::size_t i = 0; i < steps_.size(); ++i)
-    for (int j = 0; j < steps_[i].arity; ++j)
-      if (steps_[i].src[j].kind == FusedOperand::Kind::scalar)
-        store_scalar(fused_scalar_value(expr.nodes[i], j), operand_dtype(expr.nodes[i], j), scalars.data() + (i * 3 + j) * 8);
   // Inputs as they lie in memory; casts happen per node, since two nodes may read one input in
   // different compute dtypes.
   std::array<EwOperand, kMaxEwOperands> operands;
   for (std::size_t k = 0; k < expr.inputs.size(); ++k)
     operands[k] = EwOperand{args.inputs[k]->data(), expr.inputs[k].dtype, expr.inputs[k].dtype, expr.inputs[k].shape};
-  const std::span<const EwOperand> inputs(operands.data(), expr.inputs.size());
-  std::array<bool, kMaxOutputs> stream{};
-  for (std::size_t o = 0; o < expr.outputs.size(); ++o)
-    stream[o] = should_stream(args.outputs[o]->data(), expr.shape.numel() * dtype_size(expr.outputs[o].dtype), inputs);
-  const Tile base{this, &expr, &args, scalars.data(), stream.data()};
-  run_elementwise(expr.shape, expr.outputs[0].dtype, nullptr, inputs,
-                  [](const EwTile& ew, const void* ctx) {
-                    Tile t = *static_cast<const Tile*>(ctx);
-                    const FusedProgram& p = *t.program;
-                    thread_local std::vector<std::byte> scratch;
-                    const std::size_t bytes = (p.slot_count_ + 3) * kSlotBytes;
-                    if (scratch.size() < bytes) scratch.resize(bytes);
-                    t.ew = &ew;
-                    t.slots = scratch.data();
-                    for (int j = 0; j < 3; ++j) t.scratch[j] = scratch.data() + (p.slot_count_ + j) * kSlotBytes;
-                    p.eval_tile(t);
-                  },
-                  &base);
+  std::array<std::byte*, kMaxOutputs> outputs;
+  for (std::size_t o = 0; o < expr.outputs.size(); ++o) outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
+  const Bound bound(*this, expr, std::span<const EwOperand>(operands.data(), expr.inputs.size()),
+                    std::span<std::byte* const>(outputs.data(), expr.outputs.size()));
+  bound.eval(0, expr.shape.numel());
 }
 
 }  // namespace kiln::cpu

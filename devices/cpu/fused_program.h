@@ -4,9 +4,12 @@
 // output in tiles with the elementwise driver (elementwise_driver.h), so every intermediate
 // value lives in L1 and only inputs and outputs touch memory.
 #pragma once
+#include <array>
 #include <memory>
+#include <span>
 #include <vector>
 
+#include "devices/cpu/elementwise_driver.h"
 #include "devices/cpu/elementwise_math.h"
 #include "devices/device.h"
 
@@ -14,8 +17,37 @@ namespace kiln::cpu {
 
 class FusedProgram final : public CompiledKernel {
  public:
+  static constexpr std::size_t kMaxOutputs = 128;
+  struct Tile;  // what evaluating one tile needs (fused_program.cpp)
+
   explicit FusedProgram(const FusedExpr& expr);
+  // The whole expression: args.inputs follow expr.inputs, args.outputs expr.outputs.
   void run(const FusedExpr& expr, const KernelArgs& args) const;
+
+  // One run's binding: the program with its scalar values, its inputs as they lie in memory
+  // (EwOperand::first lets an input be a window that moves between evals), and where its
+  // outputs go. eval computes
+  // any range of output elements, so a reduction can pull its prologue a piece of a row at a
+  // time and a matmul push its epilogue a panel at a time. Everything it points to must
+  // outlive it.
+  class Bound {
+   public:
+    Bound(const FusedProgram& program, const FusedExpr& expr, std::span<const EwOperand> inputs,
+          std::span<std::byte* const> outputs);
+    // Output elements [begin, end): in parallel when many, else on the calling thread.
+    void eval(std::int64_t begin, std::int64_t end) const;
+    // Output elements [begin, end) of a one-output program into dst (element `begin` at dst).
+    void eval_into(std::int64_t begin, std::int64_t end, std::byte* dst) const;
+
+   private:
+    friend class FusedProgram;
+    const FusedProgram& program_;
+    const FusedExpr& expr_;
+    std::span<std::byte* const> outputs_;
+    std::vector<std::byte> scalars_;  // 8 bytes per (step, operand)
+    std::array<bool, kMaxOutputs> stream_{};  // per output: written with non-temporal stores
+    ElementwiseWalk walk_;
+  };
 
  private:
   struct Source {
@@ -33,8 +65,7 @@ class FusedProgram final : public CompiledKernel {
     DType compute = DType::f32;
     std::uint32_t slot = 0;  // where the node's value goes
   };
-  struct Tile;
-
+  static void eval_tile_fn(const EwTile& ew, const void* tile);
   void eval_tile(Tile& tile) const;
 
   std::vector<Step> steps_;

@@ -85,7 +85,47 @@ void truth_kernel(const OpIr& op, const KernelArgs& a) {
   }
 }
 
+// Pulls values from a ReduceSource: the driver's staged prologue form, never reading x.
+struct SourceInput {
+  using In = float;
+  using Value = float;
+  static constexpr bool kStaged = true;
+  const ReduceSource* source;
+  void operator()(const float*, std::int64_t at, float* y, std::int64_t n, std::int64_t, std::int64_t) const {
+    source->fill(at, y, n);
+  }
+};
+
+// The f32 forms of sum, mean, prod, max and min on prologue p; the kernels above use the same
+// reducers and finishes.
+template <class P>
+void plain_f32(const OpIr& op, const P& p, const float* x, float* y, const ReduceGeometry& g) {
+  switch (op.kind) {
+    case OpKind::sum: return reduce_canonical(SumReducer<float>{}, p, StoreAs<float>{}, x, y, g);
+    case OpKind::mean:
+      return reduce_canonical(SumReducer<float>{}, p, DivideBy<float>{static_cast<double>(reduced_count(op))}, x, y, g);
+    case OpKind::prod: return reduce_canonical(ProdReducer<float>{}, p, StoreAs<float>{}, x, y, g);
+    case OpKind::max: return reduce_canonical(ExtremumReducer<float, true>{}, p, StoreAs<float>{}, x, y, g);
+    case OpKind::min: return reduce_canonical(ExtremumReducer<float, false>{}, p, StoreAs<float>{}, x, y, g);
+    default: throw Error(op_name(op.kind), "not a plain reduction (internal error)");
+  }
+}
+
 }  // namespace
+
+void reduce_from_source(const OpIr& op, const ReduceSource& source, float* y) {
+  const ReduceLayout layout = plan_reduce_layout(op.inputs[0].shape, reduced_dims(op));
+  if (!layout.needs_gather) {
+    plain_f32(op, SourceInput{&source}, nullptr, y, layout.geometry);
+    return;
+  }
+  // Reduced dims that are not adjacent: the values are gathered into rows first anyway.
+  std::vector<float> values(static_cast<std::size_t>(op.inputs[0].numel()));
+  source.fill(0, values.data(), op.inputs[0].numel());
+  std::vector<float> rows(values.size());
+  gather_reduced_last(values.data(), rows.data(), layout);
+  plain_f32(op, PlainInput<float>{}, rows.data(), y, layout.geometry);
+}
 
 void register_reduce_kernels(KernelTable& t) {
   t.set(OpKind::sum, sum_kernel);

@@ -44,21 +44,32 @@ struct PlainInput {
 };
 
 // A prologue with kStaged = true provides
-//   void operator()(const In* x, Value* y, std::int64_t n, std::int64_t k, std::int64_t k_stride) const
-// writing y[i] for the output index k + i * k_stride (rows: stride 0, cols: stride 1).
+//   void operator()(const In* x, std::int64_t at, Value* y, std::int64_t n, std::int64_t k,
+//                   std::int64_t k_stride) const
+// writing y[i] from input element at + i (of the canonical view x), for the output index
+// k + i * k_stride (rows: stride 0, cols: stride 1). A fused prologue computes its values from
+// `at` alone and never reads x (which is then null).
 
 namespace detail {
 
 // One contiguous run of a row, reduced in kLanes<Acc> lanes merged by a fixed tree.
+// Elements [at, at + n) of x.
 template <class R, class P>
-typename R::Acc reduce_run(const R& r, const P& p, const typename P::In* x, std::int64_t n, std::int64_t k) {
+typename R::Acc reduce_run(const R& r, const P& p, const typename P::In* x, std::int64_t at, std::int64_t n,
+                           std::int64_t k) {
   using Acc = typename R::Acc;
   using V = typename P::Value;
   constexpr int L = kLanes<Acc>;
   static_assert(kTile % L == 0);
-  if (n < L && !P::kStaged) {
+  if (n < L) {  // one accumulator, in order; the same for a staged prologue (fused or not)
     Acc acc = r.identity();
-    for (std::int64_t i = 0; i < n; ++i) acc = r.step(acc, x[i]);
+    if constexpr (P::kStaged) {
+      alignas(64) V buf[L];
+      p(x, at, buf, n, k, 0);
+      for (std::int64_t i = 0; i < n; ++i) acc = r.step(acc, buf[i]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) acc = r.step(acc, x[at + i]);
+    }
     return acc;
   }
   Acc lanes[L];
@@ -73,11 +84,11 @@ typename R::Acc reduce_run(const R& r, const P& p, const typename P::In* x, std:
     alignas(64) V buf[kTile];
     for (std::int64_t t = 0; t < n; t += kTile) {
       const std::int64_t m = std::min(kTile, n - t);
-      p(x + t, buf, m, k, 0);
+      p(x, at + t, buf, m, k, 0);
       body(buf, m);
     }
   } else {
-    body(x, n);
+    body(x + at, n);
   }
   for (int w = L / 2; w >= 1; w /= 2)
     for (int l = 0; l < w; ++l) lanes[l] = r.merge(lanes[l], lanes[l + w]);
@@ -91,11 +102,12 @@ void reduce_col_block(const R& r, const P& p, const typename P::In* x, const Red
   for (std::int64_t j = 0; j < w; ++j) acc[j] = r.identity();
   alignas(64) typename P::Value buf[P::kStaged ? kTile : 1];
   for (std::int64_t rr = r0; rr < r1; ++rr) {
-    const typename P::In* row = x + (o * g.extent + rr) * g.inner + j0;
+    const std::int64_t at = (o * g.extent + rr) * g.inner + j0;
     if constexpr (P::kStaged) {
-      p(row, buf, w, o * g.inner + j0, 1);
+      p(x, at, buf, w, o * g.inner + j0, 1);
       for (std::int64_t j = 0; j < w; ++j) acc[j] = r.step(acc[j], buf[j]);
     } else {
+      const typename P::In* row = x + at;
       for (std::int64_t j = 0; j < w; ++j) acc[j] = r.step(acc[j], row[j]);
     }
   }
@@ -116,7 +128,7 @@ void reduce_rows(const R& r, const P& p, const E& e, const typename P::In* x, Ou
   const std::int64_t blocks = std::max<std::int64_t>(1, detail::ceil_div(n, kRowBlock));
   if (blocks == 1) {
     parallel_for(outer, detail::grain_for(n), [&](std::int64_t b, std::int64_t end) {
-      for (std::int64_t o = b; o < end; ++o) y[o] = e(detail::reduce_run(r, p, x + o * n, n, o), o);
+      for (std::int64_t o = b; o < end; ++o) y[o] = e(detail::reduce_run(r, p, x, o * n, n, o), o);
     });
     return;
   }
@@ -124,7 +136,7 @@ void reduce_rows(const R& r, const P& p, const E& e, const typename P::In* x, Ou
   parallel_for(outer * blocks, 1, [&](std::int64_t b, std::int64_t end) {
     for (std::int64_t t = b; t < end; ++t) {
       const std::int64_t o = t / blocks, start = (t % blocks) * kRowBlock;
-      partial[t] = detail::reduce_run(r, p, x + o * n + start, std::min(kRowBlock, n - start), o);
+      partial[t] = detail::reduce_run(r, p, x, o * n + start, std::min(kRowBlock, n - start), o);
     }
   });
   for (std::int64_t o = 0; o < outer; ++o) {

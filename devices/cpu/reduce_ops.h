@@ -129,6 +129,19 @@ void with_canonical_input(const OpIr& op, const KernelArgs& a, Fn&& fn) {
   fn(static_cast<const T*>(scratch.data()), layout.geometry);
 }
 
+// The input of a plain reduction computed as it is read: a fused prologue (fused_anchor.cpp).
+class ReduceSource {
+ public:
+  virtual ~ReduceSource() = default;
+  // Elements [at, at + n) of the reduction's input, in its row-major order, into dst.
+  virtual void fill(std::int64_t at, float* dst, std::int64_t n) const = 0;
+};
+
+// Runs the plain f32 reduction `op` (sum, mean, prod, max or min: anchors_prologue) with its
+// input pulled from `source` a piece at a time, writing y. The arithmetic is the unfused
+// kernel's, so fused and unfused results agree bit for bit.
+void reduce_from_source(const OpIr& op, const ReduceSource& source, float* y);
+
 // Registration of the kernels that live in other reduce_*.cpp files.
 void register_reduce_arg_kernels(KernelTable& t);
 void register_reduce_scan_kernels(KernelTable& t);

@@ -19,7 +19,7 @@ namespace {
 // One row; `buf` (n floats) stages the result for stream_copy, or is null to write y directly.
 template <bool kLog>
 void softmax_row(const float* x, float* y, std::int64_t n, float* buf) {
-  const float m = detail::reduce_run(ExtremumReducer<float, true>{}, PlainInput<float>{}, x, n, 0);
+  const float m = detail::reduce_run(ExtremumReducer<float, true>{}, PlainInput<float>{}, x, 0, n, 0);
   float* out = buf ? buf : y;
   if constexpr (kLog) {
     const float log_sum = std::log(exp_shifted_sum(x, m, nullptr, n));

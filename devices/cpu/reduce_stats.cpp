@@ -16,9 +16,10 @@ struct SquaredDeviation {
   using Value = double;
   static constexpr bool kStaged = true;
   const double* centre;
-  void operator()(const float* x, double* y, std::int64_t n, std::int64_t k, std::int64_t k_stride) const {
+  void operator()(const float* x, std::int64_t at, double* y, std::int64_t n, std::int64_t k,
+                  std::int64_t k_stride) const {
     for (std::int64_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(x[i]) - centre[k + i * k_stride];
+      const double d = static_cast<double>(x[at + i]) - centre[k + i * k_stride];
       y[i] = d * d;
     }
   }
@@ -53,8 +54,9 @@ struct ExpShifted {
   using Value = float;
   static constexpr bool kStaged = true;
   const float* shift;
-  void operator()(const float* x, float* y, std::int64_t n, std::int64_t k, std::int64_t k_stride) const {
-    exp_shifted(x, shift + k, k_stride, y, n);
+  void operator()(const float* x, std::int64_t at, float* y, std::int64_t n, std::int64_t k,
+                  std::int64_t k_stride) const {
+    exp_shifted(x + at, shift + k, k_stride, y, n);
   }
 };
 

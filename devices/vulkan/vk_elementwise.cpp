@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "devices/anchored_steps.h"
 #include "devices/vulkan/vk_device.h"
 #include "ops/elementwise_rules.h"
 #include "ops/registry.h"
@@ -383,6 +384,7 @@ void elementwise_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& arg
 
 std::shared_ptr<CompiledKernel> VulkanDevice::compile_fused(const FusedExpr& expr) {
   commands_->check_alive();
+  if (expr.anchored()) return std::make_shared<AnchoredSteps>(*this, expr);
   const std::string key = "fused/" + expr.structure_key();
   const char* name = expr.nodes.size() == 1 ? op_name(expr.nodes[0].kind) : "fused elementwise";
   const Pipeline& scalar = pipeline(key, name, [&] { return fused_source(*this, expr, false); });
@@ -393,6 +395,7 @@ std::shared_ptr<CompiledKernel> VulkanDevice::compile_fused(const FusedExpr& exp
 
 void VulkanDevice::run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
   commands_->check_alive();
+  if (expr.anchored()) return static_cast<const AnchoredSteps&>(kernel).run(*this, expr, args);
   const std::int64_t n = expr.shape.numel();
   if (n == 0) return;
   KILN_CHECK(n <= static_cast<std::int64_t>(UINT32_MAX), "fused elementwise",

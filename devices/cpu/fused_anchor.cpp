@@ -1,0 +1,109 @@
+#include "devices/cpu/fused_anchor.h"
+
+#include <array>
+
+#include "devices/cpu/reduce_ops.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// The inputs of `expr` as they lie in memory, from args starting at `first`; with `anchor`,
+// input 0 is the anchor's value at anchor->data() instead.
+std::size_t bind_inputs(const FusedExpr& expr, const KernelArgs& args, std::size_t first, const Buffer* anchor,
+                        std::array<EwOperand, kMaxEwOperands>& out) {
+  for (std::size_t k = 0; k < expr.inputs.size(); ++k) {
+    const TensorIr& t = expr.inputs[k];
+    const void* data = anchor && k == 0 ? anchor->data() : args.inputs[first + k - (anchor ? 1 : 0)]->data();
+    out[k] = EwOperand{data, t.dtype, t.dtype, t.shape};
+  }
+  return expr.inputs.size();
+}
+
+// The prologue as the reduction's input.
+class PrologueSource final : public ReduceSource {
+ public:
+  explicit PrologueSource(const FusedProgram::Bound& bound) : bound_(bound) {}
+  void fill(std::int64_t at, float* dst, std::int64_t n) const override {
+    bound_.eval_into(at, at + n, reinterpret_cast<std::byte*>(dst));
+  }
+
+ private:
+  const FusedProgram::Bound& bound_;
+};
+
+}  // namespace
+
+AnchoredProgram::AnchoredProgram(const FusedExpr& expr) {
+  const FusedAnchor& a = *expr.anchored();
+  if (const FusedExpr* p = a.prologue_expr()) prologue_.emplace(*p);
+  if (!expr.outputs.empty()) epilogue_.emplace(expr);
+}
+
+void AnchoredProgram::run(const FusedExpr& expr, const KernelArgs& args, MemoryPool& pool,
+                          const KernelTable& kernels) const {
+  const FusedAnchor& a = *expr.anchored();
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  const bool matmul = a.op.kind == OpKind::matmul;
+  // The anchor's value: its own output when kept, else scratch (a matmul's: one panel).
+  BufferPtr scratch;
+  Buffer* result = a.keep_result ? args.outputs[layout.result] : nullptr;
+  if (!result) {
+    const std::int64_t n = matmul ? matmul_panel_capacity(a.op) : a.op.outputs[0].numel();
+    scratch = pool.allocate(static_cast<std::size_t>(n) * sizeof(float));
+    result = scratch.get();
+  }
+  if (matmul) run_matmul(expr, args, *result);
+  else run_reduction(expr, args, *result, kernels);
+}
+
+void AnchoredProgram::run_reduction(const FusedExpr& expr, const KernelArgs& args, Buffer& result,
+                                    const KernelTable& kernels) const {
+  const FusedAnchor& a = *expr.anchored();
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  if (prologue_) {
+    const FusedExpr& p = *a.prologue_expr();
+    std::array<EwOperand, kMaxEwOperands> inputs;
+    const std::size_t n = bind_inputs(p, args, layout.prologue, nullptr, inputs);
+    std::byte* none[1] = {nullptr};  // eval_into names the destination
+    const FusedProgram::Bound bound(*prologue_, p, std::span<const EwOperand>(inputs.data(), n),
+                                    std::span<std::byte* const>(none, 1));
+    reduce_from_source(a.op, PrologueSource(bound), static_cast<float*>(result.data()));
+  } else {
+    Buffer* out[1] = {&result};
+    kernels[a.op.kind](a.op, KernelArgs{args.inputs.subspan(layout.operands, layout.prologue - layout.operands),
+                                        std::span<Buffer* const>(out, 1)});
+  }
+  if (!epilogue_) return;
+  std::array<EwOperand, kMaxEwOperands> inputs;
+  const std::size_t n = bind_inputs(expr, args, layout.epilogue, &result, inputs);
+  std::array<std::byte*, FusedProgram::kMaxOutputs> outputs;
+  for (std::size_t o = 0; o < layout.result; ++o) outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
+  const FusedProgram::Bound bound(*epilogue_, expr, std::span<const EwOperand>(inputs.data(), n),
+                                  std::span<std::byte* const>(outputs.data(), layout.result));
+  bound.eval(0, expr.shape.numel());
+}
+
+void AnchoredProgram::run_matmul(const FusedExpr& expr, const KernelArgs& args, Buffer& product) const {
+  const FusedAnchor& a = *expr.anchored();
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  const std::span<Buffer* const> operands = args.inputs.subspan(layout.operands, 2);
+  if (!epilogue_) {  // nothing but the kept product
+    matmul_panels(a.op, operands, product, [](std::int64_t, std::int64_t, const float*) {});
+    return;
+  }
+  std::array<EwOperand, kMaxEwOperands> inputs;
+  const std::size_t n = bind_inputs(expr, args, layout.epilogue, &product, inputs);
+  std::array<std::byte*, FusedProgram::kMaxOutputs> outputs;
+  for (std::size_t o = 0; o < layout.result; ++o) outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
+  // The walk reads inputs[0] as a window that moves with the panel.
+  const FusedProgram::Bound bound(*epilogue_, expr, std::span<const EwOperand>(inputs.data(), n),
+                                  std::span<std::byte* const>(outputs.data(), layout.result));
+  matmul_panels(a.op, operands, product, [&](std::int64_t first, std::int64_t count, const float* values) {
+    inputs[0].data = values;
+    inputs[0].first = first;
+    bound.eval(first, first + count);
+  });
+}
+
+}  // namespace kiln::cpu
