@@ -1,0 +1,226 @@
+// Fusion around a reduction or matmul (its anchor): an elementwise prologue computed as the
+// reduction reads it, an elementwise epilogue applied before the result is stored. Values come
+// from PyTorch (tests/data/gen_fusion.py) and must equal the unfused run bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "engine/kiln.h"
+#include "support/reference.h"
+
+namespace kiln {
+namespace {
+
+using test::RefCase;
+
+// What one expression did: its values and how it ran.
+struct Outcome {
+  std::vector<float> values;
+  std::uint64_t kernels = 0;    // kernels launched
+  std::uint64_t ops_fused = 0;  // ops that ran inside fused kernels
+};
+
+using Expression = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Runs `expr` on fresh copies of `inputs` (so ownership hand-overs inside stay the expression's
+// own) with fusion on or off.
+Outcome run(const Expression& expr, const std::vector<Tensor>& inputs, bool fusion) {
+  Device::cpu().sync().get();
+  const bool was = fusion_enabled();
+  set_fusion(fusion);
+  std::vector<Tensor> copies;
+  for (const Tensor& t : inputs) copies.push_back(add(t, 0.0));
+  Device::cpu().sync().get();
+  const EngineCounters before = counters();
+  Outcome o;
+  o.values = expr(copies).to_vector<float>().get();
+  const EngineCounters after = counters();
+  set_fusion(was);
+  o.kernels = after.kernels_launched - before.kernels_launched;
+  o.ops_fused = after.ops_fused - before.ops_fused;
+  return o;
+}
+
+std::vector<std::uint32_t> bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * 4);
+  return b;
+}
+
+// Checks `expr` against fused and unfused runs: one kernel of `ops` ops when fused, the same
+// bits unfused.
+void expect_fused(const Expression& expr, const std::vector<Tensor>& inputs, std::uint64_t ops,
+                  const std::vector<double>* want = nullptr, test::Tolerance tol = {}) {
+  const Outcome fused = run(expr, inputs, true);
+  const Outcome plain = run(expr, inputs, false);
+  EXPECT_EQ(fused.kernels, 1u);
+  EXPECT_EQ(fused.ops_fused, ops);
+  EXPECT_EQ(plain.ops_fused, 0u);
+  EXPECT_EQ(bits(fused.values), bits(plain.values)) << "fused and unfused results differ";
+  if (want) {
+    EXPECT_TRUE(test::values_close(std::vector<double>(fused.values.begin(), fused.values.end()), *want, tol));
+  }
+}
+
+Tensor gelu_chain(Tensor x) {
+  Tensor t = mul(x, 0.7071067811865476);
+  t = erf(std::move(t));
+  t = add(std::move(t), 1.0);
+  t = mul(std::move(x), std::move(t));
+  return mul(std::move(t), 0.5);
+}
+
+constexpr double kEps = 1e-5;
+
+// The expressions of tests/data/gen_fusion.py, by case name, with the ops each fuses.
+struct Named {
+  const char* name;
+  std::uint64_t ops;
+  Expression expr;
+};
+
+const std::vector<Named>& expressions() {
+  static const std::vector<Named> all = {
+      {"sum_of_squares", 2, [](const std::vector<Tensor>& in) { return sum(mul(in[0], in[0]), {1}); }},
+      {"variance_of_centred", 3,
+       [](const std::vector<Tensor>& in) {
+         Tensor d = sub(in[0], in[1]);
+         return mean(mul(d, d), {1});
+       }},
+      {"rms_epilogue", 4,
+       [](const std::vector<Tensor>& in) { return sqrt(add(mean(mul(in[0], in[0]), {0}), kEps)); }},
+      {"logsumexp_manual", 5,  // the reshape is a view: no kernel, and it runs ahead of the group
+       [](const std::vector<Tensor>& in) {
+         Tensor s = sum(exp(sub(in[0], in[1])), {1});
+         return add(log(std::move(s)), reshape(in[1], {5}));
+       }},
+      {"max_of_exp", 3, [](const std::vector<Tensor>& in) { return max(sub(exp(in[0]), 1.0), {1}); }},
+      {"linear_relu", 3, [](const std::vector<Tensor>& in) { return relu(add(matmul(in[0], in[1]), in[2])); }},
+      {"linear_gelu_residual", 8,
+       [](const std::vector<Tensor>& in) { return add(gelu_chain(add(matmul(in[0], in[1]), in[2])), in[3]); }},
+  };
+  return all;
+}
+
+TEST(FusionAnchor, MatchesPyTorchAndTheUnfusedRun) {
+  const std::vector<RefCase> cases = test::load_cases("fusion.json");
+  ASSERT_EQ(cases.size(), expressions().size());
+  for (const Named& n : expressions()) {
+    SCOPED_TRACE(n.name);
+    const RefCase* c = nullptr;
+    for (const RefCase& k : cases)
+      if (k.name == n.name) c = &k;
+    ASSERT_NE(c, nullptr);
+    std::vector<Tensor> inputs;
+    for (const test::Json& j : c->inputs) inputs.push_back(test::make_tensor(j));
+    const std::vector<double> want = test::json_values(c->outputs[0]);
+    expect_fused(n.expr, inputs, n.ops, &want, {1e-5, 1e-5});
+  }
+}
+
+// Shapes that take every path of the CPU kernels: rows split into blocks, short rows, columns,
+// reduced dims that need a gather, matmul panels (and their last partial panel), batched
+// products, a right operand per batch (no panels).
+TEST(FusionAnchor, EveryKernelPathEqualsTheUnfusedRun) {
+  Generator gen(11);
+  auto prologue = [](std::vector<std::int64_t> dims) {
+    return [dims](const std::vector<Tensor>& in) { return sum(mul(sub(in[0], 0.25), in[0]), dims); };
+  };
+  struct ReduceCase {
+    Shape shape;
+    std::vector<std::int64_t> dims;
+  };
+  for (const ReduceCase& c : {ReduceCase{Shape{3, 40000}, {1}}, ReduceCase{Shape{70000}, {}}, ReduceCase{Shape{9, 13}, {1}},
+                              ReduceCase{Shape{300, 70}, {0}}, ReduceCase{Shape{1500, 3}, {0}},
+                              ReduceCase{Shape{6, 7, 5}, {0, 2}}}) {
+    SCOPED_TRACE(c.shape.str());
+    expect_fused(prologue(c.dims), {randn(c.shape, gen)}, 3);
+  }
+  auto linear = [](const std::vector<Tensor>& in) { return gelu_chain(add(matmul(in[0], in[1]), in[2])); };
+  struct MatmulCase {
+    Shape a, b;
+  };
+  for (const MatmulCase& c : {MatmulCase{Shape{600, 64}, Shape{64, 256}}, MatmulCase{Shape{3, 100, 64}, Shape{64, 256}},
+                              MatmulCase{Shape{3, 50, 16}, Shape{3, 16, 40}}, MatmulCase{Shape{1, 32}, Shape{32, 300}},
+                              MatmulCase{Shape{40, 32}, Shape{32, 1}}}) {
+    SCOPED_TRACE(c.a.str() + " @ " + c.b.str());
+    const std::int64_t n = c.b[c.b.rank() - 1];
+    expect_fused(linear, {randn(c.a, gen), randn(c.b, gen), randn(Shape{n}, gen)}, 7);
+  }
+}
+
+// A value someone still holds is written (and the prologue is then not fused: the reduction
+// reads it from memory); a kept reduction result is written beside its epilogue's.
+TEST(FusionAnchor, HeldValuesAreStillWritten) {
+  Generator gen(12);
+  Tensor x = randn(Shape{8, 300}, gen);
+  Device::cpu().sync().get();
+  Tensor sq = mul(x, x);  // held
+  Tensor s = sum(sq, {1});
+  Tensor r = sqrt(s);  // s is held too: written, and r computed from it in the same kernel
+  const std::vector<float> got_sq = sq.to_vector<float>().get();
+  const std::vector<float> got_s = s.to_vector<float>().get();
+  const std::vector<float> got_r = r.to_vector<float>().get();
+  set_fusion(false);
+  Tensor sq2 = mul(x, x);
+  Tensor s2 = sum(sq2, {1});
+  Tensor r2 = sqrt(s2);
+  EXPECT_EQ(bits(got_sq), bits(sq2.to_vector<float>().get()));
+  EXPECT_EQ(bits(got_s), bits(s2.to_vector<float>().get()));
+  EXPECT_EQ(bits(got_r), bits(r2.to_vector<float>().get()));
+  set_fusion(true);
+}
+
+// A residual handed over with its last reference takes the fused matmul's output in place.
+TEST(FusionAnchor, EpilogueWritesIntoAHandedOverInput) {
+  Generator gen(13);
+  Tensor a = randn(Shape{256, 64}, gen), b = randn(Shape{64, 128}, gen);
+  Tensor residual = randn(Shape{256, 128}, gen);
+  const std::vector<float> expected = add(matmul(a, b), residual).to_vector<float>().get();
+  Device::cpu().sync().get();
+  const EngineCounters before = counters();
+  Tensor y = add(matmul(a, b), std::move(residual));
+  const std::vector<float> got = y.to_vector<float>().get();
+  const EngineCounters after = counters();
+  EXPECT_EQ(after.fused_kernels - before.fused_kernels, 1u);
+  EXPECT_EQ(after.inplace_reuses - before.inplace_reuses, 1u);
+  EXPECT_EQ(bits(got), bits(expected));
+}
+
+// An op between the reduction and its epilogue that needs a value of the prologue cuts the
+// group in two: the prologue's values are written, and everything still agrees.
+TEST(FusionAnchor, AUseOfAPrologueValueAfterTheAnchorSplitsTheGroup) {
+  Generator gen(14);
+  Tensor x = randn(Shape{16, 33}, gen);
+  auto softmax_by_hand = [](const std::vector<Tensor>& in) {
+    Tensor e = exp(sub(in[0], max(in[0], {1}, true)));
+    Tensor s = sum(e, {1}, true);
+    return div(std::move(e), std::move(s));
+  };
+  const Outcome fused = run(softmax_by_hand, {x}, true);
+  const Outcome plain = run(softmax_by_hand, {x}, false);
+  EXPECT_EQ(bits(fused.values), bits(plain.values));
+  const std::vector<float> want = softmax(x, 1).to_vector<float>().get();
+  EXPECT_TRUE(test::values_close(std::vector<double>(fused.values.begin(), fused.values.end()),
+                                 std::vector<double>(want.begin(), want.end()), {1e-5, 1e-7}));
+}
+
+// A repeated step plans and compiles once: the anchored kernel is cached by structure.
+TEST(FusionAnchor, ARepeatedStepCompilesOnce) {
+  Generator gen(15);
+  auto step = [&](std::int64_t rows) {
+    Tensor x = randn(Shape{rows, 64}, gen);
+    return sqrt(add(mean(mul(x, x), {1}), kEps)).to_vector<float>().get();
+  };
+  (void)step(4);
+  const EngineCounters before = counters();
+  (void)step(9);
+  (void)step(33);
+  const EngineCounters after = counters();
+  EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses);
+  EXPECT_GE(after.plan_cache_hits - before.plan_cache_hits, 2u);
+}
+
+}  // namespace
+}  // namespace kiln
