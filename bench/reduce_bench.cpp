@@ -1,4 +1,5 @@
-// Reduction workloads: a sum of 16M floats (read bandwidth) and a row-wise softmax.
+// Reduction workloads: a sum of 16M floats (read bandwidth), a row-wise softmax, and the sum of
+// squares of 16M floats written as two ops (mul, then sum: fused, the squares are never stored).
 #include "bench/bench_common.h"
 
 namespace kiln::bench {
@@ -31,11 +32,22 @@ void softmax_rows(benchmark::State& state, Device device) {
   set_bytes(state, 8.0 * kRows * kCols);
 }
 
+void sum_squares(benchmark::State& state, Device device) {
+  Generator gen(5);
+  const Tensor x = randn(Shape{kBigN}, gen, {DType::f32, device});
+  sum(mul(x, x)).item<float>().get();
+  CounterDelta delta(device);
+  for (auto _ : state) benchmark::DoNotOptimize(sum(mul(x, x)).item<float>().get());
+  delta.report(state);
+  set_bytes(state, 4.0 * kBigN);
+}
+
 }  // namespace
 
 void register_reduce(Device device) {
   apply(benchmark::RegisterBenchmark("softmax_rows", softmax_rows, device), {});
   apply(benchmark::RegisterBenchmark("sum_all", sum_all, device), {});
+  apply(benchmark::RegisterBenchmark("sum_squares", sum_squares, device), {});
 }
 
 }  // namespace kiln::bench

@@ -72,6 +72,11 @@ def sum_all(dev):
     return lambda: x.sum().item()
 
 
+def sum_squares(dev):
+    x = torch.randn(BIG_N, device=dev)
+    return lambda: (x * x).sum().item()
+
+
 def matmul(n, dtype=torch.float32):
     def setup(dev):
         # Inputs drawn in f32 and cast (outside the timed loop), as kiln's benchmark does.
@@ -132,6 +137,7 @@ WORKLOADS = {
     "small_ops": ("us/op", SMALL_OPS, Policy(), small_ops),
     "softmax_rows": ("GB/s", 8 * 4096 * 1024, Policy(), softmax_rows),
     "sum_all": ("GB/s", 4 * BIG_N, Policy(), sum_all),
+    "sum_squares": ("GB/s", 4 * BIG_N, Policy(), sum_squares),
     **{f"matmul_{n}": ("GFLOP/s", 2 * n**3, p, matmul(n)) for n, p in MATMUL_POLICY.items()},
     "matmul_4096_f16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.float16)),
     "matmul_4096_bf16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.bfloat16)),
