@@ -172,24 +172,18 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   throw Error("matmul", "no tiled matmul configuration fits the limits of " + dev.info().name);
 }
 
+// Runs the product of one op in a chosen plan. C may be null: a launcher with an epilogue that
+// does not store C leaves it out, one without writes the product to scratch (autotuner timing).
 class Launcher {
  public:
-  Launcher(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, const Geometry& g)
-      : dev_(dev), g_(g), dtype_(op.inputs[0].dtype) {
-    // An empty operand (K = 0) has no memory; the kernel never reads it then.
-    for (int i = 0; i < 2; ++i) {
-      if (op.inputs[static_cast<std::size_t>(i)].numel() == 0)
-        args_.address(0);
-      else
-        args_.buffer(*args.inputs[static_cast<std::size_t>(i)]);
-    }
-    args_.buffer(*args.outputs[0]);
-    args_.u64(g.m).u64(g.n).u64(g.k).u64(g.batches).u64(static_cast<std::uint64_t>(g.dims));
-    for (int d = 0; d < g.dims; ++d) args_.u64(g.size[d]).u64(g.a_stride[d]).u64(g.b_stride[d]);
+  Launcher(VulkanDevice& dev, const OpIr& op, const Buffer* a, const Buffer* b, const Buffer* c, const Geometry& g,
+           const MatmulEpilogue* epilogue = nullptr)
+      : dev_(dev), op_(op), a_(a), b_(b), c_(c), g_(g), dtype_(op.inputs[0].dtype), epilogue_(epilogue) {
     variant_ = TileVariant{dtype_, g.k % 4 == 0, g.n % 4 == 0};
   }
 
   void run(const Plan& p) {
+    if (args_.size() == 0) fill_args();
     std::uint32_t bm, bn;
     std::string key;
     SourceFn source;
@@ -204,7 +198,11 @@ class Launcher {
       bm = c.bm, bn = c.bn;
       key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (variant_.vec_a ? "/va" : "/sa") +
             (variant_.vec_b ? "/vb" : "/sb");
-      source = [this, &c] { return tiled_matmul_source(dev_.prelude(), c, variant_); };
+      if (epilogue_) {
+        key += "/fused/";
+        key += epilogue_->key;
+      }
+      source = [this, &c] { return tiled_matmul_source(dev_.prelude(), c, variant_, epilogue_); };
     }
     const auto& max = dev_.context().limits().maxComputeWorkGroupCount;
     const std::uint64_t gx = (g_.n + bn - 1) / bn, gy = (g_.m + bm - 1) / bm;
@@ -219,10 +217,34 @@ class Launcher {
   const TileVariant& variant() const { return variant_; }
 
  private:
+  void fill_args() {
+    // An empty operand (K = 0) has no memory; the kernel never reads it then.
+    const Buffer* operands[2] = {a_, b_};
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (op_.inputs[i].numel() == 0)
+        args_.address(0);
+      else
+        args_.buffer(*operands[i]);
+    }
+    if (!c_ && !epilogue_) {
+      scratch_ = dev_.memory().allocate(static_cast<std::size_t>(g_.m * g_.n * g_.batches) * dtype_size(dtype_));
+      c_ = scratch_.get();
+    }
+    args_.address(c_ ? VulkanDevice::address(*c_) : 0);
+    args_.u64(g_.m).u64(g_.n).u64(g_.k).u64(g_.batches).u64(static_cast<std::uint64_t>(g_.dims));
+    for (int d = 0; d < g_.dims; ++d) args_.u64(g_.size[d]).u64(g_.a_stride[d]).u64(g_.b_stride[d]);
+    if (epilogue_)
+      for (std::uint64_t w : epilogue_->args.words()) args_.u64(w);
+  }
+
   VulkanDevice& dev_;
+  const OpIr& op_;
+  const Buffer *a_, *b_, *c_;
   const Geometry& g_;
   DType dtype_;
+  const MatmulEpilogue* epilogue_;
   TileVariant variant_;
+  BufferPtr scratch_;
   LaunchArgs args_;
 };
 
@@ -339,20 +361,38 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
   return best;
 }
 
-void matmul_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  if (op.outputs[0].numel() == 0) return;
+Geometry checked_geometry(const OpIr& op) {
   const Geometry g = geometry(op);
   constexpr std::uint64_t kMax32 = 0xffffffffull;
   KILN_CHECK(g.m * g.k <= kMax32 && g.k * g.n <= kMax32 && g.m * g.n <= kMax32 && g.batches <= kMax32, "matmul",
              "matrices over 2^32 elements are not supported on Vulkan yet (" + describe(op.inputs[0]) + " @ " +
                  describe(op.inputs[1]) + ")");
-  MatmulState& state = state_of(dev);
-  Launcher launcher(dev, op, args, g);
+  return g;
+}
+
+void matmul_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  if (op.outputs[0].numel() == 0) return;
+  const Geometry g = checked_geometry(op);
+  Launcher launcher(dev, op, args.inputs[0], args.inputs[1], args.outputs[0], g);
   // Timing runs write the output too; the chosen plan runs last, so the result is its own.
-  launcher.run(choose(dev, state, launcher, g));
+  launcher.run(choose(dev, state_of(dev), launcher, g));
 }
 
 }  // namespace
+
+void matmul_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* a, const Buffer* b, const Buffer* c,
+                          const MatmulEpilogue& epilogue) {
+  if (op.outputs[0].numel() == 0) return;
+  const Geometry g = checked_geometry(op);
+  KILN_CHECK(g.m * g.n * g.batches <= 0xffffffffull, "matmul",
+             "a fused epilogue over 2^32 elements is not supported on Vulkan yet (" + describe(op.outputs[0]) + ")");
+  // The autotuner times the plain product (an epilogue may update its input in place, so it runs
+  // once): into C when C is kept, else into scratch, made only if it times at all.
+  Launcher plain(dev, op, a, b, epilogue.store_c ? c : nullptr, g);
+  const Plan plan = choose(dev, state_of(dev), plain, g);
+  KILN_CHECK(!plan.coop, "matmul", "no fused epilogue for the cooperative-matrix kernel");
+  Launcher(dev, op, a, b, c, g, &epilogue).run(plan);
+}
 
 void force_tile_config(int index) { g_forced_tile.store(index); }
 void force_coop_config(int index) { g_forced_coop.store(index); }

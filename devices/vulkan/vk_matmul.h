@@ -11,9 +11,11 @@
 // which glslang 12 lacks, or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "devices/vulkan/vk_kernels.h"
 #include "ops/dtype.h"
 
 namespace kiln::vk {
@@ -48,8 +50,27 @@ struct TileVariant {
 // LOAD_STEP, MATH and STORE_STEP).
 const char* glsl_matmul_common();
 
+// An anchored group's epilogue taken into the tiled kernel (vk_anchor.cpp writes it): `glsl`
+// defines epilogue_init(), called first, and `void epilogue(uint i, float c)`, applied to each
+// element of C (i: its row-major index in the whole output) where the kernel stores it, after
+// that store when store_c (else C is not written: its address may be 0). Its parameters are
+// `args`, after the batch dims (from word kBase).
+struct MatmulEpilogue {
+  static constexpr const char* kBase = "(8u + 3u * arg_u32(7u))";
+  std::string key;  // names the GLSL (the expression's structure key)
+  std::function<std::string()> glsl;
+  bool store_c = true;
+  LaunchArgs args;
+};
+
 // The GLSL of the tiled kernel; `prelude` is the device's kernel_prelude().
-std::string tiled_matmul_source(const std::string& prelude, const TileConfig& config, const TileVariant& variant);
+std::string tiled_matmul_source(const std::string& prelude, const TileConfig& config, const TileVariant& variant,
+                                const MatmulEpilogue* epilogue = nullptr);
+
+// An f32 matmul with an epilogue, in the configuration the autotuner picks for the plain product
+// (its timing runs write the plain product to C, or to scratch when C is not stored).
+void matmul_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* a, const Buffer* b, const Buffer* c,
+                          const MatmulEpilogue& epilogue);
 
 // A cooperative-matrix shape: M x N x K of one subgroup-scope multiply-add.
 struct CoopShape {

@@ -9,7 +9,8 @@
 // subgroup are consecutive 16-byte words (no bank conflicts) and the C stores coalesce.
 // Out-of-range rows, columns and k read as 0 and are never stored; batches are the z
 // dimension (and a grid-stride loop beyond 65535); operands are f32, f16 or bf16 (converted
-// to f32 on load, with f32 accumulation; C rounded once on store).
+// to f32 on load, with f32 accumulation; C rounded once on store). A fused epilogue
+// (MatmulEpilogue) runs on each element of C where it is stored.
 #include <string>
 
 #include "devices/vulkan/vk_matmul.h"
@@ -54,7 +55,7 @@ std::string access_macros(DType t) {
 
 // Loads of one vec4 of A (4 consecutive k of row `row`) and of B (4 consecutive columns of row
 // `k`), zero outside the matrix. Written as if-statements: a select could load out of bounds.
-std::string load_functions(const TileVariant& v) {
+std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue) {
   std::string s;
   s += "vec4 load_a(PTR1 A, PTR4 A4, uint M, uint K, uint row, uint k) {\n  vec4 r = vec4(0.0);\n";
   if (v.vec_a) {
@@ -83,6 +84,17 @@ std::string load_functions(const TileVariant& v) {
     s += "  if (col + 2u < N) STORE1(C, i + 2u, x.z);\n  if (col + 3u < N) STORE1(C, i + 3u, x.w);\n";
   }
   s += "}\n";
+  if (epilogue) {
+    // The epilogue goes where C is stored: same thread, same element, after C.
+    s += "void store_c_epilogue(PTR1 C, PTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
+    if (epilogue->store_c) s += "  store_c(C, C4, N, row, col, x);\n";
+    s += "  uint i = mm_c_first + row * N + col;\n";
+    s += "  if (col < N) epilogue(i, x.x);\n  if (col + 1u < N) epilogue(i + 1u, x.y);\n";
+    s += "  if (col + 2u < N) epilogue(i + 2u, x.z);\n  if (col + 3u < N) epilogue(i + 3u, x.w);\n}\n";
+    s += "#define STORE_C store_c_epilogue\n";
+  } else {
+    s += "#define STORE_C store_c\n";
+  }
   return s;
 }
 
@@ -128,6 +140,9 @@ shared vec4 Bs[STAGES * BK * SB4];
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint tx = tid % TX, ty = tid / TX;
+#ifdef MM_EPILOGUE
+  epilogue_init();
+#endif
   const uint64_t a_base = arg_u64(0), b_base = arg_u64(1), c_base = arg_u64(2);
   const uint M = arg_u32(3), N = arg_u32(4), K = arg_u32(5), batches = arg_u32(6), nb = arg_u32(7);
   const uint tiles_m = (M + BM - 1u) / BM;
@@ -137,6 +152,7 @@ void main() {
     mm_batch_offsets(bz, nb, a_off, b_off);
     const uint64_t a_addr = a_base + a_off * ESIZE, b_addr = b_base + b_off * ESIZE;
     const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * ESIZE;
+    mm_c_first = bz * M * N;
     PTR1 A = PTR1(a_addr); PTR4 A4 = PTR4(a_addr);
     PTR1 B = PTR1(b_addr); PTR4 B4 = PTR4(b_addr);
     PTR1 C = PTR1(c_addr); PTR4 C4 = PTR4(c_addr);
@@ -168,7 +184,7 @@ void main() {
         const uint row = m0 + i * TY + ty;
         if (row >= M) continue;
         [[unroll]] for (uint g = 0u; g < TN / 4u; ++g)
-          store_c(C, C4, N, row, n0 + (g * TX + tx) * 4u, acc[i * (TN / 4u) + g]);
+          STORE_C(C, C4, N, row, n0 + (g * TX + tx) * 4u, acc[i * (TN / 4u) + g]);
       }
     }
   }
@@ -177,7 +193,8 @@ void main() {
 
 }  // namespace
 
-std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c, const TileVariant& v) {
+std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c, const TileVariant& v,
+                                const MatmulEpilogue* epilogue) {
   std::string s = prelude;
   s.insert(s.find('\n') + 1, "#extension GL_EXT_control_flow_attributes : require\n");
   s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF32x4s { vec4 v[]; };\n";
@@ -185,7 +202,10 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s += access_macros(v.dtype);
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", TM = " + u(c.tm) +
        ", TN = " + u(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) + "\n";
-  s += load_functions(v);
+  // The first element of the current batch of C (for an epilogue's flat index).
+  s += "uint mm_c_first;\n";
+  if (epilogue) s += "#define MM_EPILOGUE 1\n" + epilogue->glsl();
+  s += load_functions(v, epilogue);
   s += glsl_matmul_common();
   s += kBody;
   return s;

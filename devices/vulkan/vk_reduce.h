@@ -4,6 +4,8 @@
 // code generator (vk_reduce_driver.cpp) turns into row, column, split and combine kernels.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,8 @@ struct CanonicalInput {
   Geometry geometry;
 };
 CanonicalInput canonical_input(VulkanDevice& dev, const OpIr& op, const Buffer& in);
+// The canonical view of a dims reduction whose input is the input itself (no gather), or none.
+std::optional<Geometry> ungathered_geometry(const OpIr& op);
 
 // The view of an op along one dim (argmax, cumsum, softmax): [before, dim, after].
 Geometry geometry_along_dim(const OpIr& op, int dim);
@@ -52,16 +56,34 @@ struct ReduceSpec {
   std::vector<float> params;
 };
 
+// An anchored group's prologue and epilogue taken into a dims reduction's kernels (vk_anchor.cpp
+// writes them). `glsl` defines fused_init(), called first, and as each is present:
+//   float prologue(uint i)         the input's element i (canonical == row-major), in place of a load;
+//   void epilogue(uint k, YT y)    applied to output k's value y, in place of its store.
+// Its parameters are `args`, placed after the spec's params (at word 8 + params.size()).
+struct ReduceFusion {
+  std::string key;  // names the GLSL (the expression's structure key)
+  std::function<std::string()> glsl;
+  bool prologue = false, epilogue = false;
+  bool store_result = true;  // the reduction's own value is written too (y)
+  LaunchArgs args;
+};
+
 // Runs `spec` over x viewed as g, writing y ([outer, inner] results, or x's shape when
 // spec.rewrite). Chooses the kernels from the shape alone, so results never depend on timing.
-void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, const Buffer& x, const Buffer& y,
-                   const Geometry& g);
+// x is null under a fused prologue, y when a fused epilogue does not store the value itself.
+void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, const Buffer* x, const Buffer* y,
+                   const Geometry& g, const ReduceFusion* fusion = nullptr);
+
+// The spec of a plain reduction (sum, mean, prod, max, min, any, all) for op's dtypes.
+ReduceSpec plain_spec(const OpIr& op);
 
 // The running (max, sum of exp(x - max)) of logsumexp and softmax, without finish or rewrite.
 ReduceSpec logsumexp_spec(DType in);
 
 // The device address of b, or 0 for an empty buffer (which has no memory behind it).
 inline std::uint64_t address_or_null(const Buffer& b) { return b.bytes() ? VulkanDevice::address(b) : 0; }
+inline std::uint64_t address_or_null(const Buffer* b) { return b ? address_or_null(*b) : 0; }
 
 // GLSL helpers: `e`, a value of dtype t, as float; and as a truth value.
 std::string as_float(DType t, const std::string& e);

@@ -43,7 +43,7 @@ YT acc_finish(ACC a) { return int64_t(a.i); }
   } else {
     g = geometry_along_dim(op, static_cast<int>(op.attrs.dim));
   }
-  run_reduction(dev, op_name(op.kind), s, *args.inputs[0], *args.outputs[0], g);
+  run_reduction(dev, op_name(op.kind), s, args.inputs[0], args.outputs[0], g);
 }
 
 }  // namespace

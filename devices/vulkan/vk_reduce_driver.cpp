@@ -109,6 +109,9 @@ void main() {
   ys4 = F32x4s(arg_u64(1));
 #endif
   part = AccBuf(arg_u64(2));
+#ifdef FUSED
+  fused_init();
+#endif
   uint outer = arg_u32(3), extent = arg_u32(4), inner = arg_u32(5), chunk = arg_u32(6), splits = arg_u32(7);
   uint outputs = outer * inner;
 #if defined(MODE_ROWS)
@@ -119,7 +122,7 @@ void main() {
     ACC acc = acc_identity();
 #ifdef VEC4
     for (uint r = r0 + 4u * lid; r < r1; r += 4u * WG) {
-      vec4 v = xs4.v[(base + r) >> 2];
+      vec4 v = load_x4(base + r);
       acc = acc_step(acc, v.x, r);
       acc = acc_step(acc, v.y, r + 1u);
       acc = acc_step(acc, v.z, r + 2u);
@@ -140,7 +143,7 @@ void main() {
 #elif defined(REWRITE)
       for (uint r = lid; r < extent; r += WG) store_y(base + r, acc_rewrite(load_x(base + r), acc));
 #else
-      if (lid == 0u) store_y(o, acc_finish(acc));
+      if (lid == 0u) finish_y(o, acc);
 #endif
     }
   }
@@ -157,7 +160,7 @@ void main() {
 #ifdef REWRITE
       for (uint r = 0u; r < extent; ++r) store_y(base + r * inner, acc_rewrite(load_x(base + r * inner), acc));
 #else
-      store_y(k, acc_finish(acc));
+      finish_y(k, acc);
 #endif
     }
   }
@@ -168,7 +171,7 @@ void main() {
 #ifdef REWRITE
     part.v[k] = acc;
 #else
-    store_y(k, acc_finish(acc));
+    finish_y(k, acc);
 #endif
   }
 #elif defined(MODE_COMBINE_GROUP)
@@ -181,7 +184,7 @@ void main() {
 #ifdef REWRITE
       part.v[k] = acc;
 #else
-      store_y(k, acc_finish(acc));
+      finish_y(k, acc);
 #endif
     }
   }
@@ -198,7 +201,34 @@ void main() {
 }
 )";
 
-std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, bool subgroups, bool vec4) {
+// Where a value meets memory: the input's load (or a fused prologue) and the result's store (or
+// a fused epilogue).
+std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusion* fusion) {
+  const bool prologue = fusion && fusion->prologue;
+  std::string s;
+  if (fusion) {
+    s += "#define FUSED 1\n";
+    s += fusion->glsl();
+  }
+  s += prologue ? "XT load_x(uint i) { return prologue(i); }\n"
+                : "XT load_x(uint i) { return " + glsl_load(spec.in, "xs", "i") + "; }\n";
+  if (vec4) {
+    // Under a prologue the four elements are computed in place; the order of the steps stays.
+    s += prologue ? "vec4 load_x4(uint i) { return vec4(prologue(i), prologue(i + 1u), prologue(i + 2u), "
+                    "prologue(i + 3u)); }\n"
+                  : "vec4 load_x4(uint i) { return xs4.v[i >> 2]; }\n";
+  }
+  s += "void store_y(uint i, YT v) { " + glsl_store(spec.out, "ys", "i", "v") + " }\n";
+  if (spec.rewrite) return s;
+  s += "void finish_y(uint k, ACC a) {\n  YT y = acc_finish(a);\n";
+  if (!fusion || fusion->store_result) s += "  store_y(k, y);\n";
+  if (fusion && fusion->epilogue) s += "  epilogue(k, y);\n";
+  s += "}\n";
+  return s;
+}
+
+std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, bool subgroups, bool vec4,
+                   const ReduceFusion* fusion) {
   std::string s = dev.prelude();
   if (subgroups) {
     // Extensions go with the others, before any declaration.
@@ -223,24 +253,26 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
   s += spec.acc_decl;
   s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer AccBuf { ACC v[]; };\n";
   s += "XP xs;\nYP ys;\nAccBuf part;\n";
-  s += "XT load_x(uint i) { return " + glsl_load(spec.in, "xs", "i") + "; }\n";
-  s += "void store_y(uint i, YT v) { " + glsl_store(spec.out, "ys", "i", "v") + " }\n";
   s += "float kiln_p(uint j) { return arg_f32(8u + j); }\n";
   s += spec.functions;
+  s += access_functions(spec, vec4, fusion);
   if (mode == Mode::rows || mode == Mode::combine_group) s += kWorkgroupReduce;
   s += kMain;
   return s;
 }
 
 void launch_mode(VulkanDevice& dev, const char* name, const ReduceSpec& spec, Mode mode, const LaunchArgs& args,
-                 Groups groups, bool vec4 = false) {
+                 Groups groups, const ReduceFusion* fusion, bool vec4 = false) {
   const bool subgroups =
       !spec.subgroup.empty() && (mode == Mode::rows || mode == Mode::combine_group) && has_subgroup_arithmetic(dev);
-  const std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" + dtype_name(spec.out) +
-                          (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) + (subgroups ? "/sg" : "") +
-                          (vec4 ? "/v4" : "");
+  std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" + dtype_name(spec.out) +
+                    (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) + (subgroups ? "/sg" : "") + (vec4 ? "/v4" : "");
+  if (fusion) {
+    key += "/fused/";
+    key += fusion->key;
+  }
   dev.launch(
-      key, name, [&] { return source(dev, spec, mode, subgroups, vec4); }, args, groups);
+      key, name, [&] { return source(dev, spec, mode, subgroups, vec4, fusion); }, args, groups);
 }
 
 std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
@@ -250,8 +282,8 @@ std::uint32_t capped(std::uint64_t groups) {
 
 }  // namespace
 
-void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, const Buffer& x, const Buffer& y,
-                   const Geometry& g) {
+void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, const Buffer* x, const Buffer* y,
+                   const Geometry& g, const ReduceFusion* fusion) {
   const std::uint64_t outputs = g.outputs();
   if (outputs == 0 || (spec.rewrite && g.extent == 0)) return;
   const bool rows = g.inner == 1 && g.extent >= kRowsMinExtent;
@@ -262,7 +294,8 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
     splits = std::min<std::uint64_t>({ceil_div(g.extent, kColChunk), ceil_div(kTargetThreads, outputs), kMaxSplits});
   splits = std::max<std::uint32_t>(splits, 1);
   // Rows of f32 whose every chunk starts 16-byte aligned load four elements at a time (what
-  // reaches memory bandwidth on NVIDIA); the accumulation order stays fixed by the shape.
+  // reaches memory bandwidth on NVIDIA); the accumulation order stays fixed by the shape. A
+  // prologue (x null) takes the same order, so a fused sum adds as the unfused one does.
   const bool vec4 = rows && spec.in == DType::f32 && g.extent % 4 == 0 && address_or_null(x) % 16 == 0 &&
                     (!spec.rewrite || (spec.out == DType::f32 && address_or_null(y) % 16 == 0));
   std::uint32_t chunk = std::max<std::uint32_t>(ceil_div(g.extent, splits), 1);
@@ -275,19 +308,21 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
   a.u64(address_or_null(x)).u64(address_or_null(y)).u64(partials ? VulkanDevice::address(*partials) : 0);
   a.u32(g.outer).u32(g.extent).u32(g.inner).u32(chunk).u32(splits);
   for (float p : spec.params) a.f32(p);
+  if (fusion)
+    for (std::uint64_t w : fusion->args.words()) a.u64(w);
 
   if (rows)
-    launch_mode(dev, name, spec, Mode::rows, a, {capped(outputs * splits), 1, 1}, vec4);
+    launch_mode(dev, name, spec, Mode::rows, a, {capped(outputs * splits), 1, 1}, fusion, vec4);
   else
-    launch_mode(dev, name, spec, Mode::cols, a, groups_for(outputs * splits, kGroup));
+    launch_mode(dev, name, spec, Mode::cols, a, groups_for(outputs * splits, kGroup), fusion);
   if (splits == 1) return;
   if (splits > kCombineGroupMin)
-    launch_mode(dev, name, spec, Mode::combine_group, a, {capped(outputs), 1, 1});
+    launch_mode(dev, name, spec, Mode::combine_group, a, {capped(outputs), 1, 1}, fusion);
   else
-    launch_mode(dev, name, spec, Mode::combine_thread, a, groups_for(outputs, kGroup));
+    launch_mode(dev, name, spec, Mode::combine_thread, a, groups_for(outputs, kGroup), fusion);
   if (spec.rewrite) {
     const std::uint64_t slab = std::uint64_t{g.extent} * g.inner;
-    launch_mode(dev, name, spec, Mode::rewrite, a, {groups_for(slab, kGroup)[0], capped(g.outer), 1});
+    launch_mode(dev, name, spec, Mode::rewrite, a, {groups_for(slab, kGroup)[0], capped(g.outer), 1}, nullptr);
   }
 }
 

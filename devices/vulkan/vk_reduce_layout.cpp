@@ -111,6 +111,13 @@ CanonicalInput canonical_input(VulkanDevice& dev, const OpIr& op, const Buffer& 
   return c;
 }
 
+std::optional<Geometry> ungathered_geometry(const OpIr& op) {
+  check_size(op, op.inputs[0]);
+  const Plan p = plan_layout(op.inputs[0].shape, op.attrs.ints);
+  if (p.needs_gather) return std::nullopt;
+  return p.geometry;
+}
+
 Geometry geometry_along_dim(const OpIr& op, int dim) {
   check_size(op, op.inputs[0]);
   const Shape& s = op.inputs[0].shape;

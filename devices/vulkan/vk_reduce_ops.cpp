@@ -18,11 +18,6 @@ std::int64_t reduced_count(const OpIr& op) {
   return n;
 }
 
-void run_dims(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, const ReduceSpec& spec) {
-  const CanonicalInput c = canonical_input(dev, op, *args.inputs[0]);
-  run_reduction(dev, op_name(op.kind), spec, *c.buffer, *args.outputs[0], c.geometry);
-}
-
 // A fold whose accumulator is one value of `acc`: step `a = fold(a, v)` on the element's value
 // v (the input converted by `value`), merge the same fold on two accumulators.
 ReduceSpec simple(const std::string& key, DType in, DType out, const std::string& acc, const std::string& identity,
@@ -59,66 +54,69 @@ ReduceSpec additive(const char* key, DType in, bool product) {
   return simple(key, in, DType::i64, "int64_t", product ? "1l" : "0l", value, "a" + op + "v", "a");
 }
 
-void sum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  run_dims(dev, op, args, additive("sum", op.inputs[0].dtype, false));
-}
-
-void prod_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  run_dims(dev, op, args, additive("prod", op.inputs[0].dtype, true));
-}
-
-void mean_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+ReduceSpec mean_spec(const OpIr& op) {
   ReduceSpec s = simple("mean", DType::f32, DType::f32, "float", "0.0", "x", "a + v", "a / kiln_p(0u)");
   s.subgroup = "subgroupAdd(v)";
   s.params = {static_cast<float>(reduced_count(op))};
-  run_dims(dev, op, args, s);
+  return s;
 }
 
-template <bool kMax>
-void extremum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+ReduceSpec extremum(const OpIr& op, bool is_max) {
   const DType t = op.inputs[0].dtype;
-  const char* key = kMax ? "max" : "min";
-  const char* cmp = kMax ? " > " : " < ";
+  const char* key = is_max ? "max" : "min";
+  const char* cmp = is_max ? " > " : " < ";
   ReduceSpec s;
   switch (t) {
     case DType::f32:
       // The first NaN wins and stays (no number compares better than it).
-      s = simple(key, t, t, "float", kMax ? "-kiln_inf()" : "kiln_inf()", "x",
+      s = simple(key, t, t, "float", is_max ? "-kiln_inf()" : "kiln_inf()", "x",
                  std::string("(v") + cmp + "a || kiln_isnan(v)) ? v : a", "a");
       break;
     case DType::i64:
-      s = simple(key, t, t, "int64_t", kMax ? "KILN_I64_MIN" : "9223372036854775807l", "x",
-                 kMax ? "max(a, v)" : "min(a, v)", "a");
+      s = simple(key, t, t, "int64_t", is_max ? "KILN_I64_MIN" : "9223372036854775807l", "x",
+                 is_max ? "max(a, v)" : "min(a, v)", "a");
       break;
     case DType::bool_:
-      s = simple(key, t, t, "uint", kMax ? "0u" : "1u", "(x ? 1u : 0u)", kMax ? "max(a, v)" : "min(a, v)", "a != 0u");
+      s = simple(key, t, t, "uint", is_max ? "0u" : "1u", "(x ? 1u : 0u)", is_max ? "max(a, v)" : "min(a, v)", "a != 0u");
       break;
     default: throw Error(op_name(op.kind), "input " + describe(op.inputs[0]) + ": dtype not supported on Vulkan");
   }
-  run_dims(dev, op, args, s);
+  return s;
 }
 
-template <bool kAny>
-void truth_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+ReduceSpec truth_spec(const OpIr& op, bool is_any) {
   const DType t = op.inputs[0].dtype;
   std::string value = truth(t, "x");
   value.append(" ? 1u : 0u");
-  ReduceSpec s = simple(kAny ? "any" : "all", t, DType::bool_, "uint", kAny ? "0u" : "1u", value,
-                        kAny ? "a | v" : "a & v", "a != 0u");
-  s.subgroup = kAny ? "subgroupOr(v)" : "subgroupAnd(v)";
-  run_dims(dev, op, args, s);
+  ReduceSpec s = simple(is_any ? "any" : "all", t, DType::bool_, "uint", is_any ? "0u" : "1u", value,
+                        is_any ? "a | v" : "a & v", "a != 0u");
+  s.subgroup = is_any ? "subgroupOr(v)" : "subgroupAnd(v)";
+  return s;
+}
+
+void plain_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  const CanonicalInput c = canonical_input(dev, op, *args.inputs[0]);
+  run_reduction(dev, op_name(op.kind), plain_spec(op), c.buffer, args.outputs[0], c.geometry);
 }
 
 }  // namespace
 
+ReduceSpec plain_spec(const OpIr& op) {
+  switch (op.kind) {
+    case OpKind::sum: return additive("sum", op.inputs[0].dtype, false);
+    case OpKind::prod: return additive("prod", op.inputs[0].dtype, true);
+    case OpKind::mean: return mean_spec(op);
+    case OpKind::max: return extremum(op, true);
+    case OpKind::min: return extremum(op, false);
+    case OpKind::any: return truth_spec(op, true);
+    case OpKind::all: return truth_spec(op, false);
+    default: throw Error(op_name(op.kind), "not a plain reduction");
+  }
+}
+
 void register_plain_kernels(KernelTable& t) {
-  t.set(OpKind::sum, sum_kernel);
-  t.set(OpKind::mean, mean_kernel);
-  t.set(OpKind::prod, prod_kernel);
-  t.set(OpKind::max, extremum_kernel<true>);
-  t.set(OpKind::min, extremum_kernel<false>);
-  t.set(OpKind::any, truth_kernel<true>);
-  t.set(OpKind::all, truth_kernel<false>);
+  for (OpKind k : {OpKind::sum, OpKind::mean, OpKind::prod, OpKind::max, OpKind::min, OpKind::any, OpKind::all})
+    t.set(k, plain_kernel);
 }
 
 }  // namespace reduce

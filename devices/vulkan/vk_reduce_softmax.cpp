@@ -23,7 +23,7 @@ void softmax_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   s.functions += kLog ? "YT acc_rewrite(XT x, ACC a) { return (x - a.m) - kiln_log(lse_sum(a)); }\n"
                       : "YT acc_rewrite(XT x, ACC a) { return kiln_exp(x - a.m) * (1.0 / lse_sum(a)); }\n";
   const Geometry g = geometry_along_dim(op, static_cast<int>(op.attrs.dim));
-  run_reduction(dev, op_name(op.kind), s, *args.inputs[0], *args.outputs[0], g);
+  run_reduction(dev, op_name(op.kind), s, args.inputs[0], args.outputs[0], g);
 }
 
 }  // namespace

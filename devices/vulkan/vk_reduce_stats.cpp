@@ -54,14 +54,14 @@ void variance_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) 
   s.params = {static_cast<float>(std::max(0.0, static_cast<double>(count) - op.attrs.scalar)),
               op.kind == OpKind::std ? 1.0f : 0.0f};
   const CanonicalInput c = canonical_input(dev, op, *args.inputs[0]);
-  run_reduction(dev, op_name(op.kind), s, *c.buffer, *args.outputs[0], c.geometry);
+  run_reduction(dev, op_name(op.kind), s, c.buffer, args.outputs[0], c.geometry);
 }
 
 void logsumexp_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   ReduceSpec s = logsumexp_spec(op.inputs[0].dtype);
   s.functions += "YT acc_finish(ACC a) { return (kiln_isinf(a.m) || kiln_isnan(a.m)) ? a.m : kiln_log(a.s) + a.m; }\n";
   const CanonicalInput c = canonical_input(dev, op, *args.inputs[0]);
-  run_reduction(dev, op_name(op.kind), s, *c.buffer, *args.outputs[0], c.geometry);
+  run_reduction(dev, op_name(op.kind), s, c.buffer, args.outputs[0], c.geometry);
 }
 
 }  // namespace

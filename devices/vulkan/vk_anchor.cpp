@@ -1,0 +1,137 @@
+// Anchored groups on Vulkan (see vk_anchor.h). The prologue and the epilogue become GLSL
+// functions (vk_fused_glsl.h) that the reduction driver and the tiled matmul call per element;
+// their parameters follow the anchor kernel's own in the argument block, prologue first. The
+// kernels are cached under the expression's structure key, per reduction mode and per matmul
+// configuration.
+#include "devices/vulkan/vk_anchor.h"
+
+#include <string>
+#include <vector>
+
+#include "devices/anchored_steps.h"
+#include "devices/vulkan/vk_fused_glsl.h"
+#include "devices/vulkan/vk_matmul.h"
+#include "devices/vulkan/vk_reduce.h"
+#include "ops/registry.h"
+
+namespace kiln::vk {
+
+namespace {
+
+class AnchoredKernel final : public CompiledKernel {
+ public:
+  std::string key;                       // the expression's structure key
+  std::unique_ptr<AnchoredSteps> steps;  // set when the kernels cannot take the group in
+};
+
+// Whether the anchor's kernel takes the group in; the answer depends only on the structure
+// (the key holds the reduced dims and which dims are 1, which decide a gather).
+bool in_kernel(const FusedExpr& expr) {
+  const FusedAnchor& a = *expr.anchored();
+  if (a.op.kind == OpKind::matmul) return a.prologue.empty() && anchors_epilogue(a.op);
+  if (!anchors_prologue(a.op)) return false;
+  return !a.prologue_expr() || reduce::ungathered_geometry(a.op).has_value();
+}
+
+// The inputs of the epilogue: input 0 (the anchor's value) is computed, the rest are read.
+std::vector<Buffer*> epilogue_inputs(const KernelArgs& args, const FusedArgLayout& layout) {
+  std::vector<Buffer*> in{nullptr};
+  for (std::size_t i = layout.epilogue; i < layout.operands; ++i) in.push_back(args.inputs[i]);
+  return in;
+}
+
+void push_epilogue_args(LaunchArgs& a, const FusedExpr& expr, const KernelArgs& args, const FusedArgLayout& layout) {
+  const std::vector<Buffer*> in = epilogue_inputs(args, layout);
+  fused::push_args(a, expr, args.outputs.subspan(0, layout.result), in);
+}
+
+std::string words_after(const std::string& base, std::size_t words) {
+  std::string s = "(";
+  s += base;
+  s += " + ";
+  s += std::to_string(words);
+  s += "u)";
+  return s;
+}
+
+// The GLSL of ReduceFusion: the prologue's parameters from word `base`, the epilogue's after them.
+std::string reduce_glsl(const FusedExpr& expr, std::size_t base) {
+  const FusedExpr* p = expr.anchored()->prologue_expr();
+  const std::string first = std::to_string(base) + "u";
+  std::string s, init = "void fused_init() {\n";
+  std::size_t words = 0;
+  if (p) {
+    s += fused::functions(*p, "p_", first, false);
+    s += "float prologue(uint i) { return p_value(i); }\n";
+    init += "  p_init();\n";
+    words = fused::params_of(*p, "p_", first).vars.size();
+  }
+  if (!expr.outputs.empty()) {
+    s += fused::functions(expr, "e_", words_after(first, words), true);
+    s += "void epilogue(uint k, YT y) { e_apply(k, y); }\n";
+    init += "  e_init();\n";
+  }
+  return s + init + "}\n";
+}
+
+void run_reduction_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExpr& expr, const KernelArgs& args) {
+  const FusedAnchor& a = *expr.anchored();
+  const FusedExpr* p = a.prologue_expr();
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  const reduce::ReduceSpec spec = reduce::plain_spec(a.op);
+  reduce::ReduceFusion f;
+  f.key = k.key;
+  f.prologue = p != nullptr;
+  f.epilogue = !expr.outputs.empty();
+  f.store_result = a.keep_result;
+  f.glsl = [&] { return reduce_glsl(expr, 8 + spec.params.size()); };
+  if (p) {
+    Buffer* none[1] = {nullptr};  // the prologue's output is never stored
+    fused::push_args(f.args, *p, none, args.inputs.subspan(layout.prologue));
+  }
+  if (f.epilogue) push_epilogue_args(f.args, expr, args, layout);
+  const Buffer* y = a.keep_result ? args.outputs[layout.result] : nullptr;
+  if (p) {
+    reduce::run_reduction(dev, op_name(a.op.kind), spec, nullptr, y, *reduce::ungathered_geometry(a.op), &f);
+  } else {
+    const reduce::CanonicalInput c = reduce::canonical_input(dev, a.op, *args.inputs[layout.operands]);
+    reduce::run_reduction(dev, op_name(a.op.kind), spec, c.buffer, y, c.geometry, &f);
+  }
+}
+
+void run_matmul_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExpr& expr, const KernelArgs& args) {
+  const FusedAnchor& a = *expr.anchored();
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  MatmulEpilogue e;
+  e.key = k.key;
+  e.store_c = a.keep_result;
+  e.glsl = [&] {
+    return fused::functions(expr, "e_", MatmulEpilogue::kBase, true) +
+           "void epilogue_init() { e_init(); }\nvoid epilogue(uint i, float c) { e_apply(i, c); }\n";
+  };
+  push_epilogue_args(e.args, expr, args, layout);
+  matmul_with_epilogue(dev, a.op, args.inputs[layout.operands], args.inputs[layout.operands + 1],
+                       a.keep_result ? args.outputs[layout.result] : nullptr, e);
+}
+
+}  // namespace
+
+std::shared_ptr<CompiledKernel> compile_anchored(VulkanDevice& dev, const FusedExpr& expr) {
+  auto k = std::make_shared<AnchoredKernel>();
+  if (in_kernel(expr))
+    k->key = expr.structure_key();
+  else
+    k->steps = std::make_unique<AnchoredSteps>(dev, expr);
+  return k;
+}
+
+void run_anchored(VulkanDevice& dev, const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
+  const auto& k = static_cast<const AnchoredKernel&>(kernel);
+  if (k.steps) return k.steps->run(dev, expr, args);
+  if (expr.anchored()->op.kind == OpKind::matmul)
+    run_matmul_group(dev, k, expr, args);
+  else
+    run_reduction_group(dev, k, expr, args);
+}
+
+}  // namespace kiln::vk

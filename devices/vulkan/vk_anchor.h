@@ -1,0 +1,17 @@
+// devices/vulkan private: anchored fused groups (ops/fused_expr.h, FusedAnchor) on Vulkan. A
+// plain f32 reduction takes its prologue into its load and its epilogue into its store; an f32
+// matmul takes its epilogue into the tiled kernel's store. Anything else (a prologue on a
+// reduction whose reduced dims need a gather) runs as AnchoredSteps.
+#pragma once
+#include <memory>
+
+#include "devices/device.h"
+
+namespace kiln::vk {
+
+class VulkanDevice;
+
+std::shared_ptr<CompiledKernel> compile_anchored(VulkanDevice& dev, const FusedExpr& expr);
+void run_anchored(VulkanDevice& dev, const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args);
+
+}  // namespace kiln::vk

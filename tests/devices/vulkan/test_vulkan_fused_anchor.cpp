@@ -1,0 +1,153 @@
+// Anchored fusion on Vulkan (devices/vulkan/vk_anchor.cpp): a reduction that computes its
+// elementwise prologue as it reads and applies its epilogue as it stores, a matmul that applies
+// its epilogue as it stores. Each case runs with fusion on and off and must agree (within f32
+// rounding: the driver may contract the fused expression differently), in one fused kernel, and
+// without the intermediates in memory: the fused run's peak stays below the bytes of the value
+// that running the group in steps (AnchoredSteps) would have stored.
+#include <cstdint>
+#include <functional>
+
+#include "vulkan_test_support.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr Tol kFused{1e-5, 1e-6};
+constexpr double kEps = 1e-5;
+
+using Expression = std::function<Tensor(std::vector<Tensor>&)>;
+
+// What one run did: its values, fused kernels and its peak memory above what it started with.
+struct Outcome {
+  std::vector<double> values;
+  std::uint64_t fused_kernels = 0;
+  std::uint64_t inplace_reuses = 0;
+  std::size_t peak = 0;
+};
+
+// Runs `expr` on fresh copies of `inputs` (the expression may hand them over) on Vulkan.
+Outcome run(const Expression& expr, const std::vector<Tensor>& inputs, bool fusion) {
+  vk0().sync().get();
+  const bool was = fusion_enabled();
+  set_fusion(fusion);
+  std::vector<Tensor> copies;
+  for (const Tensor& t : inputs) copies.push_back(add(t, 0.0));
+  vk0().sync().get();
+  reset_peak_memory(vk0());
+  const MemoryStats start = memory_stats(vk0());
+  const EngineCounters before = counters(vk0());
+  const std::vector<float> got = expr(copies).to_vector<float>().get();
+  const EngineCounters after = counters(vk0());
+  set_fusion(was);
+  Outcome o;
+  o.values.assign(got.begin(), got.end());
+  o.fused_kernels = after.fused_kernels - before.fused_kernels;
+  o.inplace_reuses = after.inplace_reuses - before.inplace_reuses;
+  o.peak = memory_stats(vk0()).peak_in_use - start.bytes_in_use;
+  return o;
+}
+
+Tensor vk_randn(Shape s, std::uint64_t seed) {
+  Generator gen(seed);
+  return randn(s, gen, {DType::f32, vk0()});
+}
+
+// One fused kernel, the unfused values, and a peak below `stepped_bytes` (0: not checked).
+Outcome expect_fused(const Expression& expr, const std::vector<Tensor>& inputs, std::size_t stepped_bytes) {
+  const Outcome fused = run(expr, inputs, true);
+  const Outcome plain = run(expr, inputs, false);
+  EXPECT_EQ(fused.fused_kernels, 1u);
+  EXPECT_EQ(plain.fused_kernels, 0u);
+  EXPECT_TRUE(close(fused.values, plain.values, kFused));
+  if (stepped_bytes) {
+    EXPECT_LT(fused.peak, stepped_bytes) << "an intermediate went through memory";
+  }
+  return fused;
+}
+
+std::size_t bytes(const Shape& s) { return static_cast<std::size_t>(s.numel()) * 4; }
+
+TEST(VulkanFusedAnchor, SumOfSquaresInEveryReductionMode) {
+  KILN_REQUIRE_VULKAN();
+  const Expression expr = [](std::vector<Tensor>& in) { return sum(mul(in[0], in[0]), {1}); };
+  // Rows (vec4), rows split with their combine, rows that are not a multiple of 4.
+  for (const Shape& s : {Shape{64, 1024}, Shape{2, 20000}, Shape{16, 301}}) {
+    SCOPED_TRACE(s.str());
+    expect_fused(expr, {vk_randn(s, 1)}, bytes(s));
+  }
+  // Columns (a thread per output), split into chunks.
+  const Expression cols = [](std::vector<Tensor>& in) { return sum(mul(in[0], in[0]), {0}); };
+  for (const Shape& s : {Shape{300, 70}, Shape{3000, 5}}) {
+    SCOPED_TRACE(s.str());
+    expect_fused(cols, {vk_randn(s, 2)}, bytes(s));
+  }
+}
+
+TEST(VulkanFusedAnchor, MeanOverAMiddleDimOfABroadcastExpression) {
+  KILN_REQUIRE_VULKAN();
+  const Expression expr = [](std::vector<Tensor>& in) { return mean(sub(mul(in[0], in[1]), 0.5), {1}); };
+  expect_fused(expr, {vk_randn(Shape{8, 1, 48}, 3), vk_randn(Shape{100, 48}, 4)}, bytes(Shape{8, 100, 48}));
+}
+
+TEST(VulkanFusedAnchor, MaxOfExpMinusOne) {
+  KILN_REQUIRE_VULKAN();
+  const Expression expr = [](std::vector<Tensor>& in) { return max(sub(exp(in[0]), 1.0), {1}); };
+  expect_fused(expr, {vk_randn(Shape{16, 300}, 5)}, bytes(Shape{16, 300}));
+}
+
+TEST(VulkanFusedAnchor, RmsEpilogueOnAReduction) {
+  KILN_REQUIRE_VULKAN();
+  const Expression expr = [](std::vector<Tensor>& in) { return sqrt(add(mean(mul(in[0], in[0]), {1}), kEps)); };
+  expect_fused(expr, {vk_randn(Shape{32, 512}, 6)}, bytes(Shape{32, 512}));
+  // Over a dim with a split column (the epilogue runs in the combine kernel).
+  const Expression cols = [](std::vector<Tensor>& in) { return sqrt(add(mean(mul(in[0], in[0]), {0}), kEps)); };
+  expect_fused(cols, {vk_randn(Shape{4000, 3}, 7)}, bytes(Shape{4000, 3}));
+}
+
+TEST(VulkanFusedAnchor, PrologueOverGatheredDimsFallsBackToSteps) {
+  KILN_REQUIRE_VULKAN();
+  const Expression expr = [](std::vector<Tensor>& in) { return sqrt(add(sum(mul(in[0], in[0]), {0, 2}), 1.0)); };
+  expect_fused(expr, {vk_randn(Shape{6, 7, 5}, 8)}, 0);
+}
+
+TEST(VulkanFusedAnchor, MatmulBiasRelu) {
+  KILN_REQUIRE_VULKAN();
+  const Expression expr = [](std::vector<Tensor>& in) { return relu(add(matmul(in[0], in[1]), in[2])); };
+  // The output is the only buffer it needs; in steps the product would be a second one.
+  expect_fused(expr, {vk_randn(Shape{64, 40}, 9), vk_randn(Shape{40, 64}, 10), vk_randn(Shape{64}, 11)},
+               2 * bytes(Shape{64, 64}));
+  // Unaligned columns (scalar stores), batched products with a right operand per batch.
+  expect_fused(expr, {vk_randn(Shape{37, 21}, 12), vk_randn(Shape{21, 23}, 13), vk_randn(Shape{23}, 14)}, 0);
+  expect_fused(expr, {vk_randn(Shape{3, 20, 16}, 15), vk_randn(Shape{3, 16, 24}, 16), vk_randn(Shape{24}, 17)}, 0);
+}
+
+TEST(VulkanFusedAnchor, MatmulResidualAddInPlace) {
+  KILN_REQUIRE_VULKAN();
+  const Expression expr = [](std::vector<Tensor>& in) { return add(matmul(in[0], in[1]), std::move(in[2])); };
+  const Shape out{64, 64};
+  const Outcome fused =
+      expect_fused(expr, {vk_randn(Shape{64, 32}, 18), vk_randn(Shape{32, 64}, 19), vk_randn(out, 20)}, bytes(out));
+  EXPECT_EQ(fused.inplace_reuses, 1u);
+}
+
+TEST(VulkanFusedAnchor, KeptReductionIsWrittenBesideItsEpilogue) {
+  KILN_REQUIRE_VULKAN();
+  Tensor x = vk_randn(Shape{8, 300}, 21);
+  vk0().sync().get();
+  const bool was = fusion_enabled();
+  std::vector<double> fused_s, fused_r, plain_s, plain_r;
+  for (bool fusion : {true, false}) {
+    set_fusion(fusion);
+    Tensor s = sum(mul(x, x), {1});
+    Tensor r = sqrt(s);  // s is held: written, and r computed from it in the same kernel
+    const std::vector<float> vs = s.to_vector<float>().get(), vr = r.to_vector<float>().get();
+    (fusion ? fused_s : plain_s).assign(vs.begin(), vs.end());
+    (fusion ? fused_r : plain_r).assign(vr.begin(), vr.end());
+  }
+  set_fusion(was);
+  EXPECT_TRUE(close(fused_s, plain_s, kFused));
+  EXPECT_TRUE(close(fused_r, plain_r, kFused));
+}
+
+}  // namespace
+}  // namespace kiln::test
