@@ -75,13 +75,18 @@ void AnchoredProgram::run_reduction(const FusedExpr& expr, const KernelArgs& arg
                                         std::span<Buffer* const>(out, 1)});
   }
   if (!epilogue_) return;
-  std::array<EwOperand, kMaxEwOperands> inputs;
-  const std::size_t n = bind_inputs(expr, args, layout.epilogue, &result, inputs);
-  std::array<std::byte*, FusedProgram::kMaxOutputs> outputs;
-  for (std::size_t o = 0; o < layout.result; ++o) outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
-  const FusedProgram::Bound bound(*epilogue_, expr, std::span<const EwOperand>(inputs.data(), n),
-                                  std::span<std::byte* const>(outputs.data(), layout.result));
-  bound.eval(0, expr.shape.numel());
+  EpilogueRun epilogue;
+  bind_epilogue(expr, args, result, epilogue);
+  epilogue.bound->eval(0, expr.shape.numel());
+}
+
+void AnchoredProgram::bind_epilogue(const FusedExpr& expr, const KernelArgs& args, const Buffer& anchor,
+                                    EpilogueRun& run) const {
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  const std::size_t n = bind_inputs(expr, args, layout.epilogue, &anchor, run.inputs);
+  for (std::size_t o = 0; o < layout.result; ++o) run.outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
+  run.bound.emplace(*epilogue_, expr, std::span<const EwOperand>(run.inputs.data(), n),
+                    std::span<std::byte* const>(run.outputs.data(), layout.result));
 }
 
 void AnchoredProgram::run_matmul(const FusedExpr& expr, const KernelArgs& args, Buffer& product) const {
@@ -92,17 +97,13 @@ void AnchoredProgram::run_matmul(const FusedExpr& expr, const KernelArgs& args, 
     matmul_panels(a.op, operands, product, [](std::int64_t, std::int64_t, const float*) {});
     return;
   }
-  std::array<EwOperand, kMaxEwOperands> inputs;
-  const std::size_t n = bind_inputs(expr, args, layout.epilogue, &product, inputs);
-  std::array<std::byte*, FusedProgram::kMaxOutputs> outputs;
-  for (std::size_t o = 0; o < layout.result; ++o) outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
+  EpilogueRun epilogue;
+  bind_epilogue(expr, args, product, epilogue);
   // The walk reads inputs[0] as a window that moves with the panel.
-  const FusedProgram::Bound bound(*epilogue_, expr, std::span<const EwOperand>(inputs.data(), n),
-                                  std::span<std::byte* const>(outputs.data(), layout.result));
   matmul_panels(a.op, operands, product, [&](std::int64_t first, std::int64_t count, const float* values) {
-    inputs[0].data = values;
-    inputs[0].first = first;
-    bound.eval(first, first + count);
+    epilogue.inputs[0].data = values;
+    epilogue.inputs[0].first = first;
+    epilogue.bound->eval(first, first + count);
   });
 }
 

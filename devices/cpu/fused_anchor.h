@@ -4,6 +4,7 @@
 // matmul's a panel of rows at a time, while the panel is in cache. Neither the prologue's
 // values nor (unless someone holds it) the anchor's result is ever written to a tensor.
 #pragma once
+#include <array>
 #include <optional>
 
 #include "devices/cpu/cpu_kernels.h"
@@ -20,6 +21,14 @@ class AnchoredProgram final : public CompiledKernel {
  private:
   void run_reduction(const FusedExpr& expr, const KernelArgs& args, Buffer& result, const KernelTable& kernels) const;
   void run_matmul(const FusedExpr& expr, const KernelArgs& args, Buffer& product) const;
+  // The epilogue bound to one run; input 0 (the anchor's value) at `anchor`. It points into
+  // itself, so it is filled where it stays.
+  struct EpilogueRun {
+    std::array<EwOperand, kMaxEwOperands> inputs;
+    std::array<std::byte*, FusedProgram::kMaxOutputs> outputs;
+    std::optional<FusedProgram::Bound> bound;
+  };
+  void bind_epilogue(const FusedExpr& expr, const KernelArgs& args, const Buffer& anchor, EpilogueRun& run) const;
 
   std::optional<FusedProgram> prologue_;
   std::optional<FusedProgram> epilogue_;  // absent when the expression has no epilogue outputs
