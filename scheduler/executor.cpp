@@ -57,33 +57,39 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   };
   // Scratch vectors owned by the executor: a fused run allocates nothing of its own.
   FusedScratch& s = fused_scratch_;
-  fused_arg_tensors(expr, s.in_meta, s.out_meta);
   const FusedArgLayout layout = fused_arg_layout(expr);
+  // A plain group's buffers follow its expression; only an anchored one assembles its list.
+  std::span<const TensorIr> in_meta = expr.inputs, out_meta = expr.outputs;
+  if (expr.anchored()) {
+    fused_arg_tensors(expr, s.in_meta, s.out_meta);
+    in_meta = s.in_meta;
+    out_meta = s.out_meta;
+  }
   // An input that failed: run the members one by one, so that exactly the values that depend
   // on the failure fail, as they would without fusion.
-  s.in_slots.assign(s.in_meta.size(), nullptr);
-  for (std::size_t i = 0; i < s.in_meta.size(); ++i) {
-    s.in_slots[i] = find(s.in_meta[i].id);
+  s.in_slots.assign(in_meta.size(), nullptr);
+  for (std::size_t i = 0; i < in_meta.size(); ++i) {
+    s.in_slots[i] = find(in_meta[i].id);
     if (!s.in_slots[i] || s.in_slots[i]->error) return replay_unfused();
   }
-  if (s.out_meta.empty()) {
+  if (out_meta.empty()) {
     // Every value of the group died inside it: nothing observable is left to compute.
     counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
     for (EntityId id : group.consumed) slots_.erase(id);
     return;
   }
-  s.in.assign(s.in_meta.size(), nullptr);
-  s.out.assign(s.out_meta.size(), nullptr);
-  s.out_buffers.assign(s.out_meta.size(), nullptr);
-  s.lent.assign(s.in_meta.size(), 0);
+  s.in.assign(in_meta.size(), nullptr);
+  s.out.assign(out_meta.size(), nullptr);
+  s.out_buffers.assign(out_meta.size(), nullptr);
+  s.lent.assign(in_meta.size(), 0);
   for (std::size_t i = 0; i < s.in.size(); ++i) s.in[i] = s.in_slots[i]->buffer.get();
   try {
-    for (std::size_t o = 0; o < s.out_meta.size(); ++o) {
-      const TensorIr& meta = s.out_meta[o];
+    for (std::size_t o = 0; o < out_meta.size(); ++o) {
+      const TensorIr& meta = out_meta[o];
       // In place: an input read at the output's own index (an epilogue's, not an anchor's or a
       // prologue's) whose entity ends with this group and whose buffer no view shares.
       for (std::size_t i = 0; o < layout.result && i < layout.operands && !s.out_buffers[o]; ++i) {
-        const TensorIr& t = s.in_meta[i];
+        const TensorIr& t = in_meta[i];
         if (s.lent[i] || t.dtype != meta.dtype || t.shape != meta.shape || meta.bytes() == 0) continue;
         if (std::find(group.consumed.begin(), group.consumed.end(), t.id) == group.consumed.end()) continue;
         if (s.in_slots[i]->buffer.use_count() != 1) continue;
@@ -106,13 +112,13 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
     counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
     counters_.fused_kernels.fetch_add(1, std::memory_order_relaxed);
     counters_.ops_fused.fetch_add(group.op_count, std::memory_order_relaxed);
-    for (std::size_t o = 0; o < s.out_meta.size(); ++o) slots_[s.out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr};
+    for (std::size_t o = 0; o < out_meta.size(); ++o) slots_[out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr};
   } catch (const Error&) {
-    fail_outputs(s.out_meta, std::current_exception());
+    fail_outputs(out_meta, std::current_exception());
   } catch (const std::exception& e) {
     const FusedAnchor* a = expr.anchored();
     const std::string what = std::string("fused ") + op_name(a ? a->op.kind : expr.nodes[0].kind) + " chain";
-    fail_outputs(s.out_meta, std::make_exception_ptr(Error(what, e.what())));
+    fail_outputs(out_meta, std::make_exception_ptr(Error(what, e.what())));
   }
   s.out_buffers.clear();
   for (EntityId id : group.consumed) slots_.erase(id);

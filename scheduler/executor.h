@@ -57,7 +57,7 @@ class Executor {
   Plan plan_;
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernel_cache_;
   struct FusedScratch {  // run_fused's working vectors, kept to keep their capacity
-    std::vector<TensorIr> in_meta, out_meta;  // the entities behind KernelArgs (fused_arg_tensors)
+    std::vector<TensorIr> in_meta, out_meta;  // an anchored group's buffers (fused_arg_tensors)
     std::vector<Slot*> in_slots;
     std::vector<Buffer*> in, out;
     std::vector<BufferPtr> out_buffers;

@@ -341,9 +341,11 @@ void FusionPlanner::plan(std::span<const OpIr> batch, bool fusion_enabled, Plan&
         for (std::uint32_t m : p.group.members) emit_op(m);
         continue;
       }
-      if (log_enabled(spdlog::level::debug))
+      if (log_enabled(spdlog::level::debug)) {
+        const FusedArgLayout buffers = fused_arg_layout(p.group.expr);
         logger().debug("fusion: {} ops -> 1 kernel, {} input(s), {} output(s) [{}]; cut: {}", p.group.op_count,
-                       p.group.expr.inputs.size(), p.group.expr.outputs.size(), p.group.expr.describe(), reason);
+                       buffers.inputs, buffers.outputs, p.group.expr.describe(), reason);
+      }
       out.steps.push_back(PlanStep{true, static_cast<std::uint32_t>(out.groups.size())});
       out.groups.push_back(std::move(p.group));
     }

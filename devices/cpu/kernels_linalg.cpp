@@ -152,9 +152,7 @@ void matmul_panels(const OpIr& op, std::span<Buffer* const> inputs, Buffer& prod
   const std::int64_t step = panel_rows(g.n);
   for (std::int64_t r0 = 0; r0 < rows; r0 += step) {
     const std::int64_t m = std::min(step, rows - r0);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(g.n),
-                static_cast<blasint>(g.k), 1.0f, a + r0 * g.k, static_cast<blasint>(g.k), b, static_cast<blasint>(g.n),
-                0.0f, c, static_cast<blasint>(g.n));
+    gemm(m, g.n, g.k, a + r0 * g.k, b, c, /*threaded_ok=*/false);  // always sgemm, as the single call
     panel(r0 * g.n, m * g.n, c);
   }
 }
