@@ -3,7 +3,6 @@
 // shapes and dtypes and use oneTBB for parallelism through parallel.h.
 #pragma once
 #include <array>
-#include <functional>
 #include <span>
 
 #include "devices/device.h"
@@ -26,13 +25,6 @@ void register_linalg_kernels(KernelTable& t);
 void register_layout_kernels(KernelTable& t);
 void register_index_kernels(KernelTable& t);
 
-// An f32 matmul whose product is handed on a panel of whole rows at a time (a fused epilogue
-// reads each panel while it is in cache): panel(first, count, values) gets output elements
-// [first, first + count) at values. `product` holds matmul_panel_capacity(op) floats; when it
-// holds the whole output (the product is kept), every value stays where it was computed.
-using MatmulPanelFn = std::function<void(std::int64_t first, std::int64_t count, const float* values)>;
-void matmul_panels(const OpIr& op, std::span<Buffer* const> inputs, Buffer& product, const MatmulPanelFn& panel);
-std::int64_t matmul_panel_capacity(const OpIr& op);
 
 template <class T> T* out_ptr(const KernelArgs& a, std::size_t i) { return static_cast<T*>(a.outputs[i]->data()); }
 template <class T> const T* in_ptr(const KernelArgs& a, std::size_t i) {

@@ -14,6 +14,11 @@ namespace {
 
 constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
 
+// Asks for the `bytes` from src on, into L1.
+void prefetch(const std::byte* src, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(src + i), _MM_HINT_T0);
+}
+
 }  // namespace
 
 ElementwiseWalk::Layout ElementwiseWalk::collapse(const Shape& out, std::span<const EwOperand> operands) {
@@ -49,8 +54,14 @@ ElementwiseWalk::Layout ElementwiseWalk::collapse(const Shape& out, std::span<co
 
 // Runs tiles [t0, t1), clipped to output elements [begin, end): tile t covers part
 // t % tiles_per_row_ of row t / tiles_per_row_.
+//
+// Prefetch::next_tile: a reduction pulling its fused prologue a tile at a time reads 4 KiB (one
+// page of f32), then folds it; the hardware prefetcher stops at page ends, so without a hint
+// memory idles at the start of every tile (sum(x * x) on 2 cores: 22 GB/s without, 38 with,
+// where a plain sum reads 70). Not for every walk: a walk that streams its output loses as much
+// (a native GELU, 2.3 -> 3.0 ms), its stores competing with the hints for fill buffers.
 void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t begin, std::int64_t end, EwTileFn fn,
-                                const void* ctx) const {
+                                const void* ctx, Prefetch hint) const {
   alignas(64) std::byte buffers[kMaxEwCasts][kTile * 8];
   alignas(64) std::byte staged[kTile * 8];
   const int outer = layout_.rank - 1;
@@ -74,8 +85,12 @@ void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t b
     for (std::size_t k = 0; k < n_ops; ++k) {
       const std::int64_t s = layout_.stride[k][outer];  // 0 or 1
       const auto* src = static_cast<const std::byte*>(operands_[k].data) +
-                        static_cast<std::size_t>(offset[k] + start * s - operands_[k].first) * in_size_[k];
+                        static_cast<std::size_t>(offset[k] + start * s) * in_size_[k];
       tile.stride[k] = s;
+      if (s && hint == Prefetch::next_tile) {
+        const std::size_t bytes = static_cast<std::size_t>(tile.n) * in_size_[k];
+        prefetch(src + bytes, bytes);
+      }
       if (cast_[k]) {
         cast_[k](src, buffers[cast_buffer_[k]], s ? tile.n : 1);
         tile.in[k] = buffers[cast_buffer_[k]];
@@ -114,16 +129,18 @@ ElementwiseWalk::ElementwiseWalk(const Shape& out_shape, DType out_dtype, void* 
   tiles_per_row_ = (inner_ + kTile - 1) / kTile;
 }
 
-void ElementwiseWalk::run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx) const {
+void ElementwiseWalk::run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx,
+                          Prefetch prefetch) const {
   if (end <= begin) return;
   auto tile_of = [this](std::int64_t e) { return e / inner_ * tiles_per_row_ + e % inner_ / kTile; };
   const std::int64_t t0 = tile_of(begin), t1 = tile_of(end - 1) + 1;
   const std::int64_t grain = std::max<std::int64_t>(1, kDefaultGrain / std::min(inner_, kTile));
   if (t1 - t0 <= grain) {
-    run_tiles(t0, t1, begin, end, fn, ctx);
+    run_tiles(t0, t1, begin, end, fn, ctx, prefetch);
     return;
   }
-  parallel_for(t1 - t0, grain, [&](std::int64_t b, std::int64_t e) { run_tiles(t0 + b, t0 + e, begin, end, fn, ctx); });
+  parallel_for(t1 - t0, grain,
+               [&](std::int64_t b, std::int64_t e) { run_tiles(t0 + b, t0 + e, begin, end, fn, ctx, prefetch); });
 }
 
 bool should_stream(const void* out, std::size_t bytes, std::span<const EwOperand> operands) {

@@ -29,10 +29,6 @@ struct EwOperand {
   DType dtype = DType::f32;    // in the buffer
   DType compute = DType::f32;  // what the math reads
   Shape shape;                 // broadcastable to the output's shape
-  // A window: data holds the operand from its element `first` on (the operand then has the
-  // output's shape, and only elements from `first` are walked). A matmul's epilogue reads the
-  // product of a panel of rows this way.
-  std::int64_t first = 0;
 };
 
 // What the math gets: n output elements at `out`; operand k's n elements, in its compute dtype,
@@ -66,7 +62,7 @@ void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::sp
                      EwTileFn fn, const void* ctx);
 
 // The same walk, planned once and run over any range of output elements: a fused reduction
-// asks for its prologue's values a row piece at a time, a matmul's epilogue a panel at a time.
+// asks for its prologue's values a piece of a row at a time.
 // Tiles end where the full walk's tiles end, so values never depend on the range (the math
 // functions give the same value for an element whatever its position in a tile).
 class ElementwiseWalk {
@@ -74,7 +70,11 @@ class ElementwiseWalk {
   // `operands` must outlive the walk.
   ElementwiseWalk(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands);
   // Output elements [begin, end): in parallel when the range is large, else on this thread.
-  void run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx) const;
+  // With Prefetch::next_tile, each tile also asks for the next tile of every contiguous operand
+  // (see run_tiles): for callers that pull a tile at a time and work on it in between.
+  enum class Prefetch : bool { none, next_tile };
+  void run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx,
+           Prefetch prefetch = Prefetch::none) const;
 
  private:
   // The output's dims after broadcasting and collapsing: size-1 dims are gone, and neighbours
@@ -86,7 +86,7 @@ class ElementwiseWalk {
   };
   static Layout collapse(const Shape& out, std::span<const EwOperand> operands);
   void run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t begin, std::int64_t end, EwTileFn fn,
-                 const void* ctx) const;
+                 const void* ctx, Prefetch prefetch) const;
 
   Layout layout_;
   std::span<const EwOperand> operands_;  // the caller's, alive while the walk is

@@ -44,23 +44,13 @@ void AnchoredProgram::run(const FusedExpr& expr, const KernelArgs& args, MemoryP
                           const KernelTable& kernels) const {
   const FusedAnchor& a = *expr.anchored();
   const FusedArgLayout layout = fused_arg_layout(expr);
-  const bool matmul = a.op.kind == OpKind::matmul;
-  // The anchor's value: its own output when kept, else scratch (a matmul's: one panel).
+  // The anchor's value: its own output when kept, else scratch.
   BufferPtr scratch;
   Buffer* result = a.keep_result ? args.outputs[layout.result] : nullptr;
   if (!result) {
-    const std::int64_t n = matmul ? matmul_panel_capacity(a.op) : a.op.outputs[0].numel();
-    scratch = pool.allocate(static_cast<std::size_t>(n) * sizeof(float));
+    scratch = pool.allocate(static_cast<std::size_t>(a.op.outputs[0].numel()) * sizeof(float));
     result = scratch.get();
   }
-  if (matmul) run_matmul(expr, args, *result);
-  else run_reduction(expr, args, *result, kernels);
-}
-
-void AnchoredProgram::run_reduction(const FusedExpr& expr, const KernelArgs& args, Buffer& result,
-                                    const KernelTable& kernels) const {
-  const FusedAnchor& a = *expr.anchored();
-  const FusedArgLayout layout = fused_arg_layout(expr);
   if (prologue_) {
     const FusedExpr& p = *a.prologue_expr();
     std::array<EwOperand, kMaxEwOperands> inputs;
@@ -68,43 +58,24 @@ void AnchoredProgram::run_reduction(const FusedExpr& expr, const KernelArgs& arg
     std::byte* none[1] = {nullptr};  // eval_into names the destination
     const FusedProgram::Bound bound(*prologue_, p, std::span<const EwOperand>(inputs.data(), n),
                                     std::span<std::byte* const>(none, 1));
-    reduce_from_source(a.op, PrologueSource(bound), static_cast<float*>(result.data()));
+    reduce_from_source(a.op, PrologueSource(bound), static_cast<float*>(result->data()));
   } else {
-    Buffer* out[1] = {&result};
+    // The anchor exactly as the unfused kernel runs it. A matmul too: OpenBLAS's product of a
+    // row depends on how the rows are cut into calls (its Haswell kernels, which it also picks
+    // on AMD Zen 4, differ in the last bits between a 600-row call and 256-row panels), so the
+    // product is one call, and the epilogue reads it afterwards.
+    Buffer* out[1] = {result};
     kernels[a.op.kind](a.op, KernelArgs{args.inputs.subspan(layout.operands, layout.prologue - layout.operands),
                                         std::span<Buffer* const>(out, 1)});
   }
   if (!epilogue_) return;
-  EpilogueRun epilogue;
-  bind_epilogue(expr, args, result, epilogue);
-  epilogue.bound->eval(0, expr.shape.numel());
-}
-
-void AnchoredProgram::bind_epilogue(const FusedExpr& expr, const KernelArgs& args, const Buffer& anchor,
-                                    EpilogueRun& run) const {
-  const FusedArgLayout layout = fused_arg_layout(expr);
-  const std::size_t n = bind_inputs(expr, args, layout.epilogue, &anchor, run.inputs);
-  for (std::size_t o = 0; o < layout.result; ++o) run.outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
-  run.bound.emplace(*epilogue_, expr, std::span<const EwOperand>(run.inputs.data(), n),
-                    std::span<std::byte* const>(run.outputs.data(), layout.result));
-}
-
-void AnchoredProgram::run_matmul(const FusedExpr& expr, const KernelArgs& args, Buffer& product) const {
-  const FusedAnchor& a = *expr.anchored();
-  const FusedArgLayout layout = fused_arg_layout(expr);
-  const std::span<Buffer* const> operands = args.inputs.subspan(layout.operands, 2);
-  if (!epilogue_) {  // nothing but the kept product
-    matmul_panels(a.op, operands, product, [](std::int64_t, std::int64_t, const float*) {});
-    return;
-  }
-  EpilogueRun epilogue;
-  bind_epilogue(expr, args, product, epilogue);
-  // The walk reads inputs[0] as a window that moves with the panel.
-  matmul_panels(a.op, operands, product, [&](std::int64_t first, std::int64_t count, const float* values) {
-    epilogue.inputs[0].data = values;
-    epilogue.inputs[0].first = first;
-    epilogue.bound->eval(first, first + count);
-  });
+  std::array<EwOperand, kMaxEwOperands> inputs;
+  const std::size_t n = bind_inputs(expr, args, layout.epilogue, result, inputs);
+  std::array<std::byte*, FusedProgram::kMaxOutputs> outputs;
+  for (std::size_t o = 0; o < layout.result; ++o) outputs[o] = static_cast<std::byte*>(args.outputs[o]->data());
+  const FusedProgram::Bound bound(*epilogue_, expr, std::span<const EwOperand>(inputs.data(), n),
+                                  std::span<std::byte* const>(outputs.data(), layout.result));
+  bound.eval(0, expr.shape.numel());
 }
 
 }  // namespace kiln::cpu

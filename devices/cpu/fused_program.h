@@ -24,19 +24,18 @@ class FusedProgram final : public CompiledKernel {
   // The whole expression: args.inputs follow expr.inputs, args.outputs expr.outputs.
   void run(const FusedExpr& expr, const KernelArgs& args) const;
 
-  // One run's binding: the program with its scalar values, its inputs as they lie in memory
-  // (EwOperand::first lets an input be a window that moves between evals), and where its
-  // outputs go. eval computes
-  // any range of output elements, so a reduction can pull its prologue a piece of a row at a
-  // time and a matmul push its epilogue a panel at a time. Everything it points to must
-  // outlive it.
+  // One run's binding: the program with its scalar values, its inputs as they lie in memory,
+  // and where its outputs go. eval computes any range of output elements, so a reduction can
+  // pull its prologue a piece of a row at a time. Everything it points to must outlive it.
   class Bound {
    public:
     Bound(const FusedProgram& program, const FusedExpr& expr, std::span<const EwOperand> inputs,
           std::span<std::byte* const> outputs);
     // Output elements [begin, end): in parallel when many, else on the calling thread.
     void eval(std::int64_t begin, std::int64_t end) const;
-    // Output elements [begin, end) of a one-output program into dst (element `begin` at dst).
+    // Output elements [begin, end) of a one-output program into dst (element `begin` at dst),
+    // asking for the inputs of the elements after `end` meanwhile: the caller pulls the next
+    // piece soon.
     void eval_into(std::int64_t begin, std::int64_t end, std::byte* dst) const;
 
    private:

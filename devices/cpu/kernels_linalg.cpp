@@ -124,45 +124,7 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
   }
 }
 
-// Rows of one panel: about 256 KiB of product, so the epilogue reads it from L2, and at least
-// 64 rows, so each sgemm is still large enough for OpenBLAS to thread well.
-std::int64_t panel_rows(std::int64_t n) { return std::max<std::int64_t>(64, (std::int64_t{1} << 16) / n); }
-
 }  // namespace
-
-void matmul_panels(const OpIr& op, std::span<Buffer* const> inputs, Buffer& product, const MatmulPanelFn& panel) {
-  const MatmulGeometry g = geometry(op);
-  const std::int64_t rows = g.m * g.batches, numel = op.outputs[0].numel();
-  if (numel == 0) return;
-  const auto capacity = static_cast<std::int64_t>(product.bytes() / sizeof(float));
-  KILN_CHECK(capacity >= matmul_panel_capacity(op), "matmul", "product scratch too small (internal error)");
-  auto* c = static_cast<float*>(product.data());
-  // The shapes the plain kernel runs as one sgemm over every row are cut into panels of rows;
-  // each panel's rows are computed exactly as in the single call (OpenBLAS splits rows among
-  // threads, never the k sum), so fused and unfused products agree bit for bit.
-  const bool panels = !g.b_batched && g.n > 1 && rows > 1 && g.k > 0;
-  if (!panels || capacity >= numel) {
-    Buffer* out[1] = {&product};
-    matmul_kernel(op, KernelArgs{inputs, std::span<Buffer* const>(out, 1)});
-    panel(0, numel, c);
-    return;
-  }
-  const auto* a = static_cast<const float*>(inputs[0]->data());
-  const auto* b = static_cast<const float*>(inputs[1]->data());
-  const std::int64_t step = panel_rows(g.n);
-  for (std::int64_t r0 = 0; r0 < rows; r0 += step) {
-    const std::int64_t m = std::min(step, rows - r0);
-    gemm(m, g.n, g.k, a + r0 * g.k, b, c, /*threaded_ok=*/false);  // always sgemm, as the single call
-    panel(r0 * g.n, m * g.n, c);
-  }
-}
-
-std::int64_t matmul_panel_capacity(const OpIr& op) {
-  const MatmulGeometry g = geometry(op);
-  const std::int64_t numel = op.outputs[0].numel();
-  if (g.b_batched || g.n <= 1 || g.m * g.batches <= 1 || g.k == 0) return numel;
-  return std::min(numel, panel_rows(g.n) * g.n);
-}
 
 void register_linalg_kernels(KernelTable& t) {
 #if defined(__SANITIZE_THREAD__)
