@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "engine/kiln.h"
+#include "support/fusion_cases.h"
 #include "support/gelu_chain.h"
 #include "support/reference.h"
 
@@ -68,40 +69,10 @@ using test::gelu_chain;
 
 constexpr double kEps = 1e-5;
 
-// The expressions of tests/data/gen_fusion.py, by case name, with the ops each fuses.
-struct Named {
-  const char* name;
-  std::uint64_t ops;
-  Expression expr;
-};
-
-const std::vector<Named>& expressions() {
-  static const std::vector<Named> all = {
-      {"sum_of_squares", 2, [](const std::vector<Tensor>& in) { return sum(mul(in[0], in[0]), {1}); }},
-      {"variance_of_centred", 3,
-       [](const std::vector<Tensor>& in) {
-         Tensor d = sub(in[0], in[1]);
-         return mean(mul(d, d), {1});
-       }},
-      {"rms_epilogue", 4,
-       [](const std::vector<Tensor>& in) { return sqrt(add(mean(mul(in[0], in[0]), {0}), kEps)); }},
-      {"logsumexp_manual", 5,  // the reshape is a view: no kernel, and it runs ahead of the group
-       [](const std::vector<Tensor>& in) {
-         Tensor s = sum(exp(sub(in[0], in[1])), {1});
-         return add(log(std::move(s)), reshape(in[1], {5}));
-       }},
-      {"max_of_exp", 3, [](const std::vector<Tensor>& in) { return max(sub(exp(in[0]), 1.0), {1}); }},
-      {"linear_relu", 3, [](const std::vector<Tensor>& in) { return relu(add(matmul(in[0], in[1]), in[2])); }},
-      {"linear_gelu_residual", 8,
-       [](const std::vector<Tensor>& in) { return add(gelu_chain(add(matmul(in[0], in[1]), in[2])), in[3]); }},
-  };
-  return all;
-}
-
 TEST(FusionAnchor, MatchesPyTorchAndTheUnfusedRun) {
   const std::vector<RefCase> cases = test::load_cases("fusion.json");
-  ASSERT_EQ(cases.size(), expressions().size());
-  for (const Named& n : expressions()) {
+  ASSERT_EQ(cases.size(), test::fusion_cases().size());
+  for (const test::FusionCase& n : test::fusion_cases()) {
     SCOPED_TRACE(n.name);
     const RefCase* c = nullptr;
     for (const RefCase& k : cases)

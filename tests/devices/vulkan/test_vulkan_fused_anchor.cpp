@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "support/fusion_cases.h"
 #include "vulkan_test_support.h"
 
 namespace kiln::test {
@@ -67,6 +68,27 @@ Outcome expect_fused(const Expression& expr, const std::vector<Tensor>& inputs, 
 }
 
 std::size_t bytes(const Shape& s) { return static_cast<std::size_t>(s.numel()) * 4; }
+
+// The scheduler suite's PyTorch cases (tests/data/fusion.json), each in one fused kernel here
+// too. Tolerance: the device's exp, erf and log are within a few ulp of PyTorch's, and the
+// sums run in another order.
+TEST(VulkanFusedAnchor, MatchesPyTorch) {
+  KILN_REQUIRE_VULKAN();
+  const std::vector<RefCase> cases = load_cases("fusion.json");
+  ASSERT_EQ(cases.size(), fusion_cases().size());
+  for (const FusionCase& n : fusion_cases()) {
+    SCOPED_TRACE(n.name);
+    const RefCase* c = nullptr;
+    for (const RefCase& k : cases)
+      if (k.name == n.name) c = &k;
+    ASSERT_NE(c, nullptr);
+    std::vector<Tensor> inputs;
+    for (const Json& j : c->inputs) inputs.push_back(make_tensor(j, vk0()));
+    const Outcome fused = run([&](std::vector<Tensor>& in) { return n.expr(in); }, inputs, true);
+    EXPECT_EQ(fused.fused_kernels, 1u);
+    EXPECT_TRUE(close(fused.values, json_values(c->outputs[0]), Tol{1e-4, 1e-5}));
+  }
+}
 
 TEST(VulkanFusedAnchor, SumOfSquaresInEveryReductionMode) {
   KILN_REQUIRE_VULKAN();
