@@ -212,7 +212,7 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
 }
 
 const std::vector<TileConfig>& tile_configs() {
-  // Large tiles (8x8 or 8x16 per thread) for big products; smaller ones so that mid-sized products
+  // Large tiles (8x8 per thread) for big products; smaller ones so that mid-sized products
   // still fill the GPU; 32x32 for small ones and software devices.
   static const std::vector<TileConfig> configs = {
       {"t128x128x8_8x8", 128, 128, 8, 8, 8}, {"t128x128x16_8x8", 128, 128, 16, 8, 8},
@@ -221,9 +221,6 @@ const std::vector<TileConfig>& tile_configs() {
       {"t32x32x16_4x4", 32, 32, 16, 4, 4},
       {"t128x128x16_8x8_db", 128, 128, 16, 8, 8, 2}, {"t128x64x16_8x8_db", 128, 64, 16, 8, 8, 2},
       {"t64x128x16_8x8_db", 64, 128, 16, 8, 8, 2},   {"t64x64x16_8x8_db", 64, 64, 16, 8, 8, 2},
-      // 128 outputs a thread: fewer shared-memory reads per FMA, for the largest products.
-      {"t128x128x8_8x8_db", 128, 128, 8, 8, 8, 2},   {"t128x256x8_8x16_db", 128, 256, 8, 8, 16, 2},
-      {"t256x128x8_16x8_db", 256, 128, 8, 16, 8, 2},
   };
   return configs;
 }
