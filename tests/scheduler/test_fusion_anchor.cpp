@@ -74,9 +74,7 @@ TEST(FusionAnchor, MatchesPyTorchAndTheUnfusedRun) {
   ASSERT_EQ(cases.size(), test::fusion_cases().size());
   for (const test::FusionCase& n : test::fusion_cases()) {
     SCOPED_TRACE(n.name);
-    const RefCase* c = nullptr;
-    for (const RefCase& k : cases)
-      if (k.name == n.name) c = &k;
+    const RefCase* c = test::find_case(cases, n.name);
     ASSERT_NE(c, nullptr);
     std::vector<Tensor> inputs;
     for (const test::Json& j : c->inputs) inputs.push_back(test::make_tensor(j));

@@ -41,6 +41,12 @@ std::vector<RefCase> cases_for(const std::string& file, const std::string& op) {
   return out;
 }
 
+const RefCase* find_case(const std::vector<RefCase>& cases, const std::string& name) {
+  for (const RefCase& c : cases)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
 DType parse_dtype(const std::string& s) {
   if (s == "f32") return DType::f32;
   if (s == "i64") return DType::i64;

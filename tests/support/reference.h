@@ -32,6 +32,8 @@ struct RefCase {
 std::vector<RefCase> load_cases(const std::string& file);
 // Cases of one file whose "op" is `op`.
 std::vector<RefCase> cases_for(const std::string& file, const std::string& op);
+// The case called `name`, or null.
+const RefCase* find_case(const std::vector<RefCase>& cases, const std::string& name);
 
 DType parse_dtype(const std::string& s);
 Shape json_shape(const Json& t);

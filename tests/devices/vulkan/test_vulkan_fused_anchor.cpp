@@ -78,9 +78,7 @@ TEST(VulkanFusedAnchor, MatchesPyTorch) {
   ASSERT_EQ(cases.size(), fusion_cases().size());
   for (const FusionCase& n : fusion_cases()) {
     SCOPED_TRACE(n.name);
-    const RefCase* c = nullptr;
-    for (const RefCase& k : cases)
-      if (k.name == n.name) c = &k;
+    const RefCase* c = find_case(cases, n.name);
     ASSERT_NE(c, nullptr);
     std::vector<Tensor> inputs;
     for (const Json& j : c->inputs) inputs.push_back(make_tensor(j, vk0()));
