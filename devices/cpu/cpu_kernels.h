@@ -25,7 +25,6 @@ void register_linalg_kernels(KernelTable& t);
 void register_layout_kernels(KernelTable& t);
 void register_index_kernels(KernelTable& t);
 
-
 template <class T> T* out_ptr(const KernelArgs& a, std::size_t i) { return static_cast<T*>(a.outputs[i]->data()); }
 template <class T> const T* in_ptr(const KernelArgs& a, std::size_t i) {
   return static_cast<const T*>(a.inputs[i]->data());

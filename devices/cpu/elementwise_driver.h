@@ -86,7 +86,7 @@ class ElementwiseWalk {
   };
   static Layout collapse(const Shape& out, std::span<const EwOperand> operands);
   void run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t begin, std::int64_t end, EwTileFn fn,
-                 const void* ctx, Prefetch prefetch) const;
+                 const void* ctx, Prefetch hint) const;
 
   Layout layout_;
   std::span<const EwOperand> operands_;  // the caller's, alive while the walk is
