@@ -49,6 +49,7 @@ std::string FusedExpr::structure_key() const {
     const OpIr& op = a->op;
     put(0xA0000000u | static_cast<std::uint32_t>(op.kind) | (a->keep_result ? 1u << 16 : 0u) |
         (op.attrs.keepdim ? 1u << 17 : 0u));
+    put(static_cast<std::uint32_t>(op.attrs.dim));  // softmax's
     put(static_cast<std::uint32_t>(op.attrs.ints.size()));
     for (std::int64_t d : op.attrs.ints) put(static_cast<std::uint32_t>(d));
     for (const TensorIr& t : op.inputs) {
@@ -109,6 +110,11 @@ bool anchors_prologue(const OpIr& op) {
     case OpKind::prod:
     case OpKind::max:
     case OpKind::min:
+    case OpKind::var:
+    case OpKind::std:
+    case OpKind::logsumexp:
+    case OpKind::softmax:
+    case OpKind::log_softmax:
       return op.inputs.size() == 1 && op.inputs[0].dtype == DType::f32 && op.outputs.size() == 1 &&
              op.outputs[0].dtype == DType::f32;
     default:

@@ -85,17 +85,6 @@ void truth_kernel(const OpIr& op, const KernelArgs& a) {
   }
 }
 
-// Pulls values from a ReduceSource: the driver's staged prologue form, never reading x.
-struct SourceInput {
-  using In = float;
-  using Value = float;
-  static constexpr bool kStaged = true;
-  const ReduceSource* source;
-  void operator()(const float*, std::int64_t at, float* y, std::int64_t n, std::int64_t, std::int64_t) const {
-    source->fill(at, y, n);
-  }
-};
-
 // The f32 forms of sum, mean, prod, max and min on prologue p; the kernels above use the same
 // reducers and finishes.
 template <class P>
@@ -114,16 +103,19 @@ void plain_f32(const OpIr& op, const P& p, const float* x, float* y, const Reduc
 }  // namespace
 
 void reduce_from_source(const OpIr& op, const ReduceSource& source, float* y) {
+  const bool statistic = op.kind == OpKind::var || op.kind == OpKind::std || op.kind == OpKind::logsumexp;
+  if (op.kind == OpKind::softmax || op.kind == OpKind::log_softmax) return softmax_f32(op, &source, nullptr, y);
   const ReduceLayout layout = plan_reduce_layout(op.inputs[0].shape, reduced_dims(op));
   if (!layout.needs_gather) {
-    plain_f32(op, SourceInput{&source}, nullptr, y, layout.geometry);
-    return;
+    if (statistic) return stats_f32(op, &source, nullptr, y, layout.geometry);
+    return plain_f32(op, SourceInput{&source}, nullptr, y, layout.geometry);
   }
   // Reduced dims that are not adjacent: the values are gathered into rows first anyway.
   std::vector<float> values(static_cast<std::size_t>(op.inputs[0].numel()));
   source.fill(0, values.data(), op.inputs[0].numel());
   std::vector<float> rows(values.size());
   gather_reduced_last(values.data(), rows.data(), layout);
+  if (statistic) return stats_f32(op, nullptr, rows.data(), y, layout.geometry);
   plain_f32(op, PlainInput<float>{}, rows.data(), y, layout.geometry);
 }
 

@@ -129,7 +129,7 @@ void with_canonical_input(const OpIr& op, const KernelArgs& a, Fn&& fn) {
   fn(static_cast<const T*>(scratch.data()), layout.geometry);
 }
 
-// The input of a plain reduction computed as it is read: a fused prologue (fused_anchor.cpp).
+// The input of a reduction computed as it is read: a fused prologue (fused_anchor.cpp).
 class ReduceSource {
  public:
   virtual ~ReduceSource() = default;
@@ -137,10 +137,65 @@ class ReduceSource {
   virtual void fill(std::int64_t at, float* dst, std::int64_t n) const = 0;
 };
 
-// Runs the plain f32 reduction `op` (sum, mean, prod, max or min: anchors_prologue) with its
-// input pulled from `source` a piece at a time, writing y. The arithmetic is the unfused
-// kernel's, so fused and unfused results agree bit for bit.
+// Pulls values from a ReduceSource: the driver's staged prologue form, never reading x.
+struct SourceInput {
+  using In = float;
+  using Value = float;
+  static constexpr bool kStaged = true;
+  const ReduceSource* source;
+  void operator()(const float*, std::int64_t at, float* y, std::int64_t n, std::int64_t, std::int64_t) const {
+    source->fill(at, y, n);
+  }
+};
+
+// A staged prologue on memory (Inner) applied to values pulled from a ReduceSource: a
+// statistic's second pass ((x - mean)^2, exp(x - max)) over a fused prologue. The driver asks
+// for at most kTile elements at a time.
+template <class Inner>
+struct PulledInput {
+  using In = float;
+  using Value = typename Inner::Value;
+  static constexpr bool kStaged = true;
+  const ReduceSource* source;
+  Inner inner;
+  void operator()(const float*, std::int64_t at, Value* y, std::int64_t n, std::int64_t k,
+                  std::int64_t k_stride) const {
+    alignas(64) float v[kTile];
+    source->fill(at, v, n);
+    inner(v, 0, y, n, k, k_stride);
+  }
+};
+
+// Where an f32 reduction reads its input: the canonical view in memory (x), or a source (x is
+// null). plain() is the prologue that reads values as they are, staged(p) runs a staged
+// prologue p on them. Kernels templated on the reader run the same arithmetic either way, so
+// fused and unfused results agree bit for bit.
+struct MemoryReader {
+  PlainInput<float> plain() const { return {}; }
+  template <class P>
+  P staged(const P& p) const {
+    return p;
+  }
+};
+struct SourceReader {
+  const ReduceSource* source;
+  SourceInput plain() const { return {source}; }
+  template <class P>
+  PulledInput<P> staged(const P& p) const {
+    return {source, p};
+  }
+};
+
+// Runs the f32 op `op` (any anchors_prologue op) with its input pulled from `source` a piece at
+// a time, writing y. The arithmetic is the unfused kernel's, so fused and unfused results agree
+// bit for bit.
 void reduce_from_source(const OpIr& op, const ReduceSource& source, float* y);
+
+// The f32 statistics (var, std, logsumexp) and softmax / log_softmax on the canonical view
+// g: from memory x when source is null, else from source (x null). reduce_stats.cpp and
+// reduce_softmax.cpp.
+void stats_f32(const OpIr& op, const ReduceSource* source, const float* x, float* y, const ReduceGeometry& g);
+void softmax_f32(const OpIr& op, const ReduceSource* source, const float* x, float* y);
 
 // Registration of the kernels that live in other reduce_*.cpp files.
 void register_reduce_arg_kernels(KernelTable& t);

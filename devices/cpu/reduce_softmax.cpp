@@ -4,7 +4,8 @@
 // last pass through a row buffer and non-temporal stores, as elementwise kernels do
 // (elementwise_driver.h: should_stream). Columns: the same three passes over a tile of the inner
 // dim. The output may be the input's buffer: every pass reads element k before it writes
-// element k, and later passes read only what earlier ones wrote.
+// element k, and later passes read only what earlier ones wrote. Under a fused prologue the
+// input is pulled from it: a row at a time into a row buffer, or a tile row per pass.
 #include <algorithm>
 #include <vector>
 
@@ -33,30 +34,44 @@ void softmax_row(const float* x, float* y, std::int64_t n, float* buf) {
                 static_cast<std::size_t>(n) * sizeof(float));
 }
 
+// Row r of the tile whose first element is `base`, w elements: from memory, or pulled from a
+// fused prologue into `tmp`.
+struct TileRows {
+  const ReduceSource* source;
+  const float* x;
+  std::int64_t inner;
+  const float* row(std::int64_t base, std::int64_t r, std::int64_t w, float* tmp) const {
+    if (!source) return x + base + r * inner;
+    source->fill(base + r * inner, tmp, w);
+    return tmp;
+  }
+};
+
 // Columns [j0, j0 + w) of output row o.
 template <bool kLog>
-void softmax_col_tile(const float* x, float* y, const ReduceGeometry& g, std::int64_t o, std::int64_t j0,
+void softmax_col_tile(const TileRows& in, float* y, const ReduceGeometry& g, std::int64_t o, std::int64_t j0,
                       std::int64_t w) {
-  alignas(64) float m[kTile], s[kTile], buf[kTile];
+  alignas(64) float m[kTile], s[kTile], buf[kTile], tmp[kTile];
   const ExtremumReducer<float, true> max_of;
   const std::int64_t base = o * g.extent * g.inner + j0;
-  std::copy(x + base, x + base + w, m);
+  const float* first = in.row(base, 0, w, tmp);
+  std::copy(first, first + w, m);
   for (std::int64_t r = 1; r < g.extent; ++r) {
-    const float* row = x + base + r * g.inner;
+    const float* row = in.row(base, r, w, tmp);
     for (std::int64_t j = 0; j < w; ++j) m[j] = max_of.step(m[j], row[j]);
   }
   std::fill(s, s + w, 0.0f);
   for (std::int64_t r = 0; r < g.extent; ++r) {
-    const std::int64_t off = base + r * g.inner;
-    float* e = kLog ? buf : y + off;
-    exp_shifted(x + off, m, 1, e, w);
+    float* e = kLog ? buf : y + base + r * g.inner;
+    exp_shifted(in.row(base, r, w, tmp), m, 1, e, w);
     for (std::int64_t j = 0; j < w; ++j) s[j] += e[j];
   }
   if constexpr (kLog) {
     for (std::int64_t j = 0; j < w; ++j) s[j] = std::log(s[j]);
     for (std::int64_t r = 0; r < g.extent; ++r) {
-      const std::int64_t off = base + r * g.inner;
-      for (std::int64_t j = 0; j < w; ++j) y[off + j] = (x[off + j] - m[j]) - s[j];
+      const float* row = in.row(base, r, w, tmp);
+      float* out = y + base + r * g.inner;
+      for (std::int64_t j = 0; j < w; ++j) out[j] = (row[j] - m[j]) - s[j];
     }
   } else {
     for (std::int64_t j = 0; j < w; ++j) s[j] = 1.0f / s[j];
@@ -67,35 +82,57 @@ void softmax_col_tile(const float* x, float* y, const ReduceGeometry& g, std::in
   }
 }
 
+// x, or the source when it is set (x null then).
 template <bool kLog>
-void softmax_kernel(const OpIr& op, const KernelArgs& a) {
-  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
+void softmax_along(const OpIr& op, const ReduceSource* source, const float* x, float* y) {
   const ReduceGeometry g = geometry_along_dim(op.inputs[0].shape, static_cast<int>(op.attrs.dim));
   if (g.outer * g.extent * g.inner == 0) return;
-  const float* x = in_ptr<float>(a, 0);
-  float* y = out_ptr<float>(a, 0);
   if (g.inner == 1) {
-    const EwOperand input{x, DType::f32, DType::f32, op.inputs[0].shape};
-    const bool stream = should_stream(y, static_cast<std::size_t>(g.outer * g.extent) * sizeof(float), {&input, 1});
+    // A fused prologue is pulled a row at a time into a row buffer; the row is then read as x.
+    std::vector<EwOperand> operands;
+    if (!source) operands.push_back(EwOperand{x, DType::f32, DType::f32, op.inputs[0].shape});
+    const bool stream = should_stream(y, static_cast<std::size_t>(g.outer * g.extent) * sizeof(float), operands);
     parallel_for(g.outer, detail::grain_for(g.extent), [&](std::int64_t b, std::int64_t e) {
-      std::vector<float> buf(stream ? static_cast<std::size_t>(g.extent) : 0);  // one per task, not per row
-      for (std::int64_t o = b; o < e; ++o)
-        softmax_row<kLog>(x + o * g.extent, y + o * g.extent, g.extent, stream ? buf.data() : nullptr);
+      // One per task, not per row.
+      std::vector<float> buf(stream ? static_cast<std::size_t>(g.extent) : 0);
+      std::vector<float> pulled(source ? static_cast<std::size_t>(g.extent) : 0);
+      for (std::int64_t o = b; o < e; ++o) {
+        const float* row = x + o * g.extent;
+        if (source) {
+          source->fill(o * g.extent, pulled.data(), g.extent);
+          row = pulled.data();
+        }
+        softmax_row<kLog>(row, y + o * g.extent, g.extent, stream ? buf.data() : nullptr);
+      }
       if (stream) stream_fence();
     });
     return;
   }
+  const TileRows in{source, x, g.inner};
   const std::int64_t tiles = detail::ceil_div(g.inner, kTile);
   parallel_for(g.outer * tiles, detail::grain_for(g.extent * std::min(g.inner, kTile)),
                [&](std::int64_t b, std::int64_t e) {
                  for (std::int64_t t = b; t < e; ++t) {
                    const std::int64_t o = t / tiles, j0 = (t % tiles) * kTile;
-                   softmax_col_tile<kLog>(x, y, g, o, j0, std::min(kTile, g.inner - j0));
+                   softmax_col_tile<kLog>(in, y, g, o, j0, std::min(kTile, g.inner - j0));
                  }
                });
 }
 
+template <bool kLog>
+void softmax_kernel(const OpIr& op, const KernelArgs& a) {
+  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
+  softmax_along<kLog>(op, nullptr, in_ptr<float>(a, 0), out_ptr<float>(a, 0));
+}
+
 }  // namespace
+
+void softmax_f32(const OpIr& op, const ReduceSource* source, const float* x, float* y) {
+  if (op.kind == OpKind::log_softmax)
+    softmax_along<true>(op, source, x, y);
+  else
+    softmax_along<false>(op, source, x, y);
+}
 
 void register_reduce_softmax_kernels(KernelTable& t) {
   t.set(OpKind::softmax, softmax_kernel<false>);

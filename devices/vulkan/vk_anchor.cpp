@@ -26,11 +26,20 @@ class AnchoredKernel final : public CompiledKernel {
 
 // Whether the anchor's kernel takes the group in; the answer depends only on the structure
 // (the key holds the reduced dims and which dims are 1, which decide a gather).
+// The statistics and softmax run their unfused kernels between a materialized prologue and
+// the epilogue (AnchoredSteps): their kernels take no fusion hooks yet.
 bool in_kernel(const FusedExpr& expr) {
   const FusedAnchor& a = *expr.anchored();
-  if (a.op.kind == OpKind::matmul) return a.prologue.empty() && anchors_epilogue(a.op);
-  if (!anchors_prologue(a.op)) return false;
-  return !a.prologue_expr() || reduce::ungathered_geometry(a.op).has_value();
+  switch (a.op.kind) {
+    case OpKind::matmul: return a.prologue.empty() && anchors_epilogue(a.op);
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::prod:
+    case OpKind::max:
+    case OpKind::min:
+      return anchors_prologue(a.op) && (!a.prologue_expr() || reduce::ungathered_geometry(a.op).has_value());
+    default: return false;
+  }
 }
 
 // The inputs of the epilogue: input 0 (the anchor's value) is computed, the rest are read.

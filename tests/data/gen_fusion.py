@@ -22,6 +22,9 @@ b = torch.randn(24)
 r = torch.randn(5, 24)
 eps = 1e-5
 
+res = torch.randn(5, 37)
+keep = (torch.rand(5, 37) > 0.3).float()
+mask = torch.randn(37)
 mu = x.mean(-1, keepdim=True)
 m = x.max(-1, keepdim=True).values
 cases = [
@@ -32,6 +35,12 @@ cases = [
          (x - m).exp().sum(1).log() + m.squeeze(1)),
     case("max_of_exp", "max(exp(x) - 1, dim 1)", [x], ((x.exp() - 1).max(1).values)),
     case("linear_relu", "relu(x @ w + b)", [x, w, b], torch.relu(x @ w + b)),
+    case("layernorm_var", "var(x + res, dim 1, correction 0)", [x, res], (x + res).var(1, unbiased=False)),
+    case("std_of_affine", "std(x * 2 - 1, dim 0)", [x], (x * 2 - 1).std(0)),
+    case("logsumexp_of_scaled", "logsumexp(x * 0.5, dim 1)", [x], torch.logsumexp(x * 0.5, 1)),
+    case("attention_softmax", "softmax(x * 0.125 + mask, dim 1)", [x, mask], torch.softmax(x * 0.125 + mask, 1)),
+    case("log_softmax_columns", "log_softmax(x - 1, dim 0)", [x], torch.log_softmax(x - 1, 0)),
+    case("softmax_dropout", "softmax(x * 0.5, dim 1) * keep", [x, keep], torch.softmax(x * 0.5, 1) * keep),
     case("linear_gelu_residual", "gelu_chain(x @ w + b) + r", [x, w, b, r], gelu_chain(x @ w + b) + r),
 ]
 write("fusion", cases)

@@ -114,6 +114,38 @@ TEST(FusionAnchor, EveryKernelPathEqualsTheUnfusedRun) {
   }
 }
 
+// The two-pass statistics and softmax pull their input from the prologue on each pass; every
+// path of their kernels (rows split into blocks, columns, a gather, rows long enough for
+// streaming stores, column tiles wider than one tile) equals the unfused run bit for bit.
+TEST(FusionAnchor, StatisticsAndSoftmaxTakeAPrologueOnEveryPath) {
+  Generator gen(16);
+  struct StatCase {
+    Shape shape;
+    std::vector<std::int64_t> dims;
+  };
+  for (const StatCase& c : {StatCase{Shape{3, 40000}, {1}}, StatCase{Shape{9, 13}, {1}}, StatCase{Shape{300, 70}, {0}},
+                            StatCase{Shape{6, 7, 5}, {0, 2}}}) {
+    SCOPED_TRACE(c.shape.str());
+    const std::vector<Tensor> in = {randn(c.shape, gen)};
+    const std::vector<std::int64_t> dims = c.dims;
+    expect_fused([dims](const std::vector<Tensor>& x) { return var(add(x[0], 0.5), dims); }, in, 2);
+    expect_fused([dims](const std::vector<Tensor>& x) { return std(mul(x[0], 3.0), dims, 0.0); }, in, 2);
+    expect_fused([dims](const std::vector<Tensor>& x) { return logsumexp(mul(x[0], 2.0), dims); }, in, 2);
+  }
+  struct AlongCase {
+    Shape shape;
+    std::int64_t dim;
+  };
+  for (const AlongCase& c : {AlongCase{Shape{9, 13}, 1}, AlongCase{Shape{520, 4100}, 1}, AlongCase{Shape{300, 70}, 0},
+                             AlongCase{Shape{3, 20, 1500}, 1}}) {
+    SCOPED_TRACE(c.shape.str());
+    const std::vector<Tensor> in = {randn(c.shape, gen), randn(c.shape, gen)};
+    const std::int64_t dim = c.dim;
+    expect_fused([dim](const std::vector<Tensor>& x) { return softmax(add(mul(x[0], 0.5), x[1]), dim); }, in, 3);
+    expect_fused([dim](const std::vector<Tensor>& x) { return log_softmax(add(mul(x[0], 0.5), x[1]), dim); }, in, 3);
+  }
+}
+
 // A value someone still holds is written (and the prologue is then not fused: the reduction
 // reads it from memory); a kept reduction result is written beside its epilogue's.
 TEST(FusionAnchor, HeldValuesAreStillWritten) {

@@ -34,6 +34,15 @@ inline const std::vector<FusionCase>& fusion_cases() {
          return add(log(std::move(s)), reshape(in[1], {5}));
        }},
       {"max_of_exp", 3, [](const std::vector<Tensor>& in) { return max(sub(exp(in[0]), 1.0), {1}); }},
+      {"layernorm_var", 2,
+       [](const std::vector<Tensor>& in) { return var(add(in[0], in[1]), {1}, /*correction=*/0.0); }},
+      {"std_of_affine", 3, [](const std::vector<Tensor>& in) { return std(sub(mul(in[0], 2.0), 1.0), {0}); }},
+      {"logsumexp_of_scaled", 2, [](const std::vector<Tensor>& in) { return logsumexp(mul(in[0], 0.5), {1}); }},
+      {"attention_softmax", 3,
+       [](const std::vector<Tensor>& in) { return softmax(add(mul(in[0], 0.125), in[1]), 1); }},
+      {"log_softmax_columns", 2, [](const std::vector<Tensor>& in) { return log_softmax(sub(in[0], 1.0), 0); }},
+      {"softmax_dropout", 3,  // a prologue and an epilogue
+       [](const std::vector<Tensor>& in) { return mul(softmax(mul(in[0], 0.5), 1), in[1]); }},
       {"linear_relu", 3, [](const std::vector<Tensor>& in) { return relu(add(matmul(in[0], in[1]), in[2])); }},
       {"linear_gelu_residual", 8,
        [](const std::vector<Tensor>& in) { return add(gelu_chain(add(matmul(in[0], in[1]), in[2])), in[3]); }},
