@@ -32,6 +32,27 @@ void softmax_rows(benchmark::State& state, Device device) {
   set_bytes(state, 8.0 * kRows * kCols);
 }
 
+// softmax(x * 0.125 + mask) as attention writes it: the scale and the mask fuse into the
+// softmax as its prologue. Bytes: x read and y written (the [1024] mask stays in cache).
+void attention_softmax(benchmark::State& state, Device device) {
+  constexpr std::int64_t kRows = 4096, kCols = 1024;
+  Generator gen(6);
+  const Tensor x = randn(Shape{kRows, kCols}, gen, {DType::f32, device});
+  const Tensor mask = randn(Shape{kCols}, gen, {DType::f32, device});
+  auto step = [&] { return softmax(add(mul(x, 0.125), mask), -1); };
+  {
+    Tensor warm = step();
+    wait(device);
+  }
+  CounterDelta delta(device);
+  for (auto _ : state) {
+    Tensor y = step();
+    wait(device);
+  }
+  delta.report(state);
+  set_bytes(state, 8.0 * kRows * kCols);
+}
+
 void sum_squares(benchmark::State& state, Device device) {
   Generator gen(5);
   const Tensor x = randn(Shape{kBigN}, gen, {DType::f32, device});
@@ -48,6 +69,7 @@ void register_reduce(Device device) {
   apply(benchmark::RegisterBenchmark("softmax_rows", softmax_rows, device), {});
   apply(benchmark::RegisterBenchmark("sum_all", sum_all, device), {});
   apply(benchmark::RegisterBenchmark("sum_squares", sum_squares, device), {});
+  apply(benchmark::RegisterBenchmark("attention_softmax", attention_softmax, device), {});
 }
 
 }  // namespace kiln::bench

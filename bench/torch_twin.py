@@ -67,6 +67,12 @@ def softmax_rows(dev):
     return lambda: torch.softmax(x, -1)
 
 
+def attention_softmax(dev):
+    x = torch.randn(4096, 1024, device=dev)
+    mask = torch.randn(1024, device=dev)
+    return lambda: torch.softmax(x * 0.125 + mask, -1)
+
+
 def sum_all(dev):
     x = torch.randn(BIG_N, device=dev)
     return lambda: x.sum().item()
@@ -138,6 +144,7 @@ WORKLOADS = {
     "softmax_rows": ("GB/s", 8 * 4096 * 1024, Policy(), softmax_rows),
     "sum_all": ("GB/s", 4 * BIG_N, Policy(), sum_all),
     "sum_squares": ("GB/s", 4 * BIG_N, Policy(), sum_squares),
+    "attention_softmax": ("GB/s", 8 * 4096 * 1024, Policy(), attention_softmax),
     **{f"matmul_{n}": ("GFLOP/s", 2 * n**3, p, matmul(n)) for n, p in MATMUL_POLICY.items()},
     "matmul_4096_f16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.float16)),
     "matmul_4096_bf16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.bfloat16)),

@@ -26,19 +26,27 @@ class AnchoredKernel final : public CompiledKernel {
 
 // Whether the anchor's kernel takes the group in; the answer depends only on the structure
 // (the key holds the reduced dims and which dims are 1, which decide a gather).
-// The statistics and softmax run their unfused kernels between a materialized prologue and
-// the epilogue (AnchoredSteps): their kernels take no fusion hooks yet.
+bool along_dim(const OpIr& op) { return op.kind == OpKind::softmax || op.kind == OpKind::log_softmax; }
+
+// Whether the anchor's kernel takes the group in; the answer depends only on the structure
+// (the key holds the reduced dims and which dims are 1, which decide a gather). Softmax never
+// gathers; a dims reduction's prologue needs its reduced dims adjacent.
 bool in_kernel(const FusedExpr& expr) {
   const FusedAnchor& a = *expr.anchored();
-  switch (a.op.kind) {
-    case OpKind::matmul: return a.prologue.empty() && anchors_epilogue(a.op);
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::prod:
-    case OpKind::max:
-    case OpKind::min:
-      return anchors_prologue(a.op) && (!a.prologue_expr() || reduce::ungathered_geometry(a.op).has_value());
-    default: return false;
+  if (a.op.kind == OpKind::matmul) return a.prologue.empty() && anchors_epilogue(a.op);
+  if (!anchors_prologue(a.op)) return false;
+  return along_dim(a.op) || !a.prologue_expr() || reduce::ungathered_geometry(a.op).has_value();
+}
+
+// The reduce driver's spec of an anchor (anchors_prologue).
+reduce::ReduceSpec anchor_spec(const OpIr& op) {
+  switch (op.kind) {
+    case OpKind::var:
+    case OpKind::std:
+    case OpKind::logsumexp: return reduce::stat_spec(op);
+    case OpKind::softmax:
+    case OpKind::log_softmax: return reduce::softmax_spec(op);
+    default: return reduce::plain_spec(op);
   }
 }
 
@@ -87,7 +95,7 @@ void run_reduction_group(VulkanDevice& dev, const AnchoredKernel& k, const Fused
   const FusedAnchor& a = *expr.anchored();
   const FusedExpr* p = a.prologue_expr();
   const FusedArgLayout layout = fused_arg_layout(expr);
-  const reduce::ReduceSpec spec = reduce::plain_spec(a.op);
+  const reduce::ReduceSpec spec = anchor_spec(a.op);
   reduce::ReduceFusion f;
   f.key = k.key;
   f.prologue = p != nullptr;
@@ -100,7 +108,11 @@ void run_reduction_group(VulkanDevice& dev, const AnchoredKernel& k, const Fused
   }
   if (f.epilogue) push_epilogue_args(f.args, expr, args, layout);
   const Buffer* y = a.keep_result ? args.outputs[layout.result] : nullptr;
-  if (p) {
+  if (along_dim(a.op)) {
+    const Buffer* x = p ? nullptr : args.inputs[layout.operands];
+    reduce::run_reduction(dev, op_name(a.op.kind), spec, x, y,
+                          reduce::geometry_along_dim(a.op, static_cast<int>(a.op.attrs.dim)), &f);
+  } else if (p) {
     reduce::run_reduction(dev, op_name(a.op.kind), spec, nullptr, y, *reduce::ungathered_geometry(a.op), &f);
   } else {
     const reduce::CanonicalInput c = reduce::canonical_input(dev, a.op, *args.inputs[layout.operands]);

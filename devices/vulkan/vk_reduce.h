@@ -56,10 +56,11 @@ struct ReduceSpec {
   std::vector<float> params;
 };
 
-// An anchored group's prologue and epilogue taken into a dims reduction's kernels (vk_anchor.cpp
+// An anchored group's prologue and epilogue taken into a reduction's kernels (vk_anchor.cpp
 // writes them). `glsl` defines fused_init(), called first, and as each is present:
 //   float prologue(uint i)         the input's element i (canonical == row-major), in place of a load;
-//   void epilogue(uint k, YT y)    applied to output k's value y, in place of its store.
+//   void epilogue(uint k, YT y)    applied to output k's value y, in place of its store (under a
+//                                  rewrite spec, k is the element's row-major index).
 // Its parameters are `args`, placed after the spec's params (at word 8 + params.size()).
 struct ReduceFusion {
   std::string key;  // names the GLSL (the expression's structure key)
@@ -80,6 +81,10 @@ ReduceSpec plain_spec(const OpIr& op);
 
 // The running (max, sum of exp(x - max)) of logsumexp and softmax, without finish or rewrite.
 ReduceSpec logsumexp_spec(DType in);
+// The specs of var, std and logsumexp (vk_reduce_stats.cpp), and of softmax and log_softmax
+// (vk_reduce_softmax.cpp: a rewrite spec over geometry_along_dim).
+ReduceSpec stat_spec(const OpIr& op);
+ReduceSpec softmax_spec(const OpIr& op);
 
 // The device address of b, or 0 for an empty buffer (which has no memory behind it).
 inline std::uint64_t address_or_null(const Buffer& b) { return b.bytes() ? VulkanDevice::address(b) : 0; }

@@ -137,11 +137,11 @@ void main() {
     } else {
 #if defined(REWRITE) && defined(VEC4)
       for (uint r = 4u * lid; r < extent; r += 4u * WG) {
-        vec4 v = xs4.v[(base + r) >> 2];
-        ys4.v[(base + r) >> 2] = vec4(acc_rewrite(v.x, acc), acc_rewrite(v.y, acc), acc_rewrite(v.z, acc), acc_rewrite(v.w, acc));
+        vec4 v = load_x4(base + r);
+        put_y4(base + r, vec4(acc_rewrite(v.x, acc), acc_rewrite(v.y, acc), acc_rewrite(v.z, acc), acc_rewrite(v.w, acc)));
       }
 #elif defined(REWRITE)
-      for (uint r = lid; r < extent; r += WG) store_y(base + r, acc_rewrite(load_x(base + r), acc));
+      for (uint r = lid; r < extent; r += WG) put_y(base + r, acc_rewrite(load_x(base + r), acc));
 #else
       if (lid == 0u) finish_y(o, acc);
 #endif
@@ -158,7 +158,7 @@ void main() {
       part.v[t] = acc;
     } else {
 #ifdef REWRITE
-      for (uint r = 0u; r < extent; ++r) store_y(base + r * inner, acc_rewrite(load_x(base + r * inner), acc));
+      for (uint r = 0u; r < extent; ++r) put_y(base + r * inner, acc_rewrite(load_x(base + r * inner), acc));
 #else
       finish_y(k, acc);
 #endif
@@ -194,7 +194,7 @@ void main() {
     KILN_FOR_EACH(t, slab) {
       uint i = inner == 1u ? 0u : t % inner;
       uint idx = o * slab + t;
-      store_y(idx, acc_rewrite(load_x(idx), part.v[o * inner + i]));
+      put_y(idx, acc_rewrite(load_x(idx), part.v[o * inner + i]));
     }
   }
 #endif
@@ -219,7 +219,20 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
                   : "vec4 load_x4(uint i) { return xs4.v[i >> 2]; }\n";
   }
   s += "void store_y(uint i, YT v) { " + glsl_store(spec.out, "ys", "i", "v") + " }\n";
-  if (spec.rewrite) return s;
+  if (spec.rewrite) {
+    // Every element of the output: stored, and under an epilogue handed to it.
+    s += "void put_y(uint i, YT v) {\n";
+    if (!fusion || fusion->store_result) s += "  store_y(i, v);\n";
+    if (fusion && fusion->epilogue) s += "  epilogue(i, v);\n";
+    s += "}\n";
+    if (vec4) {
+      const bool per_element = fusion && fusion->epilogue;
+      s += per_element ? "void put_y4(uint i, vec4 v) { put_y(i, v.x); put_y(i + 1u, v.y); put_y(i + 2u, v.z); "
+                         "put_y(i + 3u, v.w); }\n"
+                       : "void put_y4(uint i, vec4 v) { ys4.v[i >> 2] = v; }\n";
+    }
+    return s;
+  }
   s += "void finish_y(uint k, ACC a) {\n  YT y = acc_finish(a);\n";
   if (!fusion || fusion->store_result) s += "  store_y(k, y);\n";
   if (fusion && fusion->epilogue) s += "  epilogue(k, y);\n";
@@ -322,7 +335,7 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
     launch_mode(dev, name, spec, Mode::combine_thread, a, groups_for(outputs, kGroup), fusion);
   if (spec.rewrite) {
     const std::uint64_t slab = std::uint64_t{g.extent} * g.inner;
-    launch_mode(dev, name, spec, Mode::rewrite, a, {groups_for(slab, kGroup)[0], capped(g.outer), 1}, nullptr);
+    launch_mode(dev, name, spec, Mode::rewrite, a, {groups_for(slab, kGroup)[0], capped(g.outer), 1}, fusion);
   }
 }
 

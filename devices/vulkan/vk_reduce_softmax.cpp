@@ -12,25 +12,29 @@ namespace kiln::vk::reduce {
 
 namespace {
 
-template <bool kLog>
 void softmax_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
-  ReduceSpec s = logsumexp_spec(DType::f32);
-  s.key = kLog ? "log_softmax" : "softmax";
-  s.rewrite = true;
-  // An infinite max makes torch's sum exp(x - max) NaN (inf - inf), and so every result.
-  s.functions += "float lse_sum(ACC a) { return a.m == kiln_inf() ? kiln_nan() : a.s; }\n";
-  s.functions += kLog ? "YT acc_rewrite(XT x, ACC a) { return (x - a.m) - kiln_log(lse_sum(a)); }\n"
-                      : "YT acc_rewrite(XT x, ACC a) { return kiln_exp(x - a.m) * (1.0 / lse_sum(a)); }\n";
-  const Geometry g = geometry_along_dim(op, static_cast<int>(op.attrs.dim));
-  run_reduction(dev, op_name(op.kind), s, args.inputs[0], args.outputs[0], g);
+  run_reduction(dev, op_name(op.kind), softmax_spec(op), args.inputs[0], args.outputs[0],
+                geometry_along_dim(op, static_cast<int>(op.attrs.dim)));
 }
 
 }  // namespace
 
+ReduceSpec softmax_spec(const OpIr& op) {
+  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
+  const bool log = op.kind == OpKind::log_softmax;
+  ReduceSpec s = logsumexp_spec(DType::f32);
+  s.key = log ? "log_softmax" : "softmax";
+  s.rewrite = true;
+  // An infinite max makes torch's sum exp(x - max) NaN (inf - inf), and so every result.
+  s.functions += "float lse_sum(ACC a) { return a.m == kiln_inf() ? kiln_nan() : a.s; }\n";
+  s.functions += log ? "YT acc_rewrite(XT x, ACC a) { return (x - a.m) - kiln_log(lse_sum(a)); }\n"
+                     : "YT acc_rewrite(XT x, ACC a) { return kiln_exp(x - a.m) * (1.0 / lse_sum(a)); }\n";
+  return s;
+}
+
 void register_softmax_kernels(KernelTable& t) {
-  t.set(OpKind::softmax, softmax_kernel<false>);
-  t.set(OpKind::log_softmax, softmax_kernel<true>);
+  t.set(OpKind::softmax, softmax_kernel);
+  t.set(OpKind::log_softmax, softmax_kernel);
 }
 
 }  // namespace kiln::vk::reduce

@@ -39,29 +39,9 @@ YT acc_finish(ACC a) {
 }
 )";
 
-void variance_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
-  std::int64_t count = 1;
-  for (std::int64_t d : op.attrs.ints) count *= op.inputs[0].shape[static_cast<int>(d)];
-  ReduceSpec s;
-  s.key = "welford";
-  s.in = s.out = DType::f32;
-  s.acc = "Welford";
-  s.acc_decl = "struct Welford { uint n; float mean; float m2; };\n";
-  s.acc_bytes = 12;
-  s.functions = kWelford;
-  // torch: the divisor is clamped at 0, so a correction >= count gives inf (or nan for 0 / 0).
-  s.params = {static_cast<float>(std::max(0.0, static_cast<double>(count) - op.attrs.scalar)),
-              op.kind == OpKind::std ? 1.0f : 0.0f};
+void stat_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const CanonicalInput c = canonical_input(dev, op, *args.inputs[0]);
-  run_reduction(dev, op_name(op.kind), s, c.buffer, args.outputs[0], c.geometry);
-}
-
-void logsumexp_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  ReduceSpec s = logsumexp_spec(op.inputs[0].dtype);
-  s.functions += "YT acc_finish(ACC a) { return (kiln_isinf(a.m) || kiln_isnan(a.m)) ? a.m : kiln_log(a.s) + a.m; }\n";
-  const CanonicalInput c = canonical_input(dev, op, *args.inputs[0]);
-  run_reduction(dev, op_name(op.kind), s, c.buffer, args.outputs[0], c.geometry);
+  run_reduction(dev, op_name(op.kind), stat_spec(op), c.buffer, args.outputs[0], c.geometry);
 }
 
 }  // namespace
@@ -97,10 +77,31 @@ ACC acc_step(ACC a, XT x_in, uint r) {
   return s;
 }
 
+ReduceSpec stat_spec(const OpIr& op) {
+  if (op.kind == OpKind::logsumexp) {
+    ReduceSpec s = logsumexp_spec(op.inputs[0].dtype);
+    s.functions +=
+        "YT acc_finish(ACC a) { return (kiln_isinf(a.m) || kiln_isnan(a.m)) ? a.m : kiln_log(a.s) + a.m; }\n";
+    return s;
+  }
+  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
+  std::int64_t count = 1;
+  for (std::int64_t d : op.attrs.ints) count *= op.inputs[0].shape[static_cast<int>(d)];
+  ReduceSpec s;
+  s.key = "welford";
+  s.in = s.out = DType::f32;
+  s.acc = "Welford";
+  s.acc_decl = "struct Welford { uint n; float mean; float m2; };\n";
+  s.acc_bytes = 12;
+  s.functions = kWelford;
+  // torch: the divisor is clamped at 0, so a correction >= count gives inf (or nan for 0 / 0).
+  s.params = {static_cast<float>(std::max(0.0, static_cast<double>(count) - op.attrs.scalar)),
+              op.kind == OpKind::std ? 1.0f : 0.0f};
+  return s;
+}
+
 void register_stat_kernels(KernelTable& t) {
-  t.set(OpKind::var, variance_kernel);
-  t.set(OpKind::std, variance_kernel);
-  t.set(OpKind::logsumexp, logsumexp_kernel);
+  for (OpKind k : {OpKind::var, OpKind::std, OpKind::logsumexp}) t.set(k, stat_kernel);
 }
 
 }  // namespace kiln::vk::reduce

@@ -131,6 +131,33 @@ TEST(VulkanFusedAnchor, PrologueOverGatheredDimsFallsBackToSteps) {
   expect_fused(expr, {vk_randn(Shape{6, 7, 5}, 8)}, 0);
 }
 
+// The statistics and softmax take their prologue (and epilogue) into their own kernels too.
+TEST(VulkanFusedAnchor, StatisticsAndSoftmaxTakeTheGroupIn) {
+  KILN_REQUIRE_VULKAN();
+  const Expression var_of = [](std::vector<Tensor>& in) { return var(add(in[0], in[1]), {1}); };
+  const Expression lse_of = [](std::vector<Tensor>& in) { return logsumexp(mul(in[0], 0.5), {1}); };
+  const Expression std_cols = [](std::vector<Tensor>& in) { return std(mul(in[0], 2.0), {0}, 0.0); };
+  // Rows (vec4), a row split with its combine and separate rewrite pass, columns.
+  for (const Shape& s : {Shape{64, 1024}, Shape{2, 20000}, Shape{300, 70}}) {
+    SCOPED_TRACE(s.str());
+    const std::vector<Tensor> in = {vk_randn(s, 21), vk_randn(s, 22)};
+    expect_fused(var_of, in, bytes(s));
+    expect_fused(lse_of, in, bytes(s));
+    expect_fused(std_cols, in, bytes(s));
+    for (std::int64_t dim : {1, 0}) {
+      SCOPED_TRACE(dim);
+      const Expression soft = [dim](std::vector<Tensor>& x) { return softmax(add(mul(x[0], 0.5), x[1]), dim); };
+      const Expression log_soft = [dim](std::vector<Tensor>& x) { return log_softmax(sub(x[0], x[1]), dim); };
+      // A prologue and an epilogue: in steps, the prologue's values and the softmax would each
+      // take a buffer of the output's size.
+      const Expression dropout = [dim](std::vector<Tensor>& x) { return mul(softmax(mul(x[0], 0.5), dim), x[1]); };
+      expect_fused(soft, in, 2 * bytes(s));
+      expect_fused(log_soft, in, 2 * bytes(s));
+      expect_fused(dropout, in, 2 * bytes(s));
+    }
+  }
+}
+
 TEST(VulkanFusedAnchor, MatmulBiasRelu) {
   KILN_REQUIRE_VULKAN();
   const Expression expr = [](std::vector<Tensor>& in) { return relu(add(matmul(in[0], in[1]), in[2])); };
