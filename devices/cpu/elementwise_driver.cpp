@@ -66,16 +66,42 @@ void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t b
   alignas(64) std::byte staged[kTile * 8];
   const int outer = layout_.rank - 1;
   const std::size_t n_ops = operands_.size();
+  // Where each operand's row `row` starts, in elements.
+  auto row_offsets = [&](std::int64_t row, std::array<std::int64_t, kMaxEwOperands>& offset) {
+    offset.fill(0);
+    for (std::int64_t r = row, d = outer - 1; d >= 0; --d) {
+      const std::int64_t i = r % layout_.size[d];
+      r /= layout_.size[d];
+      for (std::size_t k = 0; k < n_ops; ++k) offset[k] += i * layout_.stride[k][d];
+    }
+  };
+  std::array<std::int64_t, kMaxEwOperands> offset{}, next_offset{};
   for (std::int64_t t = t0; t < t1; ++t) {
     const std::int64_t row = t / tiles_per_row_;
     const std::int64_t tile_start = (t % tiles_per_row_) * kTile;
     const std::int64_t start = std::max(tile_start, begin - row * inner_);
     const std::int64_t stop = std::min(std::min(tile_start + kTile, inner_), end - row * inner_);
-    std::array<std::int64_t, kMaxEwOperands> offset{};
-    for (std::int64_t r = row, d = outer - 1; d >= 0; --d) {
-      const std::int64_t i = r % layout_.size[d];
-      r /= layout_.size[d];
-      for (std::size_t k = 0; k < n_ops; ++k) offset[k] += i * layout_.stride[k][d];
+    row_offsets(row, offset);
+    if (hint == Prefetch::next_tile) {
+      // The walk's next tile: the rest of this row, or the start of the next one. An operand
+      // whose next tile is this one again (broadcast along the rows) is already in cache.
+      const bool same_row = tile_start + kTile < inner_;
+      const std::int64_t next_row = same_row ? row : row + 1;
+      const std::int64_t next_start = same_row ? tile_start + kTile : 0;
+      if (next_row < rows_) {
+        if (same_row)
+          next_offset = offset;
+        else
+          row_offsets(next_row, next_offset);
+        const std::int64_t n = std::min(kTile, inner_ - next_start);
+        for (std::size_t k = 0; k < n_ops; ++k) {
+          const std::int64_t s = layout_.stride[k][outer];
+          const std::int64_t at = next_offset[k] + next_start * s, now = offset[k] + tile_start * s;
+          if (s == 0 || at == now) continue;
+          prefetch(static_cast<const std::byte*>(operands_[k].data) + static_cast<std::size_t>(at) * in_size_[k],
+                   static_cast<std::size_t>(n) * in_size_[k]);
+        }
+      }
     }
     EwTile tile;
     tile.n = stop - start;
@@ -87,10 +113,6 @@ void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t b
       const auto* src = static_cast<const std::byte*>(operands_[k].data) +
                         static_cast<std::size_t>(offset[k] + start * s) * in_size_[k];
       tile.stride[k] = s;
-      if (s && hint == Prefetch::next_tile) {
-        const std::size_t bytes = static_cast<std::size_t>(tile.n) * in_size_[k];
-        prefetch(src + bytes, bytes);
-      }
       if (cast_[k]) {
         cast_[k](src, buffers[cast_buffer_[k]], s ? tile.n : 1);
         tile.in[k] = buffers[cast_buffer_[k]];
@@ -127,6 +149,7 @@ ElementwiseWalk::ElementwiseWalk(const Shape& out_shape, DType out_dtype, void* 
   }
   inner_ = layout_.size[layout_.rank - 1];
   tiles_per_row_ = (inner_ + kTile - 1) / kTile;
+  rows_ = inner_ ? out_shape.numel() / inner_ : 0;
 }
 
 void ElementwiseWalk::run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx,

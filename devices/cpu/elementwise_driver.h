@@ -95,7 +95,7 @@ class ElementwiseWalk {
   std::array<std::size_t, kMaxEwOperands> in_size_{};
   std::byte* out_ = nullptr;
   std::size_t out_size_ = 0;
-  std::int64_t inner_ = 1, tiles_per_row_ = 1;
+  std::int64_t inner_ = 1, tiles_per_row_ = 1, rows_ = 0;
   bool stream_ = false;  // write tiles through a staging buffer and non-temporal stores
 };
 
