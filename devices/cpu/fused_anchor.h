@@ -1,5 +1,5 @@
-// The CPU form of an anchored fused expression (ops/fused_expr.h, FusedAnchor): a plain
-// reduction that pulls its input from a fused prologue a piece of a row at a time, or a
+// The CPU form of an anchored fused expression (ops/fused_expr.h, FusedAnchor): a reduction
+// (or softmax) that pulls its input from a fused prologue a piece of a row at a time, or a
 // reduction or matmul whose result passes through a fused epilogue before it is stored. The
 // prologue's values are never written to memory; the anchor's result is written to a tensor
 // only when someone holds it (else to scratch, which the epilogue reads right after).

@@ -49,8 +49,7 @@ void variance_f32(const OpIr& op, const Reader& in, const float* x, float* y, co
 void variance_kernel(const OpIr& op, const KernelArgs& a) {
   KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
   float* y = out_ptr<float>(a, 0);
-  with_canonical_input<float>(
-      op, a, [&](const float* x, const ReduceGeometry& g) { variance_f32(op, MemoryReader{}, x, y, g); });
+  with_canonical_input<float>(op, a, [&](const float* x, const ReduceGeometry& g) { stats_f32(op, nullptr, x, y, g); });
 }
 
 // exp(x - shift), vectorized (devices/cpu/fast_exp.h).
@@ -89,7 +88,7 @@ void logsumexp_promoted(const OpIr& op, const KernelArgs& a) {
   with_canonical_input<T>(op, a, [&](const T* x, const ReduceGeometry& g) {
     std::vector<float> xf(static_cast<std::size_t>(g.outer * g.extent * g.inner));
     for (std::size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(x[i]);
-    logsumexp_f32(MemoryReader{}, xf.data(), out_ptr<float>(a, 0), g);
+    stats_f32(op, nullptr, xf.data(), out_ptr<float>(a, 0), g);
   });
 }
 
@@ -97,7 +96,7 @@ void logsumexp_kernel(const OpIr& op, const KernelArgs& a) {
   switch (op.inputs[0].dtype) {
     case DType::f32:
       with_canonical_input<float>(
-          op, a, [&](const float* x, const ReduceGeometry& g) { logsumexp_f32(MemoryReader{}, x, out_ptr<float>(a, 0), g); });
+          op, a, [&](const float* x, const ReduceGeometry& g) { stats_f32(op, nullptr, x, out_ptr<float>(a, 0), g); });
       return;
     case DType::i64: return logsumexp_promoted<std::int64_t>(op, a);
     case DType::bool_: return logsumexp_promoted<std::uint8_t>(op, a);
