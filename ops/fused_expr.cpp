@@ -167,14 +167,16 @@ FusedNode fused_node_of(const OpIr& op, std::span<const FusedOperand> tensor_ope
   node.compute = elementwise_compute_dtype(op);
   node.attrs = op.attrs;
   node.shape = op.outputs[0].shape;
-  std::vector<FusedOperand> operands(tensor_operands.begin(), tensor_operands.end());
-  if (op_info(op.kind).family == OpFamily::binary && op.inputs.size() == 1) {
-    const FusedOperand s{FusedOperand::Kind::scalar, 0};
-    if (op.attrs.scalar_side == ScalarSide::Lhs) operands.insert(operands.begin(), s);
-    else operands.push_back(s);
-  }
-  node.arity = static_cast<std::uint8_t>(operands.size());
-  for (std::size_t i = 0; i < operands.size() && i < 3; ++i) node.operands[i] = operands[i];
+  // Fusable ops have at most 3 operands, a scalar included; placed in place (no heap: this
+  // runs for every op of every flush).
+  const bool scalar = op_info(op.kind).family == OpFamily::binary && op.inputs.size() == 1;
+  KILN_CHECK(tensor_operands.size() + (scalar ? 1 : 0) <= 3, op_name(op.kind), "internal error: too many fused operands");
+  const FusedOperand s{FusedOperand::Kind::scalar, 0};
+  std::size_t n = 0;
+  if (scalar && op.attrs.scalar_side == ScalarSide::Lhs) node.operands[n++] = s;
+  for (const FusedOperand& o : tensor_operands) node.operands[n++] = o;
+  if (scalar && op.attrs.scalar_side != ScalarSide::Lhs) node.operands[n++] = s;
+  node.arity = static_cast<std::uint8_t>(n);
   return node;
 }
 
