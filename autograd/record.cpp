@@ -25,13 +25,13 @@ bool memory_bound(OpKind kind) {
   }
 }
 
-bool any_floating(const std::vector<TensorIr>& ts) {
+bool any_floating(const TensorList& ts) {
   for (const TensorIr& t : ts)
     if (is_floating(t.dtype)) return true;
   return false;
 }
 
-std::shared_ptr<detail::GradNode> begin_record(const OpIr& op, const std::vector<TensorIr>& outputs,
+std::shared_ptr<detail::GradNode> begin_record(const OpIr& op, const TensorList& outputs,
                                                const Tensor* inputs) {
   if (!t_grad_enabled) return nullptr;
   const autograd::BackwardRule& rule = detail::active_rules()[op.kind];

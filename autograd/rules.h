@@ -15,8 +15,8 @@ namespace kiln::autograd {
 struct ForwardRecord {
   OpKind kind = OpKind::add;
   OpAttrs attrs;
-  std::vector<TensorIr> input_meta;   // shape and dtype of every input (ids unused)
-  std::vector<TensorIr> output_meta;  // shape and dtype of every output
+  TensorList input_meta;   // shape and dtype of every input (ids unused)
+  TensorList output_meta;  // shape and dtype of every output
   std::vector<Tensor> inputs;         // defined when the rule saves inputs
   std::vector<Tensor> outputs;        // defined when the rule saves outputs
 };

@@ -23,7 +23,7 @@ bool core_dtype(DType t) { return t == DType::f32 || t == DType::i64 || t == DTy
 
 // f16 and bf16 exist only on devices that have them (the shape rules accept them for the ops
 // that can run on them): a clear error on the caller's thread, naming the op and the device.
-void check_device_dtypes(const char* name, const OpIr& op, const std::vector<TensorIr>& outs, const DeviceRuntime& rt) {
+void check_device_dtypes(const char* name, const OpIr& op, const TensorList& outs, const DeviceRuntime& rt) {
   auto check = [&](DType t) {
     if (core_dtype(t) || rt.backend->supports(t)) return;
     std::string tensors;
@@ -59,7 +59,7 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     tracked |= s.autograd != nullptr;
   }
   DeviceRuntime& rt = Engine::get().runtime(device, name);
-  std::vector<TensorIr>& metas = op.outputs;  // the rule fills the message's outputs; ids come below
+  TensorList& metas = op.outputs;  // the rule fills the message's outputs; ids come below
   infer_outputs(op, metas);
   check_device_dtypes(name, op, metas, rt);
   KILN_CHECK(metas.size() <= out_capacity, name, "internal error: too many outputs");

@@ -39,7 +39,7 @@ struct TensorState {
 // mode, a non-differentiable op). `finish` runs once the message is on its stream and gives
 // the outputs their place in the graph (it may replace the output handles).
 struct AutogradHooks {
-  std::shared_ptr<GradNode> (*begin)(const OpIr& op, const std::vector<TensorIr>& outputs, const Tensor* inputs);
+  std::shared_ptr<GradNode> (*begin)(const OpIr& op, const TensorList& outputs, const Tensor* inputs);
   void (*finish)(const std::shared_ptr<GradNode>& node, Tensor* outputs, std::size_t n_outputs);
 };
 // Installs the hooks (autograd does it once; later calls with the same table are no-ops).

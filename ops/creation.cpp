@@ -5,7 +5,7 @@
 namespace kiln {
 
 namespace {
-void creation_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void creation_rule(const OpIr& op, TensorList& out) {
   Shape shape;
   for (std::int64_t d : op.attrs.ints) {
     KILN_CHECK(d >= 0, op_name(op.kind), "negative dimension " + std::to_string(d) + " in the requested shape");

@@ -61,7 +61,7 @@ TensorIr result(const OpIr& op, const Shape& shape) {
   return TensorIr{0, shape, elementwise_output_dtype(op.kind, compute), TensorStatus::NotInit};
 }
 
-void unary_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void unary_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   check_cpu_dtype(op, op.inputs[0]);
   out.push_back(result(op, op.inputs[0].shape));
@@ -69,12 +69,12 @@ void unary_rule(const OpIr& op, std::vector<TensorIr>& out) {
 
 // Casts also convert to and from f16/bf16 (storage types of some devices: the submission checks
 // that the device has them).
-void cast_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void cast_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   out.push_back(result(op, op.inputs[0].shape));
 }
 
-void clamp_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void clamp_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   check_cpu_dtype(op, op.inputs[0]);
   const auto& f = op.attrs.ints;
@@ -83,7 +83,7 @@ void clamp_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(result(op, op.inputs[0].shape));
 }
 
-void binary_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void binary_rule(const OpIr& op, TensorList& out) {
   const bool scalar_form = op.attrs.scalar_side != ScalarSide::None;
   check_arity(op, scalar_form ? 1 : 2);
   for (const TensorIr& t : op.inputs) check_cpu_dtype(op, t);
@@ -92,7 +92,7 @@ void binary_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(result(op, shape));
 }
 
-void where_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void where_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 3);
   for (const TensorIr& t : op.inputs) check_cpu_dtype(op, t);
   KILN_CHECK(op.inputs[0].dtype == DType::bool_, "where",

@@ -35,7 +35,7 @@ void check_same_rank(const char* op, const TensorIr& x, const TensorIr& other, c
              std::string(role) + " " + describe(other) + " and input " + describe(x) + " must have the same rank");
 }
 
-void gather_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void gather_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 2);
   const TensorIr& x = op.inputs[0];
   const TensorIr& index = op.inputs[1];
@@ -52,7 +52,7 @@ void gather_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(TensorIr{0, index.shape, x.dtype, TensorStatus::NotInit});
 }
 
-void scatter_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void scatter_rule(const OpIr& op, TensorList& out) {
   const char* name = op_name(op.kind);
   check_arity(op, 3);
   const TensorIr& x = op.inputs[0];
@@ -76,7 +76,7 @@ void scatter_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(TensorIr{0, x.shape, x.dtype, TensorStatus::NotInit});
 }
 
-void index_select_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void index_select_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 2);
   const TensorIr& x = op.inputs[0];
   const TensorIr& index = op.inputs[1];
@@ -98,7 +98,7 @@ void index_select_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(TensorIr{0, shape, x.dtype, TensorStatus::NotInit});
 }
 
-void masked_fill_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void masked_fill_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 2);
   const TensorIr& x = op.inputs[0];
   const TensorIr& mask = op.inputs[1];
@@ -112,7 +112,7 @@ void masked_fill_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(TensorIr{0, x.shape, x.dtype, TensorStatus::NotInit});
 }
 
-void one_hot_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void one_hot_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& indices = op.inputs[0];
   check_index_dtype("one_hot", indices);
@@ -127,7 +127,7 @@ void one_hot_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(TensorIr{0, shape, DType::i64, TensorStatus::NotInit});
 }
 
-void sort_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void sort_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& x = op.inputs[0];
   check_cpu_dtype("sort", x, "input");
@@ -136,7 +136,7 @@ void sort_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(TensorIr{0, x.shape, DType::i64, TensorStatus::NotInit});
 }
 
-void topk_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void topk_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& x = op.inputs[0];
   KILN_CHECK(x.dtype == DType::f32 || x.dtype == DType::i64, "topk",

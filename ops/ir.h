@@ -10,6 +10,7 @@
 
 #include "ops/dtype.h"
 #include "ops/shape.h"
+#include "ops/small_vector.h"
 
 namespace kiln {
 
@@ -68,11 +69,14 @@ class PendingHostData {
   virtual std::shared_ptr<const std::vector<std::byte>> wait() const = 0;
 };
 
+// The tensors of a message: inline up to two (almost every op), so building one allocates nothing.
+using TensorList = SmallVector<TensorIr, 2>;
+
 struct OpIr {
   OpKind kind = OpKind::sync;
   std::uint64_t seq = 0;  // position in its stream, set at submission
-  std::vector<TensorIr> inputs;
-  std::vector<TensorIr> outputs;
+  TensorList inputs;
+  TensorList outputs;
   OpAttrs attrs;
   std::shared_ptr<const std::vector<std::byte>> host_data;  // upload
   std::shared_ptr<const PendingHostData> pending_data;       // upload from another device

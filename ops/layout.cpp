@@ -29,11 +29,11 @@ const TensorIr& single_input(const OpIr& op) {
   return op.inputs[0];
 }
 
-void emit(std::vector<TensorIr>& out, const Shape& shape, DType dtype) {
+void emit(TensorList& out, const Shape& shape, DType dtype) {
   out.push_back(TensorIr{0, shape, dtype, TensorStatus::NotInit});
 }
 
-void reshape_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void reshape_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   Shape shape;
   for (std::int64_t d : op.attrs.ints) {
@@ -47,7 +47,7 @@ void reshape_rule(const OpIr& op, std::vector<TensorIr>& out) {
   emit(out, shape, x.dtype);
 }
 
-void permute_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void permute_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   const auto& perm = op.attrs.ints;
   const int rank = x.shape.rank();
@@ -64,7 +64,7 @@ void permute_rule(const OpIr& op, std::vector<TensorIr>& out) {
   emit(out, shape, x.dtype);
 }
 
-void expand_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void expand_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   const auto& target = op.attrs.ints;
   const int rank = x.shape.rank(), lead = static_cast<int>(target.size()) - rank;
@@ -85,7 +85,7 @@ void expand_rule(const OpIr& op, std::vector<TensorIr>& out) {
   emit(out, shape, x.dtype);
 }
 
-void slice_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void slice_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   const auto& t = op.attrs.ints;
   const int rank = x.shape.rank();
@@ -107,7 +107,7 @@ void slice_rule(const OpIr& op, std::vector<TensorIr>& out) {
 // torch keeps accepting 1-D empty tensors ([0]) in cat whatever the other shapes: they are skipped.
 bool skipped_in_cat(const TensorIr& t) { return t.shape.rank() == 1 && t.shape[0] == 0; }
 
-void cat_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void cat_rule(const OpIr& op, TensorList& out) {
   KILN_CHECK(!op.inputs.empty(), "cat", "expected at least one tensor");
   const TensorIr* first = nullptr;
   for (const TensorIr& t : op.inputs) {
@@ -137,7 +137,7 @@ void cat_rule(const OpIr& op, std::vector<TensorIr>& out) {
   emit(out, shape, first->dtype);
 }
 
-void flip_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void flip_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   bool seen[kMaxRank] = {};
   for (std::int64_t d : op.attrs.ints) {
@@ -149,7 +149,7 @@ void flip_rule(const OpIr& op, std::vector<TensorIr>& out) {
   emit(out, x.shape, x.dtype);
 }
 
-void repeat_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void repeat_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   const auto& reps = op.attrs.ints;
   const int rank = x.shape.rank(), lead = static_cast<int>(reps.size()) - rank;
@@ -163,7 +163,7 @@ void repeat_rule(const OpIr& op, std::vector<TensorIr>& out) {
   emit(out, shape, x.dtype);
 }
 
-void pad_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void pad_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   const auto& pads = op.attrs.ints;
   const int rank = x.shape.rank();
@@ -183,7 +183,7 @@ void pad_rule(const OpIr& op, std::vector<TensorIr>& out) {
   emit(out, shape, x.dtype);
 }
 
-void triangle_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void triangle_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
   KILN_CHECK(x.shape.rank() >= 2, op_name(op.kind), "input " + describe(x) + " must have at least 2 dims");
   emit(out, x.shape, x.dtype);

@@ -8,7 +8,7 @@ namespace kiln {
 
 namespace {
 
-void matmul_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void matmul_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 2);
   const TensorIr& a = op.inputs[0];
   const TensorIr& b = op.inputs[1];

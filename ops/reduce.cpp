@@ -98,7 +98,7 @@ void check_extent(const OpIr& op, int dim) {
                  " (the result has no identity)");
 }
 
-void dims_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void dims_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& in = op.inputs[0];
   const char* name = op_name(op.kind);
@@ -119,7 +119,7 @@ int single_dim(const OpIr& op) {
   return static_cast<int>(d);
 }
 
-void arg_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void arg_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& in = op.inputs[0];
   const DType dtype = reduce_output_dtype(op.kind, in);
@@ -136,7 +136,7 @@ void arg_rule(const OpIr& op, std::vector<TensorIr>& out) {
   out.push_back(TensorIr{0, reduced_shape(in.shape, dims, op.attrs.keepdim), dtype, TensorStatus::NotInit});
 }
 
-void along_dim_rule(const OpIr& op, std::vector<TensorIr>& out) {
+void along_dim_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& in = op.inputs[0];
   const DType dtype = reduce_output_dtype(op.kind, in);

@@ -38,14 +38,14 @@ const OpRegistry& OpRegistry::get() {
   return registry;
 }
 
-void infer_outputs(const OpIr& op, std::vector<TensorIr>& out) {
+void infer_outputs(const OpIr& op, TensorList& out) {
   const OpInfo& info = op_info(op.kind);
   KILN_CHECK(info.shape_rule != nullptr, info.name, "this op has no shape rule");
   info.shape_rule(op, out);
 }
 
-std::vector<TensorIr> infer_outputs(const OpIr& op) {
-  std::vector<TensorIr> outputs;
+TensorList infer_outputs(const OpIr& op) {
+  TensorList outputs;
   infer_outputs(op, outputs);
   return outputs;
 }

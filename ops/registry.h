@@ -13,7 +13,7 @@ namespace kiln {
 enum class OpFamily : std::uint8_t { control, creation, unary, binary, ternary, reduce, linalg, layout, index };
 
 // Fills `outputs` (shape, dtype) from op.inputs and op.attrs; throws kiln::Error on bad input.
-using ShapeRule = void (*)(const OpIr& op, std::vector<TensorIr>& outputs);
+using ShapeRule = void (*)(const OpIr& op, TensorList& outputs);
 
 struct OpInfo {
   const char* name = "?";
@@ -41,9 +41,9 @@ inline const OpInfo& op_info(OpKind k) { return OpRegistry::get()[k]; }
 inline const char* op_name(OpKind k) { return op_info(k).name; }
 
 // Runs the shape rule of op.kind and returns the output metas.
-std::vector<TensorIr> infer_outputs(const OpIr& op);
+TensorList infer_outputs(const OpIr& op);
 // The same, appended to `out` (the submission path fills the message's outputs in place).
-void infer_outputs(const OpIr& op, std::vector<TensorIr>& out);
+void infer_outputs(const OpIr& op, TensorList& out);
 
 // Each family registers its shape rules and traits (ops/<family>.cpp).
 void register_creation_ops(OpRegistry& r);
