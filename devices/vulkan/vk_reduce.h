@@ -52,10 +52,6 @@ struct ReduceSpec {
   std::uint32_t acc_bytes = 4;  // at least its std430 size
   std::string functions;
   std::string subgroup;  // optional GLSL expression that reduces `ACC v` over the subgroup
-  // Optional, used where `subgroup` is empty: GLSL expression for the ACC `v` of the lane
-  // (id ^ mask), field by field with subgroupShuffleXor; the subgroup then merges with
-  // acc_merge in a fixed butterfly instead of the shared-memory tree.
-  std::string shuffle;
   bool rewrite = false;  // along-dim op: writes acc_rewrite(x, a) for every element
   std::vector<float> params;
 };

@@ -47,11 +47,10 @@ const char* mode_name(Mode m) {
   return "?";
 }
 
-// The subgroup operations of compute shaders, per device (none where the subgroup size does
-// not divide the workgroup).
-VkSubgroupFeatureFlags subgroup_operations(const VulkanDevice& dev) {
+// Subgroup arithmetic in compute shaders (GL_KHR_shader_subgroup_arithmetic), per device.
+bool has_subgroup_arithmetic(const VulkanDevice& dev) {
   static std::mutex mutex;
-  static std::unordered_map<VkPhysicalDevice, VkSubgroupFeatureFlags> known;
+  static std::unordered_map<VkPhysicalDevice, bool> known;
   std::lock_guard lock(mutex);
   const VkPhysicalDevice pd = dev.context().physical();
   if (auto it = known.find(pd); it != known.end()) return it->second;
@@ -59,40 +58,12 @@ VkSubgroupFeatureFlags subgroup_operations(const VulkanDevice& dev) {
   VkPhysicalDeviceProperties2 p{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   p.pNext = &sg;
   vkGetPhysicalDeviceProperties2(pd, &p);
-  const bool usable = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && sg.subgroupSize >= 4 &&
-                      kGroup % sg.subgroupSize == 0;
-  const VkSubgroupFeatureFlags ops = usable ? sg.supportedOperations : 0;
-  known.emplace(pd, ops);
-  return ops;
+  const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  const bool ok = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & need) == need &&
+                  sg.subgroupSize >= 4 && kGroup % sg.subgroupSize == 0;
+  known.emplace(pd, ok);
+  return ok;
 }
-
-bool has_subgroup_ops(const VulkanDevice& dev, VkSubgroupFeatureFlags need) {
-  need |= VK_SUBGROUP_FEATURE_BASIC_BIT;
-  return (subgroup_operations(dev) & need) == need;
-}
-
-// How a workgroup's threads merge first: the spec's own subgroup expression (subgroupAdd ...),
-// a butterfly of shuffles through acc_merge, or neither (the shared-memory tree alone).
-enum class SubgroupWay { none, arithmetic, shuffle };
-
-SubgroupWay subgroup_way(const VulkanDevice& dev, const ReduceSpec& spec) {
-  if (!spec.subgroup.empty() && has_subgroup_ops(dev, VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)) return SubgroupWay::arithmetic;
-  if (!spec.shuffle.empty() && has_subgroup_ops(dev, VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) return SubgroupWay::shuffle;
-  return SubgroupWay::none;
-}
-
-// The butterfly: at every level a lane merges its value with the lane `mask` away, the lower
-// lane's value first, so the merge order is a fixed tree over lanes in order and every lane
-// ends with the same bits (as the shared-memory tree would give, merged in another order).
-constexpr const char* kShuffleReduce = R"(
-ACC acc_subgroup_merge(ACC v) {
-  for (uint mask = 1u; mask < gl_SubgroupSize; mask <<= 1) {
-    ACC w = ACC_SHUFFLE(v, mask);
-    v = (gl_SubgroupInvocationID & mask) == 0u ? acc_merge(v, w) : acc_merge(w, v);
-  }
-  return v;
-}
-)";
 
 // Merges the workgroup's accumulators (threads in order); every thread gets the result.
 constexpr const char* kWorkgroupReduce = R"(
@@ -150,14 +121,8 @@ void main() {
     uint r0 = s * chunk, r1 = min(extent, r0 + chunk), base = o * extent;
     ACC acc = acc_identity();
 #ifdef VEC4
-#ifdef REWRITE
-    vec4 first = vec4(0.0);  // the thread's first four elements, kept for the rewrite pass
-#endif
     for (uint r = r0 + 4u * lid; r < r1; r += 4u * WG) {
       vec4 v = load_x4(base + r);
-#ifdef REWRITE
-      if (r == r0 + 4u * lid) first = v;
-#endif
       acc = acc_step(acc, v.x, r);
       acc = acc_step(acc, v.y, r + 1u);
       acc = acc_step(acc, v.z, r + 2u);
@@ -171,10 +136,8 @@ void main() {
       if (lid == 0u) part.v[s * outputs + o] = acc;
     } else {
 #if defined(REWRITE) && defined(VEC4)
-      // Unsplit, so r0 == 0: the first four come from registers (a row of up to 4 * WG elements,
-      // softmax's common case, is read from memory, or computed by a prologue, once).
       for (uint r = 4u * lid; r < extent; r += 4u * WG) {
-        vec4 v = r == 4u * lid ? first : load_x4(base + r);
+        vec4 v = load_x4(base + r);
         put_y4(base + r, vec4(acc_rewrite(v.x, acc), acc_rewrite(v.y, acc), acc_rewrite(v.z, acc), acc_rewrite(v.w, acc)));
       }
 #elif defined(REWRITE)
@@ -277,16 +240,14 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
   return s;
 }
 
-std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, SubgroupWay subgroups, bool vec4,
+std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, bool subgroups, bool vec4,
                    const ReduceFusion* fusion) {
   std::string s = dev.prelude();
-  if (subgroups != SubgroupWay::none) {
+  if (subgroups) {
     // Extensions go with the others, before any declaration.
-    s.insert(s.find('\n') + 1, subgroups == SubgroupWay::arithmetic
-                                   ? "#extension GL_KHR_shader_subgroup_basic : require\n"
-                                     "#extension GL_KHR_shader_subgroup_arithmetic : require\n"
-                                   : "#extension GL_KHR_shader_subgroup_basic : require\n"
-                                     "#extension GL_KHR_shader_subgroup_shuffle : require\n");
+    s.insert(s.find('\n') + 1,
+             "#extension GL_KHR_shader_subgroup_basic : require\n"
+             "#extension GL_KHR_shader_subgroup_arithmetic : require\n");
   }
   std::string mode_macro = mode_name(mode);
   std::transform(mode_macro.begin(), mode_macro.end(), mode_macro.begin(),
@@ -301,15 +262,12 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, S
     s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32x4s { vec4 v[]; };\n";
     s += "F32x4s xs4, ys4;\n";
   }
-  if (subgroups == SubgroupWay::arithmetic) s += "#define SUBGROUP_REDUCE(v) " + spec.subgroup + "\n";
-  if (subgroups == SubgroupWay::shuffle)
-    s += "#define ACC_SHUFFLE(v, mask) " + spec.shuffle + "\n#define SUBGROUP_REDUCE(v) acc_subgroup_merge(v)\n";
+  if (subgroups) s += "#define SUBGROUP_REDUCE(v) " + spec.subgroup + "\n";
   s += spec.acc_decl;
   s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer AccBuf { ACC v[]; };\n";
   s += "XP xs;\nYP ys;\nAccBuf part;\n";
   s += "float kiln_p(uint j) { return arg_f32(8u + j); }\n";
   s += spec.functions;
-  if (subgroups == SubgroupWay::shuffle) s += kShuffleReduce;
   s += access_functions(spec, vec4, fusion);
   if (mode == Mode::rows || mode == Mode::combine_group) s += kWorkgroupReduce;
   s += kMain;
@@ -318,12 +276,10 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, S
 
 void launch_mode(VulkanDevice& dev, const char* name, const ReduceSpec& spec, Mode mode, const LaunchArgs& args,
                  Groups groups, const ReduceFusion* fusion, bool vec4 = false) {
-  const SubgroupWay subgroups =
-      (mode == Mode::rows || mode == Mode::combine_group) ? subgroup_way(dev, spec) : SubgroupWay::none;
+  const bool subgroups =
+      !spec.subgroup.empty() && (mode == Mode::rows || mode == Mode::combine_group) && has_subgroup_arithmetic(dev);
   std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" + dtype_name(spec.out) +
-                    (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) +
-                    (subgroups == SubgroupWay::arithmetic ? "/sg" : subgroups == SubgroupWay::shuffle ? "/sgx" : "") +
-                    (vec4 ? "/v4" : "");
+                    (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) + (subgroups ? "/sg" : "") + (vec4 ? "/v4" : "");
   if (fusion) {
     key += "/fused/";
     key += fusion->key;

@@ -39,7 +39,6 @@ ReduceSpec simple(const std::string& key, DType in, DType out, const std::string
                 "ACC acc_merge(ACC a, ACC b) { return acc_fold(a, b); }\n"
                 "YT acc_finish(ACC a) { return " +
                 finish + "; }\n";
-  if (acc == "float" || acc == "uint") s.shuffle = "subgroupShuffleXor(v, mask)";
   return s;
 }
 

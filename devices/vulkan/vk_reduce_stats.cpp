@@ -53,7 +53,6 @@ ReduceSpec logsumexp_spec(DType in) {
   s.out = DType::f32;
   s.acc = "Lse";
   s.acc_decl = "struct Lse { float m; float s; };\n";
-  s.shuffle = "Lse(subgroupShuffleXor(v.m, mask), subgroupShuffleXor(v.s, mask))";
   s.acc_bytes = 8;
   // -inf elements add nothing (and would give exp(-inf + inf) = NaN); a NaN poisons m for good.
   s.functions = R"(
@@ -94,8 +93,6 @@ ReduceSpec stat_spec(const OpIr& op) {
   s.acc = "Welford";
   s.acc_decl = "struct Welford { uint n; float mean; float m2; };\n";
   s.acc_bytes = 12;
-  s.shuffle =
-      "Welford(subgroupShuffleXor(v.n, mask), subgroupShuffleXor(v.mean, mask), subgroupShuffleXor(v.m2, mask))";
   s.functions = kWelford;
   // torch: the divisor is clamped at 0, so a correction >= count gives inf (or nan for 0 / 0).
   s.params = {static_cast<float>(std::max(0.0, static_cast<double>(count) - op.attrs.scalar)),

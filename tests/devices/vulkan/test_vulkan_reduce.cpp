@@ -145,7 +145,7 @@ struct DimPath {
 };
 const DimPath kDimPaths[] = {
     {"rows", {300, 1000}, 1},
-    {"long rows", {20, 3000}, 1},  // unsplit, several vec4 steps per thread
+    {"long rows", {20, 3000}, 1},  // unsplit, several vec4 steps per thread in one workgroup
     {"rows split", {2, 20000}, 1},
     {"cols", {50, 30, 20}, 1},
     {"cols split", {3000, 4}, 0},
