@@ -53,6 +53,12 @@ struct ReduceSpec {
   std::string functions;
   std::string subgroup;  // optional GLSL expression that reduces `ACC v` over the subgroup
   bool rewrite = false;  // along-dim op: writes acc_rewrite(x, a) for every element
+  // Optional, for softmax: GLSL of `YT row_rewrite(XT x, float m, float s)`, the element from
+  // its row's max m and sum of exp(x - m). Rows that fit a workgroup's registers then take one
+  // kernel that holds the row, finds m and s with native subgroup max and add, and writes it:
+  // no online rescaling and no accumulator tree (on an H200, softmax over [4096, 1024]: 0.034 ms
+  // against 0.043-0.044 ms for the generic rows kernel).
+  std::string row_rewrite;
   std::vector<float> params;
 };
 

@@ -10,6 +10,10 @@
 //            or a workgroup per output when there are many partials).
 //   rewrite  after a split of an along-dim op (softmax): writes every element from its row's
 //            merged accumulator.
+//   row_regs softmax rows of at most kRowRegsMax elements (f32, vec4-aligned) on devices with
+//            subgroup arithmetic: a workgroup holds a row in registers, takes its max and its
+//            sum of exp(x - max) with subgroupMax / subgroupAdd, and writes it (two passes over
+//            registers, one read and one write of memory).
 // A row or column is split when one kernel would leave a large GPU idle (a sum of 16M elements
 // becomes 1024 workgroups and one combine). The split factor depends only on the shape, and
 // every merge happens in a fixed tree, so results never depend on timing.
@@ -33,8 +37,9 @@ constexpr std::uint64_t kTargetThreads = 1 << 16;
 constexpr std::uint32_t kColChunk = 64;  // least rows per thread of a split column
 constexpr std::uint32_t kMaxSplits = 1024;
 constexpr std::uint32_t kCombineGroupMin = 32;  // more partials per output: a workgroup each
+constexpr std::uint32_t kRowRegsMax = 4 * kGroup * 8;  // row_regs: at most 8 vec4s per thread
 
-enum class Mode { rows, cols, combine_thread, combine_group, rewrite };
+enum class Mode { rows, cols, combine_thread, combine_group, rewrite, row_regs };
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -43,6 +48,7 @@ const char* mode_name(Mode m) {
     case Mode::combine_thread: return "combine_thread";
     case Mode::combine_group: return "combine_group";
     case Mode::rewrite: return "rewrite";
+    case Mode::row_regs: return "row_regs";
   }
   return "?";
 }
@@ -96,6 +102,66 @@ ACC wg_reduce(ACC v) {
   ACC r = red[0];
   barrier();
   return r;
+}
+)";
+
+// row_regs: the workgroup's max and sum of one float each, every thread gets them. The
+// subgroups' results are merged by every thread in subgroup order (a fixed order).
+constexpr const char* kRowRegs = R"(
+shared float red_f[WG];
+float wg_max(float v) {
+  v = subgroupMax(v);
+  if (subgroupElect()) red_f[gl_SubgroupID] = v;
+  barrier();
+  float r = red_f[0];
+  for (uint i = 1u; i < gl_NumSubgroups; ++i) r = max(r, red_f[i]);
+  barrier();
+  return r;
+}
+float wg_sum(float v) {
+  v = subgroupAdd(v);
+  if (subgroupElect()) red_f[gl_SubgroupID] = v;
+  barrier();
+  float r = red_f[0];
+  for (uint i = 1u; i < gl_NumSubgroups; ++i) r += red_f[i];
+  barrier();
+  return r;
+}
+layout(local_size_x = WG) in;
+void main() {
+  xs4 = F32x4s(arg_u64(0));
+  ys4 = F32x4s(arg_u64(1));
+#ifdef FUSED
+  fused_init();
+#endif
+  uint outer = arg_u32(3), extent = arg_u32(4);
+  uint lid = gl_LocalInvocationID.x;
+  for (uint o = gl_WorkGroupID.x; o < outer; o += gl_NumWorkGroups.x) {
+    uint base = o * extent;
+    vec4 v[ROW_VEC4S];
+    // A NaN makes the sum, and so every element, NaN whether or not max() keeps it; an
+    // infinite max gives exp(inf - inf) = NaN likewise, as torch does.
+    float m = -kiln_inf();
+    [[unroll]] for (uint j = 0u; j < ROW_VEC4S; ++j) {
+      uint r = 4u * (lid + j * WG);
+      v[j] = vec4(-kiln_inf());
+      if (r < extent) v[j] = load_x4(base + r);
+      m = max(m, max(max(v[j].x, v[j].y), max(v[j].z, v[j].w)));
+    }
+    m = wg_max(m);
+    float s = 0.0;
+    [[unroll]] for (uint j = 0u; j < ROW_VEC4S; ++j) {
+      uint r = 4u * (lid + j * WG);
+      if (r < extent) s += (kiln_exp(v[j].x - m) + kiln_exp(v[j].y - m)) + (kiln_exp(v[j].z - m) + kiln_exp(v[j].w - m));
+    }
+    s = wg_sum(s);
+    [[unroll]] for (uint j = 0u; j < ROW_VEC4S; ++j) {
+      uint r = 4u * (lid + j * WG);
+      if (r < extent)
+        put_y4(base + r, vec4(row_rewrite(v[j].x, m, s), row_rewrite(v[j].y, m, s), row_rewrite(v[j].z, m, s),
+                              row_rewrite(v[j].w, m, s)));
+    }
+  }
 }
 )";
 
@@ -241,7 +307,7 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
 }
 
 std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, bool subgroups, bool vec4,
-                   const ReduceFusion* fusion) {
+                   const ReduceFusion* fusion, std::uint32_t row_vec4s) {
   std::string s = dev.prelude();
   if (subgroups) {
     // Extensions go with the others, before any declaration.
@@ -269,23 +335,37 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
   s += "float kiln_p(uint j) { return arg_f32(8u + j); }\n";
   s += spec.functions;
   s += access_functions(spec, vec4, fusion);
+  if (mode == Mode::row_regs) {
+    s.insert(s.find('\n') + 1, "#extension GL_EXT_control_flow_attributes : require\n");
+    s += spec.row_rewrite;
+    s += "#define ROW_VEC4S ";
+    s += std::to_string(row_vec4s);
+    s += "u\n";
+    s += kRowRegs;
+    return s;
+  }
   if (mode == Mode::rows || mode == Mode::combine_group) s += kWorkgroupReduce;
   s += kMain;
   return s;
 }
 
 void launch_mode(VulkanDevice& dev, const char* name, const ReduceSpec& spec, Mode mode, const LaunchArgs& args,
-                 Groups groups, const ReduceFusion* fusion, bool vec4 = false) {
-  const bool subgroups =
-      !spec.subgroup.empty() && (mode == Mode::rows || mode == Mode::combine_group) && has_subgroup_arithmetic(dev);
+                 Groups groups, const ReduceFusion* fusion, bool vec4 = false, std::uint32_t row_vec4s = 0) {
+  const bool subgroups = mode == Mode::row_regs || (!spec.subgroup.empty() &&
+                                                    (mode == Mode::rows || mode == Mode::combine_group) &&
+                                                    has_subgroup_arithmetic(dev));
   std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" + dtype_name(spec.out) +
                     (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) + (subgroups ? "/sg" : "") + (vec4 ? "/v4" : "");
+  if (mode == Mode::row_regs) {
+    key += "/r";
+    key += std::to_string(row_vec4s);
+  }
   if (fusion) {
     key += "/fused/";
     key += fusion->key;
   }
   dev.launch(
-      key, name, [&] { return source(dev, spec, mode, subgroups, vec4, fusion); }, args, groups);
+      key, name, [&] { return source(dev, spec, mode, subgroups, vec4, fusion, row_vec4s); }, args, groups);
 }
 
 std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
@@ -324,6 +404,14 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
   if (fusion)
     for (std::uint64_t w : fusion->args.words()) a.u64(w);
 
+  if (rows && vec4 && splits == 1 && !spec.row_rewrite.empty() && g.extent <= kRowRegsMax &&
+      has_subgroup_arithmetic(dev)) {
+    // Registers per thread in powers of two, so that few pipelines cover every row length.
+    std::uint32_t row_vec4s = 1;
+    while (row_vec4s * 4 * kGroup < g.extent) row_vec4s *= 2;
+    launch_mode(dev, name, spec, Mode::row_regs, a, {capped(outputs), 1, 1}, fusion, vec4, row_vec4s);
+    return;
+  }
   if (rows)
     launch_mode(dev, name, spec, Mode::rows, a, {capped(outputs * splits), 1, 1}, fusion, vec4);
   else

@@ -29,6 +29,8 @@ ReduceSpec softmax_spec(const OpIr& op) {
   s.functions += "float lse_sum(ACC a) { return a.m == kiln_inf() ? kiln_nan() : a.s; }\n";
   s.functions += log ? "YT acc_rewrite(XT x, ACC a) { return (x - a.m) - kiln_log(lse_sum(a)); }\n"
                      : "YT acc_rewrite(XT x, ACC a) { return kiln_exp(x - a.m) * (1.0 / lse_sum(a)); }\n";
+  s.row_rewrite = log ? "YT row_rewrite(XT x, float m, float s) { return (x - m) - kiln_log(s); }\n"
+                      : "YT row_rewrite(XT x, float m, float s) { return kiln_exp(x - m) * (1.0 / s); }\n";
   return s;
 }
 

@@ -261,6 +261,14 @@ for op in ["softmax", "log_softmax"]:
     along_case(op + "_nan", op, torch.tensor([[1.0, NAN, 2.0], [0.0, 1.0, 2.0]]), 1)
     along_case(op + "_rows_3x300", op, ramp([3, 300]), 1, stored=False)
     along_case(op + "_cols_130x4", op, ramp([130, 4]), 0, stored=False)
+    # Rows long enough for the Vulkan one-workgroup-per-row kernels, with every special value.
+    special_rows = ramp([4, 256])
+    special_rows[0, 5] = INF
+    special_rows[1, :] = -INF
+    special_rows[2, 7] = -INF
+    special_rows[3, 100] = NAN
+    along_case(op + "_rows_specials_4x256", op, special_rows, 1)
+    along_case(op + "_rows_1x2100", op, ramp([1, 2100]), 1, stored=False)
 along_case("softmax_rows_ramp_3x1000", "softmax", ramp([3, 1000]), 1, stored=False)
 
 write("reduce", cases)
