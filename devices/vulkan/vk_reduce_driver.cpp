@@ -11,9 +11,10 @@
 //   rewrite  after a split of an along-dim op (softmax): writes every element from its row's
 //            merged accumulator.
 //   row_regs softmax rows of at most kRowRegsMax elements (f32, vec4-aligned) on devices with
-//            subgroup arithmetic: a workgroup holds a row in registers, takes its max and its
-//            sum of exp(x - max) with subgroupMax / subgroupAdd, and writes it (two passes over
-//            registers, one read and one write of memory).
+//            subgroup arithmetic: a subgroup (rows of up to 32 x the subgroup size) or else a
+//            workgroup holds a row in registers, takes its max and its sum of exp(x - max)
+//            with subgroupMax / subgroupAdd, and writes it (two passes over registers, one
+//            read and one write of memory).
 // A row or column is split when one kernel would leave a large GPU idle (a sum of 16M elements
 // becomes 1024 workgroups and one combine). The split factor depends only on the shape, and
 // every merge happens in a fixed tree, so results never depend on timing.
@@ -37,9 +38,16 @@ constexpr std::uint64_t kTargetThreads = 1 << 16;
 constexpr std::uint32_t kColChunk = 64;  // least rows per thread of a split column
 constexpr std::uint32_t kMaxSplits = 1024;
 constexpr std::uint32_t kCombineGroupMin = 32;  // more partials per output: a workgroup each
-constexpr std::uint32_t kRowRegsMax = 4 * kGroup * 8;  // row_regs: at most 8 vec4s per thread
+constexpr std::uint32_t kRowRegsVec4s = 8;                   // row_regs: at most 8 vec4s per thread
+constexpr std::uint32_t kRowRegsMax = 4 * kGroup * kRowRegsVec4s;  // so rows of at most 8192
 
 enum class Mode { rows, cols, combine_thread, combine_group, rewrite, row_regs };
+
+// A row_regs kernel: vec4s per thread, and a subgroup per row (else a workgroup).
+struct RowRegs {
+  std::uint32_t vec4s = 1;
+  bool per_subgroup = false;
+};
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -53,10 +61,12 @@ const char* mode_name(Mode m) {
   return "?";
 }
 
-// Subgroup arithmetic in compute shaders (GL_KHR_shader_subgroup_arithmetic), per device.
-bool has_subgroup_arithmetic(const VulkanDevice& dev) {
+// The subgroup size of compute shaders where they have subgroup arithmetic
+// (GL_KHR_shader_subgroup_arithmetic), else 0; per device. Kernels are SPIR-V 1.5 and ask for no
+// varying size, so a shader's gl_SubgroupSize is this value.
+std::uint32_t arithmetic_subgroup_size(const VulkanDevice& dev) {
   static std::mutex mutex;
-  static std::unordered_map<VkPhysicalDevice, bool> known;
+  static std::unordered_map<VkPhysicalDevice, std::uint32_t> known;
   std::lock_guard lock(mutex);
   const VkPhysicalDevice pd = dev.context().physical();
   if (auto it = known.find(pd); it != known.end()) return it->second;
@@ -67,9 +77,12 @@ bool has_subgroup_arithmetic(const VulkanDevice& dev) {
   const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
   const bool ok = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & need) == need &&
                   sg.subgroupSize >= 4 && kGroup % sg.subgroupSize == 0;
-  known.emplace(pd, ok);
-  return ok;
+  const std::uint32_t size = ok ? sg.subgroupSize : 0;
+  known.emplace(pd, size);
+  return size;
 }
+
+bool has_subgroup_arithmetic(const VulkanDevice& dev) { return arithmetic_subgroup_size(dev) != 0; }
 
 // Merges the workgroup's accumulators (threads in order); every thread gets the result.
 constexpr const char* kWorkgroupReduce = R"(
@@ -108,6 +121,21 @@ ACC wg_reduce(ACC v) {
 // row_regs: the workgroup's max and sum of one float each, every thread gets them. The
 // subgroups' results are merged by every thread in subgroup order (a fixed order).
 constexpr const char* kRowRegs = R"(
+#ifdef ROW_PER_SUBGROUP
+// A subgroup per row: no barriers at all.
+#define ROW_LANES gl_SubgroupSize
+#define ROW_LANE gl_SubgroupInvocationID
+#define ROW_FIRST (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID)
+#define ROW_STEP (gl_NumWorkGroups.x * gl_NumSubgroups)
+#define ROW_MAX(v) subgroupMax(v)
+#define ROW_SUM(v) subgroupAdd(v)
+#else
+#define ROW_LANES WG
+#define ROW_LANE gl_LocalInvocationID.x
+#define ROW_FIRST gl_WorkGroupID.x
+#define ROW_STEP gl_NumWorkGroups.x
+#define ROW_MAX(v) wg_max(v)
+#define ROW_SUM(v) wg_sum(v)
 shared float red_f[WG];
 float wg_max(float v) {
   v = subgroupMax(v);
@@ -127,6 +155,7 @@ float wg_sum(float v) {
   barrier();
   return r;
 }
+#endif
 layout(local_size_x = WG) in;
 void main() {
   xs4 = F32x4s(arg_u64(0));
@@ -135,28 +164,28 @@ void main() {
   fused_init();
 #endif
   uint outer = arg_u32(3), extent = arg_u32(4);
-  uint lid = gl_LocalInvocationID.x;
-  for (uint o = gl_WorkGroupID.x; o < outer; o += gl_NumWorkGroups.x) {
+  uint lane = ROW_LANE;
+  for (uint o = ROW_FIRST; o < outer; o += ROW_STEP) {
     uint base = o * extent;
     vec4 v[ROW_VEC4S];
     // A NaN makes the sum, and so every element, NaN whether or not max() keeps it; an
     // infinite max gives exp(inf - inf) = NaN likewise, as torch does.
     float m = -kiln_inf();
     [[unroll]] for (uint j = 0u; j < ROW_VEC4S; ++j) {
-      uint r = 4u * (lid + j * WG);
+      uint r = 4u * (lane + j * ROW_LANES);
       v[j] = vec4(-kiln_inf());
       if (r < extent) v[j] = load_x4(base + r);
       m = max(m, max(max(v[j].x, v[j].y), max(v[j].z, v[j].w)));
     }
-    m = wg_max(m);
+    m = ROW_MAX(m);
     float s = 0.0;
     [[unroll]] for (uint j = 0u; j < ROW_VEC4S; ++j) {
-      uint r = 4u * (lid + j * WG);
+      uint r = 4u * (lane + j * ROW_LANES);
       if (r < extent) s += (kiln_exp(v[j].x - m) + kiln_exp(v[j].y - m)) + (kiln_exp(v[j].z - m) + kiln_exp(v[j].w - m));
     }
-    s = wg_sum(s);
+    s = ROW_SUM(s);
     [[unroll]] for (uint j = 0u; j < ROW_VEC4S; ++j) {
-      uint r = 4u * (lid + j * WG);
+      uint r = 4u * (lane + j * ROW_LANES);
       if (r < extent)
         put_y4(base + r, vec4(row_rewrite(v[j].x, m, s), row_rewrite(v[j].y, m, s), row_rewrite(v[j].z, m, s),
                               row_rewrite(v[j].w, m, s)));
@@ -307,7 +336,7 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
 }
 
 std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, bool subgroups, bool vec4,
-                   const ReduceFusion* fusion, std::uint32_t row_vec4s) {
+                   const ReduceFusion* fusion, RowRegs row) {
   std::string s = dev.prelude();
   if (subgroups) {
     // Extensions go with the others, before any declaration.
@@ -339,8 +368,9 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
     s.insert(s.find('\n') + 1, "#extension GL_EXT_control_flow_attributes : require\n");
     s += spec.row_rewrite;
     s += "#define ROW_VEC4S ";
-    s += std::to_string(row_vec4s);
+    s += std::to_string(row.vec4s);
     s += "u\n";
+    if (row.per_subgroup) s += "#define ROW_PER_SUBGROUP 1\n";
     s += kRowRegs;
     return s;
   }
@@ -350,22 +380,22 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
 }
 
 void launch_mode(VulkanDevice& dev, const char* name, const ReduceSpec& spec, Mode mode, const LaunchArgs& args,
-                 Groups groups, const ReduceFusion* fusion, bool vec4 = false, std::uint32_t row_vec4s = 0) {
+                 Groups groups, const ReduceFusion* fusion, bool vec4 = false, RowRegs row = {}) {
   const bool subgroups = mode == Mode::row_regs || (!spec.subgroup.empty() &&
                                                     (mode == Mode::rows || mode == Mode::combine_group) &&
                                                     has_subgroup_arithmetic(dev));
   std::string key = std::string("reduce/") + spec.key + "/" + dtype_name(spec.in) + ">" + dtype_name(spec.out) +
                     (spec.rewrite ? "/rewrite/" : "/") + mode_name(mode) + (subgroups ? "/sg" : "") + (vec4 ? "/v4" : "");
   if (mode == Mode::row_regs) {
-    key += "/r";
-    key += std::to_string(row_vec4s);
+    key += row.per_subgroup ? "/sr" : "/r";
+    key += std::to_string(row.vec4s);
   }
   if (fusion) {
     key += "/fused/";
     key += fusion->key;
   }
   dev.launch(
-      key, name, [&] { return source(dev, spec, mode, subgroups, vec4, fusion, row_vec4s); }, args, groups);
+      key, name, [&] { return source(dev, spec, mode, subgroups, vec4, fusion, row); }, args, groups);
 }
 
 std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
@@ -404,12 +434,16 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
   if (fusion)
     for (std::uint64_t w : fusion->args.words()) a.u64(w);
 
-  if (rows && vec4 && splits == 1 && !spec.row_rewrite.empty() && g.extent <= kRowRegsMax &&
-      has_subgroup_arithmetic(dev)) {
-    // Registers per thread in powers of two, so that few pipelines cover every row length.
-    std::uint32_t row_vec4s = 1;
-    while (row_vec4s * 4 * kGroup < g.extent) row_vec4s *= 2;
-    launch_mode(dev, name, spec, Mode::row_regs, a, {capped(outputs), 1, 1}, fusion, vec4, row_vec4s);
+  const std::uint32_t sg = arithmetic_subgroup_size(dev);
+  if (rows && vec4 && splits == 1 && !spec.row_rewrite.empty() && g.extent <= kRowRegsMax && sg) {
+    // A subgroup per row while a row fits its registers, else a workgroup; registers per
+    // thread in powers of two, so that few pipelines cover every row length.
+    RowRegs row;
+    row.per_subgroup = g.extent <= 4 * sg * kRowRegsVec4s;
+    const std::uint32_t lanes = row.per_subgroup ? sg : kGroup;
+    while (row.vec4s * 4 * lanes < g.extent) row.vec4s *= 2;
+    const std::uint64_t groups = row.per_subgroup ? ceil_div(outputs, kGroup / sg) : outputs;
+    launch_mode(dev, name, spec, Mode::row_regs, a, {capped(groups), 1, 1}, fusion, vec4, row);
     return;
   }
   if (rows)
