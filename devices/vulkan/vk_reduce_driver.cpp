@@ -118,8 +118,8 @@ ACC wg_reduce(ACC v) {
 }
 )";
 
-// row_regs: the workgroup's max and sum of one float each, every thread gets them. The
-// subgroups' results are merged by every thread in subgroup order (a fixed order).
+// row_regs (see the top): the row's max and sum reach every thread of it. With a workgroup per
+// row, every thread merges the subgroups' results itself, in subgroup order (a fixed order).
 constexpr const char* kRowRegs = R"(
 #ifdef ROW_PER_SUBGROUP
 // A subgroup per row: no barriers at all.
