@@ -38,6 +38,9 @@ class CounterDelta {
     state.counters["compiles_per_iter"] = per_iter(&EngineCounters::plan_cache_misses);
     state.counters["inplace_per_iter"] = per_iter(&EngineCounters::inplace_reuses);
     state.counters["batches_per_iter"] = per_iter(&EngineCounters::batches);
+    // The device's own clock (GPU timestamps), where it has one: the kernels' time without the
+    // host's share of the round trip.
+    if (const double busy = per_iter(&EngineCounters::device_busy_ns); busy > 0) state.counters["device_us_per_iter"] = busy / 1e3;
   }
 
  private:

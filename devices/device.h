@@ -54,6 +54,9 @@ class DeviceBackend {
   // The executor finished a batch: start work that is only recorded (Vulkan submits its
   // command buffer), without waiting for it.
   virtual void flush() {}
+  // Nanoseconds the device has spent on completed work, by its own clock (Vulkan timestamps);
+  // 0 where it does not measure (the CPU: its kernels run on the calling threads).
+  virtual std::uint64_t busy_ns() const { return 0; }
 };
 
 std::unique_ptr<DeviceBackend> make_cpu_device();

@@ -23,6 +23,9 @@ struct EngineCounters {
   std::uint64_t fused_kernels = 0;      // fused kernels launched
   std::uint64_t plan_cache_hits = 0;    // fused kernels reused from the cache (same structure)
   std::uint64_t plan_cache_misses = 0;  // fused kernels compiled
+  // Nanoseconds the device spent on completed work, timed by the device itself (Vulkan
+  // timestamps around each submission: free of host-side noise); 0 on the CPU.
+  std::uint64_t device_busy_ns = 0;
 };
 
 // Fusion of elementwise chains (on by default; KILN_FUSION=0 turns it off). Results are the

@@ -107,6 +107,7 @@ EngineCounters counters(Device device) {
   out.fused_kernels = c.fused_kernels.load();
   out.plan_cache_hits = c.plan_cache_hits.load();
   out.plan_cache_misses = c.plan_cache_misses.load();
+  out.device_busy_ns = rt.backend->busy_ns();
   return out;
 }
 

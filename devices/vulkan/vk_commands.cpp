@@ -63,10 +63,23 @@ CommandStream::Frame& CommandStream::current() {
     VkFence fence = VK_NULL_HANDLE;
     check(vkCreateFence(ctx_.device(), &fi, nullptr, &fence), "vkCreateFence");
     recording_->fence = own(ctx_.device(), fence);
+    if (ctx_.info().timestamp_valid_bits) {
+      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = 2;
+      VkQueryPool pool = VK_NULL_HANDLE;
+      check(vkCreateQueryPool(ctx_.device(), &qi, nullptr, &pool), "vkCreateQueryPool");
+      recording_->timestamps = own(ctx_.device(), pool);
+    }
   }
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(recording_->cb, &bi), "vkBeginCommandBuffer");
+  if (recording_->timestamps) {
+    // Written once everything submitted before has finished: busy time never counts twice.
+    vkCmdResetQueryPool(recording_->cb, recording_->timestamps.get(), 0, 2);
+    vkCmdWriteTimestamp(recording_->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, recording_->timestamps.get(), 0);
+  }
   return *recording_;
 }
 
@@ -125,6 +138,7 @@ void CommandStream::submit() {
   Frame& f = *recording_;
   // Results become visible to the host once the fence signals.
   global_barrier(f.cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  if (f.timestamps) vkCmdWriteTimestamp(f.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.timestamps.get(), 1);
   check(vkEndCommandBuffer(f.cb), "vkEndCommandBuffer");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
@@ -136,6 +150,7 @@ void CommandStream::submit() {
     retire(std::move(recording_));
     throw_result(r, "vkQueueSubmit");
   }
+  f.submitted = true;
   in_flight_.push_back(std::move(recording_));
 }
 
@@ -157,6 +172,17 @@ void CommandStream::wait(Frame& frame) {
 }
 
 void CommandStream::retire(std::unique_ptr<Frame> frame) {
+  if (frame->timestamps && frame->submitted) {
+    std::uint64_t t[2] = {0, 0};
+    if (vkGetQueryPoolResults(ctx_.device(), frame->timestamps.get(), 0, 2, sizeof t, t, sizeof t[0],
+                              VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
+      const std::uint32_t bits = ctx_.info().timestamp_valid_bits;
+      const std::uint64_t mask = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+      const double ns = static_cast<double>((t[1] - t[0]) & mask) * ctx_.info().timestamp_period_ns;
+      busy_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+    }
+  }
+  frame->submitted = false;
   const VkFence fence = frame->fence.get();
   vkResetFences(ctx_.device(), 1, &fence);
   vkResetCommandBuffer(frame->cb, 0);

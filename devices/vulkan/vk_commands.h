@@ -8,6 +8,7 @@
 // argument blocks) comes from host_alloc(): it lives until that submission's fence signals, then
 // its blocks are reused, so steady-state work allocates nothing.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <cstdint>
@@ -54,6 +55,10 @@ class CommandStream {
   void finish(const std::function<void()>& while_idle = {});
   // Throws DeviceLost if the device was lost earlier.
   void check_alive() const;
+  // Nanoseconds the device spent on the submissions that have completed, by its own clock
+  // (timestamps at each submission's start and end; 0 where the queue has none). Each
+  // submission starts timing once the work before it has finished, so nothing counts twice.
+  std::uint64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
 
  private:
   struct HostBlock {
@@ -65,6 +70,8 @@ class CommandStream {
     Owned<VkFence> fence;
     std::vector<std::unique_ptr<HostBlock>> host;
     std::uint32_t commands = 0;
+    Owned<VkQueryPool> timestamps;  // [start, end] of the submission, where the queue has them
+    bool submitted = false;         // the timestamps will be written
   };
 
   Frame& current();
@@ -78,6 +85,7 @@ class CommandStream {
   std::vector<std::unique_ptr<Frame>> idle_frames_;
   std::vector<std::unique_ptr<HostBlock>> idle_host_;
   bool lost_ = false;
+  std::atomic<std::uint64_t> busy_ns_{0};
 };
 
 }  // namespace kiln::vk

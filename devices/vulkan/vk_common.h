@@ -64,6 +64,7 @@ template <class T> class Owned {
 KILN_VK_DESTROYER(VkBuffer, vkDestroyBuffer)
 KILN_VK_DESTROYER(VkDeviceMemory, vkFreeMemory)
 KILN_VK_DESTROYER(VkFence, vkDestroyFence)
+KILN_VK_DESTROYER(VkQueryPool, vkDestroyQueryPool)
 KILN_VK_DESTROYER(VkCommandPool, vkDestroyCommandPool)
 KILN_VK_DESTROYER(VkPipeline, vkDestroyPipeline)
 KILN_VK_DESTROYER(VkPipelineLayout, vkDestroyPipelineLayout)

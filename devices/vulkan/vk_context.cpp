@@ -56,6 +56,10 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     if (!(flags & VK_QUEUE_COMPUTE_BIT)) continue;
     if (info.compute_queue_family == UINT32_MAX || !(flags & VK_QUEUE_GRAPHICS_BIT)) info.compute_queue_family = f;
   }
+  if (info.compute_queue_family != UINT32_MAX) {
+    info.timestamp_valid_bits = families[info.compute_queue_family].timestampValidBits;
+    info.timestamp_period_ns = props.limits.timestampPeriod;
+  }
 
   std::uint32_t n_ext = 0;
   vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, nullptr);

@@ -32,6 +32,9 @@ struct PhysicalDeviceInfo {
   bool nan_preserve_f32 = false;
   // VK_NV_cooperative_matrix (with the Vulkan memory model its shaders use): tensor cores.
   bool coop_matrix_nv = false;
+  // Timestamps on the compute queue (0 valid bits: none), and nanoseconds per tick.
+  std::uint32_t timestamp_valid_bits = 0;
+  float timestamp_period_ns = 0;
   bool usable() const;
   std::string why_unusable() const;
   const char* type_name() const;

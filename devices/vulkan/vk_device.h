@@ -29,6 +29,7 @@ class VulkanDevice final : public DeviceBackend {
   void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) override;
   void synchronize() override;
   void flush() override;
+  std::uint64_t busy_ns() const override { return commands_->busy_ns(); }
 
   // ---- the kernel API (vk_kernels.h) ----
   // Compiles (or finds) the kernel `key` and records one dispatch of it.

@@ -1,9 +1,11 @@
 // The Vulkan device on its own: discovery, transfers of every dtype, creation ops, errors
 // (mixing devices, out of memory, i64 division by zero) and kiln::to between devices.
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <thread>
 
+#include "devices/vulkan/vk_context.h"
 #include "vulkan_test_support.h"
 
 namespace kiln::test {
@@ -16,6 +18,31 @@ TEST(VulkanDevice, IsListedWithItsName) {
   EXPECT_EQ(all[0], Device::cpu());
   const std::string name = device_name(vk0());
   EXPECT_EQ(name.rfind("vulkan:0 (", 0), 0u) << name;
+}
+
+// counters().device_busy_ns: the device's own time for completed work, more than nothing for a
+// kernel that ran, and never more than the wall-clock time around it.
+TEST(VulkanDevice, CountsItsBusyTimeByItsOwnClock) {
+  KILN_REQUIRE_VULKAN();
+  auto instance = vk::Instance::get();
+  const int best = vk::best_device_index(instance->devices());
+  ASSERT_GE(best, 0);
+  const bool timestamps = instance->devices()[static_cast<std::size_t>(best)].timestamp_valid_bits > 0;
+  Tensor x = full(Shape{1 << 20}, 1.5, {DType::f32, vk0()});
+  sync(vk0()).get();
+  const std::uint64_t before = counters(vk0()).device_busy_ns;
+  const auto start = std::chrono::steady_clock::now();
+  Tensor y = exp(mul(x, x));
+  sync(vk0()).get();
+  const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  const std::uint64_t busy = counters(vk0()).device_busy_ns - before;
+  if (!timestamps) {
+    EXPECT_EQ(busy, 0u) << "a queue without timestamps measures nothing";
+    return;
+  }
+  EXPECT_GT(busy, 0u);
+  EXPECT_LE(busy, static_cast<std::uint64_t>(wall.count())) << "busy " << busy << " ns, wall " << wall.count() << " ns";
+  EXPECT_NEAR(y.to_vector<float>().get()[7], std::exp(2.25f), 1e-5f * std::exp(2.25f));
 }
 
 TEST(VulkanDevice, RoundTripEveryDtype) {
