@@ -5,6 +5,7 @@
 #pragma once
 #include <chrono>
 #include <future>
+#include <thread>
 
 namespace kiln {
 
@@ -19,11 +20,11 @@ template <class T> class Future {
   Future() = default;
   explicit Future(std::future<T> f, FutureHelper helper = {}) : f_(std::move(f)), helper_(helper) {}
   T get() {
-    help();
+    settle();
     return f_.get();
   }
   void wait() const {
-    help();
+    settle();
     f_.wait();
   }
   bool ready() const { return f_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
@@ -33,6 +34,17 @@ template <class T> class Future {
   void help() const {
     if (helper_.run && f_.valid() && !ready()) helper_.run(helper_.stream);
   }
+  // Helps, then, when a scheduler thread had the work already, polls for a short while before
+  // sleeping: that thread usually finishes within microseconds (a small step, a GPU fence it
+  // polls), and waking a sleeping thread costs tens of microseconds on a busy or virtual
+  // machine. Yielding while polling leaves the core to any thread that has work.
+  void settle() const {
+    help();
+    if (!f_.valid()) return;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kPollMicros);
+    while (!ready() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  }
+  static constexpr int kPollMicros = 200;
 
   std::future<T> f_;
   FutureHelper helper_;
