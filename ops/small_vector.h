@@ -85,8 +85,9 @@ class SmallVector {
   }
   void pop_back() { --size_; }
   void resize(std::size_t n, const T& fill = T{}) {
+    const T value = fill;  // `fill` may live in this vector
     reserve(n);
-    for (std::size_t i = size_; i < n; ++i) data_[i] = fill;
+    for (std::size_t i = size_; i < n; ++i) data_[i] = value;
     size_ = n;
   }
   template <class It, class = typename std::iterator_traits<It>::iterator_category>
@@ -95,7 +96,7 @@ class SmallVector {
     insert(end(), first, last);
   }
   void assign(std::size_t n, const T& value) {
-    const T copy = value;  // `value` may live in this vector
+    const T copy = value;  // `value` may live in this vector, which clear() empties
     clear();
     resize(n, copy);
   }

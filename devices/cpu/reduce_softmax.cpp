@@ -89,9 +89,9 @@ void softmax_along(const OpIr& op, const ReduceSource* source, const float* x, f
   if (g.outer * g.extent * g.inner == 0) return;
   if (g.inner == 1) {
     // A fused prologue is pulled a row at a time into a row buffer; the row is then read as x.
-    std::vector<EwOperand> operands;
-    if (!source) operands.push_back(EwOperand{x, DType::f32, DType::f32, op.inputs[0].shape});
-    const bool stream = should_stream(y, static_cast<std::size_t>(g.outer * g.extent) * sizeof(float), operands);
+    const EwOperand input{x, DType::f32, DType::f32, op.inputs[0].shape};
+    const bool stream = should_stream(y, static_cast<std::size_t>(g.outer * g.extent) * sizeof(float),
+                                      std::span<const EwOperand>(&input, source ? 0 : 1));
     parallel_for(g.outer, detail::grain_for(g.extent), [&](std::int64_t b, std::int64_t e) {
       // One per task, not per row.
       std::vector<float> buf(stream ? static_cast<std::size_t>(g.extent) : 0);

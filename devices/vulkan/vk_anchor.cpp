@@ -24,8 +24,7 @@ class AnchoredKernel final : public CompiledKernel {
   std::unique_ptr<AnchoredSteps> steps;  // set when the kernels cannot take the group in
 };
 
-// Whether the anchor's kernel takes the group in; the answer depends only on the structure
-// (the key holds the reduced dims and which dims are 1, which decide a gather).
+// Softmax and log_softmax: their output has the input's shape (a rewrite spec).
 bool along_dim(const OpIr& op) { return op.kind == OpKind::softmax || op.kind == OpKind::log_softmax; }
 
 // Whether the anchor's kernel takes the group in; the answer depends only on the structure

@@ -82,6 +82,9 @@ struct ReduceFusion {
 void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, const Buffer* x, const Buffer* y,
                    const Geometry& g, const ReduceFusion* fusion = nullptr);
 
+// How many input elements reach each output of a dims reduction (the product of the reduced dims).
+std::int64_t reduced_count(const OpIr& op);
+
 // The spec of a plain reduction (sum, mean, prod, max, min, any, all) for op's dtypes.
 ReduceSpec plain_spec(const OpIr& op);
 

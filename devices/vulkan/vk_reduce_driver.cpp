@@ -434,8 +434,8 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
   if (fusion)
     for (std::uint64_t w : fusion->args.words()) a.u64(w);
 
-  const std::uint32_t sg = arithmetic_subgroup_size(dev);
-  if (rows && vec4 && splits == 1 && !spec.row_rewrite.empty() && g.extent <= kRowRegsMax && sg) {
+  const bool row_regs = rows && vec4 && splits == 1 && !spec.row_rewrite.empty() && g.extent <= kRowRegsMax;
+  if (const std::uint32_t sg = row_regs ? arithmetic_subgroup_size(dev) : 0) {
     // A subgroup per row while a row fits its registers, else a workgroup; registers per
     // thread in powers of two, so that few pipelines cover every row length.
     RowRegs row;

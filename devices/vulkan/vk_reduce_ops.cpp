@@ -10,13 +10,13 @@ namespace kiln::vk {
 
 namespace reduce {
 
-namespace {
-
 std::int64_t reduced_count(const OpIr& op) {
   std::int64_t n = 1;
   for (std::int64_t d : op.attrs.ints) n *= op.inputs[0].shape[static_cast<int>(d)];
   return n;
 }
+
+namespace {
 
 // A fold whose accumulator is one value of `acc`: step `a = fold(a, v)` on the element's value
 // v (the input converted by `value`), merge the same fold on two accumulators.

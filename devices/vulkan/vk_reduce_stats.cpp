@@ -85,8 +85,7 @@ ReduceSpec stat_spec(const OpIr& op) {
     return s;
   }
   KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
-  std::int64_t count = 1;
-  for (std::int64_t d : op.attrs.ints) count *= op.inputs[0].shape[static_cast<int>(d)];
+  const std::int64_t count = reduced_count(op);
   ReduceSpec s;
   s.key = "welford";
   s.in = s.out = DType::f32;

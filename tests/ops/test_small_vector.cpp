@@ -57,6 +57,8 @@ TEST(SmallVector, EraseResizeAssign) {
   EXPECT_EQ(as_vector(s), (std::vector<int>{1, 3, 4}));
   s.resize(5, 9);
   EXPECT_EQ(as_vector(s), (std::vector<int>{1, 3, 4, 9, 9}));
+  s.resize(9, s[1]);  // grows onto the heap: the fill value lived in the old buffer
+  EXPECT_EQ(as_vector(s), (std::vector<int>{1, 3, 4, 9, 9, 3, 3, 3, 3}));
   s.resize(1);
   EXPECT_EQ(as_vector(s), (std::vector<int>{1}));
   s.assign(3, s[0]);
