@@ -39,9 +39,18 @@ struct EwTile {
   void* out = nullptr;
   std::int64_t n = 0;
   std::int64_t first = 0;  // linear index of the tile's first element in the output
+  // With Prefetch::hand_over: where each contiguous operand's next tile starts (nullptr when
+  // there is none to ask for) and its bytes, for fn to ask for while it computes.
+  std::array<const std::byte*, kMaxEwOperands> next{};
+  std::size_t next_bytes[kMaxEwOperands] = {};
 };
 
 using EwTileFn = void (*)(const EwTile& tile, const void* ctx);
+
+// Asks for part `part` of `parts` of every operand's next tile (EwTile::next), into L2. A fused
+// expression spends several passes on each tile in L1; asking for a slice of the next tile before
+// each pass keeps memory busy all the while, where all of it at once would fill the miss buffers.
+void prefetch_next_part(const EwTile& tile, std::size_t part, std::size_t parts);
 
 // Whether an output of `bytes` at `out` is better written with non-temporal stores: it is too
 // large to stay in the caches anyway, and no operand lies in it (in place, the lines are cached
@@ -71,8 +80,10 @@ class ElementwiseWalk {
   ElementwiseWalk(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands);
   // Output elements [begin, end): in parallel when the range is large, else on this thread.
   // With Prefetch::next_tile, each tile also asks for the next tile of every contiguous operand
-  // (see run_tiles): for callers that pull a tile at a time and work on it in between.
-  enum class Prefetch : bool { none, next_tile };
+  // (see run_tiles): for callers that pull a tile at a time and work on it in between. With
+  // Prefetch::hand_over, the tile carries where those next tiles are (EwTile::next) and fn asks
+  // for them itself, a part at a time while it computes (prefetch_next_part).
+  enum class Prefetch : std::uint8_t { none, next_tile, hand_over };
   void run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx,
            Prefetch prefetch = Prefetch::none) const;
 

@@ -121,6 +121,7 @@ void FusedProgram::eval_tile(Tile& t) const {
   const std::int64_t len = t.ew->n;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
+    prefetch_next_part(*t.ew, i, steps_.size());  // nothing unless the walk handed the next tile over
     const void* p[3];
     std::int64_t st[3];
     for (int j = 0; j < s.arity; ++j) {
@@ -178,7 +179,7 @@ void FusedProgram::eval_tile_fn(const EwTile& ew, const void* ctx) {
 
 void FusedProgram::Bound::eval(std::int64_t begin, std::int64_t end) const {
   const Tile base{this, &expr_, scalars_.data()};
-  walk_.run(begin, end, eval_tile_fn, &base);
+  walk_.run(begin, end, eval_tile_fn, &base, ElementwiseWalk::Prefetch::hand_over);
 }
 
 void FusedProgram::Bound::eval_into(std::int64_t begin, std::int64_t end, std::byte* dst) const {
