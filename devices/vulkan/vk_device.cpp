@@ -97,11 +97,18 @@ const Pipeline& VulkanDevice::pipeline(const std::string& key, const char* name,
 
 void VulkanDevice::dispatch(const Pipeline& p, const LaunchArgs& args, Groups groups) {
   if (!groups[0] || !groups[1] || !groups[2]) return;
-  const HostSlice block = commands_->host_alloc(std::max<std::size_t>(args.size(), 1) * 8, 8);
-  if (args.size()) std::memcpy(block.ptr, args.words().data(), args.size() * 8);
+  PushConstants push;
+  push.error_flag = error_flag_.address;
+  const std::size_t inline_words = std::min(args.size(), kPushWords);
+  std::memcpy(push.words, args.words().data(), inline_words * 8);
+  if (args.size() > kPushWords) {
+    const std::size_t rest = args.size() - kPushWords;
+    const HostSlice block = commands_->host_alloc(rest * 8, 8);
+    std::memcpy(block.ptr, args.words().data() + kPushWords, rest * 8);
+    push.args = block.address;
+  }
   VkCommandBuffer cb = commands_->begin_command();
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline.get());
-  const PushConstants push{block.address, error_flag_.address};
   vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
   vkCmdDispatch(cb, groups[0], groups[1], groups[2]);
   commands_->done_command();

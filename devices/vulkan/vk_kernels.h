@@ -2,9 +2,10 @@
 //
 // A kernel is GLSL compute code generated at run time. It sees no descriptor sets: every tensor
 // is a 64-bit device address (VK_KHR_buffer_device_address, GL_EXT_buffer_reference) passed in
-// its argument block, together with the kernel's integer and float parameters. The argument
-// block lives in per-submission host-visible memory; its address (and the device's error flag)
-// reach the kernel in push constants. Every kernel source starts with kernel_prelude(), which
+// its argument block, together with the kernel's integer and float parameters. The block's
+// first kPushWords words travel in push constants, so most kernels read no memory for them; the
+// rest, if any, lie in per-submission host-visible memory whose address (and the device's
+// error flag) are push constants too. Every kernel source starts with kernel_prelude(), which
 // declares the typed pointer types and the accessors for the argument block:
 //
 //   arg_u64(i) arg_i64(i) arg_u32(i) arg_f32(i)   word i of the argument block

@@ -5,6 +5,7 @@
 // loads stale code), and the driver's VkPipelineCache blob, so a second process skips both
 // glslang and most of the driver's compile. Disk failures are logged, never raised.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,12 +17,20 @@
 
 namespace kiln::vk {
 
-// What every kernel receives in its push constants (see vk_kernels.h): the address of its
-// argument block and of the device's error flag.
+// Words of a kernel's argument block that travel in push constants: 128 bytes in all, the size
+// every Vulkan device supports. The prelude's KilnPush (vk_prelude.cpp) declares the same.
+inline constexpr std::size_t kPushWords = 14;
+
+// What every kernel receives in its push constants (see vk_kernels.h): the first kPushWords
+// words of its argument block; the address of the rest (0 when there is none); the address of
+// the device's error flag. Arguments in push constants cost the kernel no memory reads: from
+// host memory, every workgroup's first reads crossed the bus.
 struct PushConstants {
-  VkDeviceAddress args = 0;
+  VkDeviceAddress args = 0;  // words kPushWords.. of the block
   VkDeviceAddress error_flag = 0;
+  std::uint64_t words[kPushWords] = {};
 };
+static_assert(sizeof(PushConstants) == 128);
 
 struct Pipeline {
   std::string name;

@@ -62,7 +62,8 @@ float kiln_round_bf16(float x) { return kiln_bf16_to_f32(kiln_f32_to_bf16(x)); }
 )";
 
 constexpr const char* kBody = R"(
-layout(push_constant) uniform KilnPush { uint64_t args; uint64_t error_flag; } kiln_push;
+// PushConstants of vk_pipeline_cache.h: words 0..13 of the argument block inline, the rest at `args`.
+layout(push_constant) uniform KilnPush { uint64_t args; uint64_t error_flag; uint64_t w[14]; } kiln_push;
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer KilnWords { uint64_t w[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32s { float v[]; };
@@ -72,7 +73,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32s { uint 
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8s { uint8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer KilnErrorFlag { uint code; };
 
-uint64_t arg_u64(uint i) { return KilnWords(kiln_push.args).w[i]; }
+uint64_t arg_u64(uint i) { return i < 14u ? kiln_push.w[i] : KilnWords(kiln_push.args).w[i - 14u]; }
 int64_t arg_i64(uint i) { return int64_t(arg_u64(i)); }
 uint arg_u32(uint i) { return uint(arg_u64(i)); }
 float arg_f32(uint i) { return uintBitsToFloat(uint(arg_u64(i))); }
