@@ -57,6 +57,8 @@ class DeviceBackend {
   // Nanoseconds the device has spent on completed work, by its own clock (Vulkan timestamps);
   // 0 where it does not measure (the CPU: its kernels run on the calling threads).
   virtual std::uint64_t busy_ns() const { return 0; }
+  // Turns that measuring on or off (set_device_timing); a no-op where nothing is measured.
+  virtual void set_timing(bool) {}
 };
 
 std::unique_ptr<DeviceBackend> make_cpu_device();

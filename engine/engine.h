@@ -24,7 +24,8 @@ struct EngineCounters {
   std::uint64_t plan_cache_hits = 0;    // fused kernels reused from the cache (same structure)
   std::uint64_t plan_cache_misses = 0;  // fused kernels compiled
   // Nanoseconds the device spent on completed work, timed by the device itself (Vulkan
-  // timestamps around each submission: free of host-side noise); 0 on the CPU.
+  // timestamps around each submission: free of host-side noise), while device timing is on
+  // (set_device_timing); 0 on the CPU.
   std::uint64_t device_busy_ns = 0;
 };
 
@@ -46,6 +47,10 @@ void reset_peak_memory(Device device = Device::cpu());
 void set_memory_limit(Device device, std::size_t bytes);
 void release_cached_memory(Device device = Device::cpu());
 EngineCounters counters(Device device = Device::cpu());
+// Whether the device times its own work for counters().device_busy_ns. Off by default
+// (KILN_DEVICE_TIME=1 turns it on for every device): the timestamps cost a few microseconds a
+// submission (H200: a 64 MiB map's wall time 62-64 us without, 66-70 with).
+void set_device_timing(Device device, bool enabled);
 std::vector<Device> devices();
 std::string device_name(Device device);
 

@@ -111,6 +111,10 @@ EngineCounters counters(Device device) {
   return out;
 }
 
+void set_device_timing(Device device, bool enabled) {
+  Engine::get().runtime(device, "set_device_timing").backend->set_timing(enabled);
+}
+
 void set_fusion(bool enabled) { RuntimeSettings::get().fusion.store(enabled); }
 bool fusion_enabled() { return RuntimeSettings::get().fusion.load(); }
 void set_flush_threshold(std::size_t messages) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 namespace kiln::vk {
 
@@ -24,6 +26,8 @@ CommandStream::CommandStream(const Context& ctx) : ctx_(ctx) {
   VkCommandPool pool = VK_NULL_HANDLE;
   check(vkCreateCommandPool(ctx.device(), &ci, nullptr, &pool), "vkCreateCommandPool");
   pool_ = own(ctx.device(), pool);
+  const char* env = std::getenv("KILN_DEVICE_TIME");
+  timing_ = env && std::string(env) == "1";
 }
 
 CommandStream::~CommandStream() {
@@ -63,24 +67,29 @@ CommandStream::Frame& CommandStream::current() {
     VkFence fence = VK_NULL_HANDLE;
     check(vkCreateFence(ctx_.device(), &fi, nullptr, &fence), "vkCreateFence");
     recording_->fence = own(ctx_.device(), fence);
-    if (ctx_.info().timestamp_valid_bits) {
-      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-      qi.queryCount = 2;
-      VkQueryPool pool = VK_NULL_HANDLE;
-      check(vkCreateQueryPool(ctx_.device(), &qi, nullptr, &pool), "vkCreateQueryPool");
-      recording_->timestamps = own(ctx_.device(), pool);
-    }
+  }
+  Frame& f = *recording_;
+  f.timed = timing_.load(std::memory_order_relaxed) && ctx_.info().timestamp_valid_bits;
+  if (f.timed && !f.timestamps) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 2;
+    VkQueryPool pool = VK_NULL_HANDLE;
+    check(vkCreateQueryPool(ctx_.device(), &qi, nullptr, &pool), "vkCreateQueryPool");
+    f.timestamps = own(ctx_.device(), pool);
+    if (ctx_.info().host_query_reset) vkResetQueryPool(ctx_.device(), pool, 0, 2);
   }
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(recording_->cb, &bi), "vkBeginCommandBuffer");
-  if (recording_->timestamps) {
+  check(vkBeginCommandBuffer(f.cb, &bi), "vkBeginCommandBuffer");
+  if (f.timed) {
+    // Reset from the host where the device allows it (after each read, in retire): a reset
+    // recorded in the command buffer cost the H200 4 us of GPU time per submission.
+    if (!ctx_.info().host_query_reset) vkCmdResetQueryPool(f.cb, f.timestamps.get(), 0, 2);
     // Written once everything submitted before has finished: busy time never counts twice.
-    vkCmdResetQueryPool(recording_->cb, recording_->timestamps.get(), 0, 2);
-    vkCmdWriteTimestamp(recording_->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, recording_->timestamps.get(), 0);
+    vkCmdWriteTimestamp(f.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.timestamps.get(), 0);
   }
-  return *recording_;
+  return f;
 }
 
 VkCommandBuffer CommandStream::begin_command() {
@@ -138,7 +147,7 @@ void CommandStream::submit() {
   Frame& f = *recording_;
   // Results become visible to the host once the fence signals.
   global_barrier(f.cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-  if (f.timestamps) vkCmdWriteTimestamp(f.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.timestamps.get(), 1);
+  if (f.timed) vkCmdWriteTimestamp(f.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.timestamps.get(), 1);
   check(vkEndCommandBuffer(f.cb), "vkEndCommandBuffer");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
@@ -172,7 +181,7 @@ void CommandStream::wait(Frame& frame) {
 }
 
 void CommandStream::retire(std::unique_ptr<Frame> frame) {
-  if (frame->timestamps && frame->submitted) {
+  if (frame->timed && frame->submitted) {
     std::uint64_t t[2] = {0, 0};
     if (vkGetQueryPoolResults(ctx_.device(), frame->timestamps.get(), 0, 2, sizeof t, t, sizeof t[0],
                               VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
@@ -181,8 +190,10 @@ void CommandStream::retire(std::unique_ptr<Frame> frame) {
       const double ns = static_cast<double>((t[1] - t[0]) & mask) * ctx_.info().timestamp_period_ns;
       busy_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
     }
+    if (ctx_.info().host_query_reset) vkResetQueryPool(ctx_.device(), frame->timestamps.get(), 0, 2);
   }
   frame->submitted = false;
+  frame->timed = false;
   const VkFence fence = frame->fence.get();
   vkResetFences(ctx_.device(), 1, &fence);
   vkResetCommandBuffer(frame->cb, 0);

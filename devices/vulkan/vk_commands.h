@@ -55,10 +55,12 @@ class CommandStream {
   void finish(const std::function<void()>& while_idle = {});
   // Throws DeviceLost if the device was lost earlier.
   void check_alive() const;
-  // Nanoseconds the device spent on the submissions that have completed, by its own clock
-  // (timestamps at each submission's start and end; 0 where the queue has none). Each
+  // Nanoseconds the device spent on the completed submissions that were timed, by its own
+  // clock (timestamps at each submission's start and end; 0 where the queue has none). Each
   // submission starts timing once the work before it has finished, so nothing counts twice.
   std::uint64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
+  // Whether submissions from the next one on are timed (initially: KILN_DEVICE_TIME=1).
+  void set_timing(bool enabled) { timing_.store(enabled, std::memory_order_relaxed); }
 
  private:
   struct HostBlock {
@@ -70,8 +72,9 @@ class CommandStream {
     Owned<VkFence> fence;
     std::vector<std::unique_ptr<HostBlock>> host;
     std::uint32_t commands = 0;
-    Owned<VkQueryPool> timestamps;  // [start, end] of the submission, where the queue has them
-    bool submitted = false;         // the timestamps will be written
+    Owned<VkQueryPool> timestamps;  // [start, end] of the submission, created when first timed
+    bool timed = false;             // this submission writes the timestamps
+    bool submitted = false;
   };
 
   Frame& current();
@@ -86,6 +89,7 @@ class CommandStream {
   std::vector<std::unique_ptr<HostBlock>> idle_host_;
   bool lost_ = false;
   std::atomic<std::uint64_t> busy_ns_{0};
+  std::atomic<bool> timing_{false};
 };
 
 }  // namespace kiln::vk

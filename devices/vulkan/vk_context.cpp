@@ -85,6 +85,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     info.storage_16bit = f11.storageBuffer16BitAccess;
     info.shader_float16 = f12.shaderFloat16;
     info.shader_int8 = f12.shaderInt8;
+    info.host_query_reset = f12.hostQueryReset;
     VkPhysicalDeviceVulkan12Properties p12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     p2.pNext = &p12;
@@ -174,6 +175,7 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   f12.storageBuffer8BitAccess = info_.storage_8bit;
   f12.shaderFloat16 = info_.shader_float16;
   f12.shaderInt8 = info_.shader_int8;
+  f12.hostQueryReset = info_.host_query_reset;
   f12.timelineSemaphore = VK_FALSE;
   f12.vulkanMemoryModel = info_.coop_matrix_nv;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};

@@ -28,6 +28,7 @@ struct PhysicalDeviceInfo {
   bool storage_16bit = false;
   bool shader_float16 = false;
   bool shader_int8 = false;
+  bool host_query_reset = false;
   // shaderSignedZeroInfNanPreserveFloat32: kernels can ask the driver to keep NaN, inf and -0.
   bool nan_preserve_f32 = false;
   // VK_NV_cooperative_matrix (with the Vulkan memory model its shaders use): tensor cores.

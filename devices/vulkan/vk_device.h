@@ -30,6 +30,7 @@ class VulkanDevice final : public DeviceBackend {
   void synchronize() override;
   void flush() override;
   std::uint64_t busy_ns() const override { return commands_->busy_ns(); }
+  void set_timing(bool enabled) override { commands_->set_timing(enabled); }
 
   // ---- the kernel API (vk_kernels.h) ----
   // Compiles (or finds) the kernel `key` and records one dispatch of it.
