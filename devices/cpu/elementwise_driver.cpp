@@ -21,15 +21,16 @@ void prefetch(const std::byte* src, std::size_t bytes) {
 
 }  // namespace
 
+void prefetch_part(const void* p, std::size_t bytes, std::size_t part, std::size_t parts) {
+  const auto* at = static_cast<const char*>(p);
+  const std::size_t from = bytes * part / parts & ~std::size_t{63};
+  const std::size_t to = part + 1 == parts ? bytes : bytes * (part + 1) / parts & ~std::size_t{63};
+  for (std::size_t i = from; i < to; i += 64) _mm_prefetch(at + i, _MM_HINT_T1);
+}
+
 void prefetch_next_part(const EwTile& tile, std::size_t part, std::size_t parts) {
-  for (std::size_t k = 0; k < kMaxEwOperands; ++k) {
-    const std::byte* next = tile.next[k];
-    if (next == nullptr) continue;
-    const std::size_t bytes = tile.next_bytes[k];
-    const std::size_t from = bytes * part / parts & ~std::size_t{63};
-    const std::size_t to = part + 1 == parts ? bytes : bytes * (part + 1) / parts & ~std::size_t{63};
-    for (std::size_t i = from; i < to; i += 64) _mm_prefetch(reinterpret_cast<const char*>(next + i), _MM_HINT_T1);
-  }
+  for (std::size_t k = 0; k < kMaxEwOperands; ++k)
+    if (tile.next[k]) prefetch_part(tile.next[k], tile.next_bytes[k], part, parts);
 }
 
 ElementwiseWalk::Layout ElementwiseWalk::collapse(const Shape& out, std::span<const EwOperand> operands) {

@@ -51,6 +51,9 @@ using EwTileFn = void (*)(const EwTile& tile, const void* ctx);
 // expression spends several passes on each tile in L1; asking for a slice of the next tile before
 // each pass keeps memory busy all the while, where all of it at once would fill the miss buffers.
 void prefetch_next_part(const EwTile& tile, std::size_t part, std::size_t parts);
+// Part `part` of `parts` of the `bytes` at p, into L2: for any kernel that makes several passes
+// over a block in L1 and knows its next block.
+void prefetch_part(const void* p, std::size_t bytes, std::size_t part, std::size_t parts);
 
 // Whether an output of `bytes` at `out` is better written with non-temporal stores: it is too
 // large to stay in the caches anyway, and no operand lies in it (in place, the lines are cached

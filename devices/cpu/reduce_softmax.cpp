@@ -18,15 +18,22 @@ namespace kiln::cpu {
 namespace {
 
 // One row; `buf` (n floats) stages the result for stream_copy, or is null to write y directly.
+// `next` (or null): the row after, asked for a third before each pass, so memory keeps busy
+// while the passes work in L1 (a row of 4 KiB is a page, where the hardware prefetcher stops).
 template <bool kLog>
-void softmax_row(const float* x, float* y, std::int64_t n, float* buf) {
+void softmax_row(const float* x, float* y, std::int64_t n, float* buf, const float* next) {
+  const std::size_t bytes = next ? static_cast<std::size_t>(n) * sizeof(float) : 0;
+  prefetch_part(next, bytes, 0, 3);
   const float m = detail::reduce_run(ExtremumReducer<float, true>{}, PlainInput<float>{}, x, 0, n, 0);
   float* out = buf ? buf : y;
+  prefetch_part(next, bytes, 1, 3);
   if constexpr (kLog) {
     const float log_sum = std::log(exp_shifted_sum(x, m, nullptr, n));
+    prefetch_part(next, bytes, 2, 3);
     for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) - log_sum;
   } else {
     const float inv = 1.0f / exp_shifted_sum(x, m, out, n);
+    prefetch_part(next, bytes, 2, 3);
     for (std::int64_t i = 0; i < n; ++i) out[i] *= inv;
   }
   if (buf)
@@ -102,7 +109,9 @@ void softmax_along(const OpIr& op, const ReduceSource* source, const float* x, f
           source->fill(o * g.extent, pulled.data(), g.extent);
           row = pulled.data();
         }
-        softmax_row<kLog>(row, y + o * g.extent, g.extent, stream ? buf.data() : nullptr);
+        // The next row from memory; a pulled prologue prefetches for itself.
+        const float* next = !source && o + 1 < g.outer ? row + g.extent : nullptr;
+        softmax_row<kLog>(row, y + o * g.extent, g.extent, stream ? buf.data() : nullptr, next);
       }
       if (stream) stream_fence();
     });
