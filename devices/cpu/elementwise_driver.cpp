@@ -214,6 +214,19 @@ void stream_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
   std::memcpy(dst + i, src + i, bytes - i);
 }
 
+void stream_scale(float* dst, const float* src, float scale, std::size_t n) {
+  std::size_t i = 0;
+  for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64; ++i) dst[i] = src[i] * scale;
+#if defined(__AVX512F__)
+  const __m512 s = _mm512_set1_ps(scale);
+  for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_mul_ps(_mm512_loadu_ps(src + i), s));
+#else
+  const __m256 s = _mm256_set1_ps(scale);
+  for (; i + 8 <= n; i += 8) _mm256_stream_ps(dst + i, _mm256_mul_ps(_mm256_loadu_ps(src + i), s));
+#endif
+  for (; i < n; ++i) dst[i] = src[i] * scale;
+}
+
 void stream_fence() { _mm_sfence(); }
 
 void run_elementwise(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands,

@@ -65,6 +65,8 @@ bool should_stream(const void* out, std::size_t bytes, std::span<const EwOperand
 // threads may read dst only after stream_fence() on this thread.
 void stream_copy(std::byte* dst, const std::byte* src, std::size_t bytes);
 void stream_fence();
+// dst[i] = src[i] * scale, written like stream_copy: a scale pass and the copy in one.
+void stream_scale(float* dst, const float* src, float scale, std::size_t n);
 
 // Runs fn(tile, ctx) over every tile of the output. Operand shapes must broadcast to
 // out_shape (the shape rules made sure); at most kMaxEwOperands operands, of which at most

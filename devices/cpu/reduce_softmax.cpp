@@ -34,6 +34,7 @@ void softmax_row(const float* x, float* y, std::int64_t n, float* buf, const flo
   } else {
     const float inv = 1.0f / exp_shifted_sum(x, m, out, n);
     prefetch_part(next, bytes, 2, 3);
+    if (buf) return stream_scale(y, buf, inv, static_cast<std::size_t>(n));  // scale and copy in one pass
     for (std::int64_t i = 0; i < n; ++i) out[i] *= inv;
   }
   if (buf)

@@ -271,4 +271,16 @@ for op in ["softmax", "log_softmax"]:
     along_case(op + "_rows_1x2100", op, ramp([1, 2100]), 1, stored=False)
 along_case("softmax_rows_ramp_3x1000", "softmax", ramp([3, 1000]), 1, stored=False)
 
+
+# Outputs big enough (9 MiB) for the CPU's streamed-store path, too big to commit whole: the
+# input is the ramp, the reference holds only the listed rows of the output.
+def sampled_rows_case(name, op, shape, rows):
+    f = {"softmax": torch.softmax, "log_softmax": torch.log_softmax}[op]
+    out = f(ramp(shape), 1)[rows]
+    cases.append(case(name, op, [], out, {"dim": 1, "ramp": shape, "rows": rows}))
+
+
+for op in ["softmax", "log_softmax"]:
+    sampled_rows_case(op + "_rows_streamed_2304x1024", op, [2304, 1024], [0, 1, 777, 2303])
+
 write("reduce", cases)
