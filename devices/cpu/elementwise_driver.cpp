@@ -14,11 +14,6 @@ namespace {
 
 constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
 
-// Asks for the `bytes` from src on, into L1.
-void prefetch(const std::byte* src, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(src + i), _MM_HINT_T0);
-}
-
 }  // namespace
 
 void prefetch_part(const void* p, std::size_t bytes, std::size_t part, std::size_t parts) {
@@ -67,14 +62,13 @@ ElementwiseWalk::Layout ElementwiseWalk::collapse(const Shape& out, std::span<co
 // Runs tiles [t0, t1), clipped to output elements [begin, end): tile t covers part
 // t % tiles_per_row_ of row t / tiles_per_row_.
 //
-// Prefetch::next_tile: a reduction pulling its fused prologue a tile at a time reads 4 KiB (one
-// page of f32), then folds it; the hardware prefetcher stops at page ends, so without a hint
-// memory idles at the start of every tile (sum(x * x) of 16M on 2 cores: 3.1 ms without, 1.8
-// with; a plain sum takes 0.95). Not for every walk: one that streams its output got slower
-// with it (a native GELU, 2.3 -> 3.0 ms), its stores competing with the hints for fill buffers.
-// Prefetch::hand_over: a fused expression's passes over a tile take as long as its memory
-// traffic; the tile carries the next tile's addresses and the passes ask for a slice each
-// (gelu_fused, 16M on 2 cores: 9.1-12.4 ms without, 6.1-8.7 with).
+// Prefetch::hand_over: each tile carries the walk's next tile (EwTile::next), and the fused
+// expression asks for a slice of it before each of its passes over this one (into L2): a tile's
+// passes take as long as its memory traffic, and the hardware prefetcher stops at each 4 KiB
+// page (one tile of f32). gelu_fused, 16M on 2 cores: 9.0-10.9 ms without, 7.1-9.9 with; a
+// reduction pulling its prologue (sum(x * x)): 2.6-2.9 ms with the whole next tile asked for at
+// once into L1, 1.8-2.1 with the slices. Not for single-op walks: a whole-tile hint slowed a
+// native GELU, which streams its output, from 2.3 to 3.0 ms.
 void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t begin, std::int64_t end, EwTileFn fn,
                                 const void* ctx, Prefetch hint) const {
   alignas(64) std::byte buffers[kMaxEwCasts][kTile * 8];
@@ -115,12 +109,8 @@ void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t b
           const std::int64_t at = next_offset[k] + next_start * s, now = offset[k] + tile_start * s;
           if (s == 0 || at == now) continue;
           const std::byte* p = static_cast<const std::byte*>(operands_[k].data) + static_cast<std::size_t>(at) * in_size_[k];
-          if (hint == Prefetch::next_tile) {
-            prefetch(p, static_cast<std::size_t>(n) * in_size_[k]);
-          } else {
-            tile.next[k] = p;
-            tile.next_bytes[k] = static_cast<std::size_t>(n) * in_size_[k];
-          }
+          tile.next[k] = p;
+          tile.next_bytes[k] = static_cast<std::size_t>(n) * in_size_[k];
         }
       }
     }

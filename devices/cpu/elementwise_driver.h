@@ -84,11 +84,10 @@ class ElementwiseWalk {
   // `operands` must outlive the walk.
   ElementwiseWalk(const Shape& out_shape, DType out_dtype, void* out, std::span<const EwOperand> operands);
   // Output elements [begin, end): in parallel when the range is large, else on this thread.
-  // With Prefetch::next_tile, each tile also asks for the next tile of every contiguous operand
-  // (see run_tiles): for callers that pull a tile at a time and work on it in between. With
-  // Prefetch::hand_over, the tile carries where those next tiles are (EwTile::next) and fn asks
-  // for them itself, a part at a time while it computes (prefetch_next_part).
-  enum class Prefetch : std::uint8_t { none, next_tile, hand_over };
+  // With Prefetch::hand_over, each tile carries where every contiguous operand's next tile is
+  // (EwTile::next) and fn asks for it itself, a part at a time while it computes
+  // (prefetch_next_part; see run_tiles).
+  enum class Prefetch : bool { none, hand_over };
   void run(std::int64_t begin, std::int64_t end, EwTileFn fn, const void* ctx,
            Prefetch prefetch = Prefetch::none) const;
 

@@ -184,7 +184,7 @@ void FusedProgram::Bound::eval(std::int64_t begin, std::int64_t end) const {
 
 void FusedProgram::Bound::eval_into(std::int64_t begin, std::int64_t end, std::byte* dst) const {
   const Tile base{this, &expr_, scalars_.data(), dst, begin};
-  walk_.run(begin, end, eval_tile_fn, &base, ElementwiseWalk::Prefetch::next_tile);
+  walk_.run(begin, end, eval_tile_fn, &base, ElementwiseWalk::Prefetch::hand_over);
 }
 
 void FusedProgram::run(const FusedExpr& expr, const KernelArgs& args) const {

@@ -33,9 +33,9 @@ class FusedProgram final : public CompiledKernel {
           std::span<std::byte* const> outputs);
     // Output elements [begin, end): in parallel when many, else on the calling thread.
     void eval(std::int64_t begin, std::int64_t end) const;
-    // Output elements [begin, end) of a one-output program into dst (element `begin` at dst),
-    // asking for the inputs of the elements after `end` meanwhile: the caller pulls the next
-    // piece soon.
+    // Output elements [begin, end) of a one-output program into dst (element `begin` at dst).
+    // Both ask for the next tile's inputs while they compute (even past `end`: a caller that
+    // pulls a piece at a time pulls the next piece soon).
     void eval_into(std::int64_t begin, std::int64_t end, std::byte* dst) const;
 
    private:
