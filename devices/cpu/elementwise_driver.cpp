@@ -23,8 +23,8 @@ void prefetch_part(const void* p, std::size_t bytes, std::size_t part, std::size
   for (std::size_t i = from; i < to; i += 64) _mm_prefetch(at + i, _MM_HINT_T1);
 }
 
-void prefetch_next_part(const EwTile& tile, std::size_t part, std::size_t parts) {
-  for (std::size_t k = 0; k < kMaxEwOperands; ++k)
+void prefetch_next_part(const EwTile& tile, std::size_t operands, std::size_t part, std::size_t parts) {
+  for (std::size_t k = 0; k < operands; ++k)
     if (tile.next[k]) prefetch_part(tile.next[k], tile.next_bytes[k], part, parts);
 }
 

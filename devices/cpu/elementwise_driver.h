@@ -50,7 +50,8 @@ using EwTileFn = void (*)(const EwTile& tile, const void* ctx);
 // Asks for part `part` of `parts` of every operand's next tile (EwTile::next), into L2. A fused
 // expression spends several passes on each tile in L1; asking for a slice of the next tile before
 // each pass keeps memory busy all the while, where all of it at once would fill the miss buffers.
-void prefetch_next_part(const EwTile& tile, std::size_t part, std::size_t parts);
+// Operands from `operands` on are not looked at (the caller's operand count).
+void prefetch_next_part(const EwTile& tile, std::size_t operands, std::size_t part, std::size_t parts);
 // Part `part` of `parts` of the `bytes` at p, into L2: for any kernel that makes several passes
 // over a block in L1 and knows its next block.
 void prefetch_part(const void* p, std::size_t bytes, std::size_t part, std::size_t parts);

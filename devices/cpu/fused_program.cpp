@@ -121,7 +121,7 @@ void FusedProgram::eval_tile(Tile& t) const {
   const std::int64_t len = t.ew->n;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    prefetch_next_part(*t.ew, i, steps_.size());  // nothing unless the walk handed the next tile over
+    prefetch_next_part(*t.ew, t.expr->inputs.size(), i, steps_.size());
     const void* p[3];
     std::int64_t st[3];
     for (int j = 0; j < s.arity; ++j) {
