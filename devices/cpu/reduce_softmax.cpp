@@ -17,7 +17,8 @@
 namespace kiln::cpu {
 namespace {
 
-// One row; `buf` (n floats) stages the result for stream_copy, or is null to write y directly.
+// One row; `buf` (n floats) stages the result for non-temporal stores to y, or is null to
+// write y directly.
 // `next` (or null): the row after, asked for a third before each pass, so memory keeps busy
 // while the passes work in L1 (a row of 4 KiB is a page, where the hardware prefetcher stops).
 template <bool kLog>
@@ -31,15 +32,18 @@ void softmax_row(const float* x, float* y, std::int64_t n, float* buf, const flo
     const float log_sum = std::log(exp_shifted_sum(x, m, nullptr, n));
     prefetch_part(next, bytes, 2, 3);
     for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) - log_sum;
+    if (buf)
+      stream_copy(reinterpret_cast<std::byte*>(y), reinterpret_cast<const std::byte*>(buf),
+                  static_cast<std::size_t>(n) * sizeof(float));
   } else {
     const float inv = 1.0f / exp_shifted_sum(x, m, out, n);
     prefetch_part(next, bytes, 2, 3);
-    if (buf) return stream_scale(y, buf, inv, static_cast<std::size_t>(n));  // scale and copy in one pass
-    for (std::int64_t i = 0; i < n; ++i) out[i] *= inv;
+    if (buf) {
+      stream_scale(y, buf, inv, static_cast<std::size_t>(n));  // the scale pass and the copy in one
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) y[i] *= inv;
+    }
   }
-  if (buf)
-    stream_copy(reinterpret_cast<std::byte*>(y), reinterpret_cast<const std::byte*>(buf),
-                static_cast<std::size_t>(n) * sizeof(float));
 }
 
 // Row r of the tile whose first element is `base`, w elements: from memory, or pulled from a

@@ -100,7 +100,7 @@ void VulkanDevice::dispatch(const Pipeline& p, const LaunchArgs& args, Groups gr
   PushConstants push;
   push.error_flag = error_flag_.address;
   const std::size_t inline_words = std::min(args.size(), kPushWords);
-  std::memcpy(push.words, args.words().data(), inline_words * 8);
+  if (inline_words) std::memcpy(push.words, args.words().data(), inline_words * 8);
   if (args.size() > kPushWords) {
     const std::size_t rest = args.size() - kPushWords;
     const HostSlice block = commands_->host_alloc(rest * 8, 8);

@@ -18,7 +18,7 @@
 namespace kiln::vk {
 
 // Words of a kernel's argument block that travel in push constants: 128 bytes in all, the size
-// every Vulkan device supports. The prelude's KilnPush (vk_prelude.cpp) declares the same.
+// every Vulkan device supports. The prelude's KilnPush (vk_prelude.cpp) is sized from it.
 inline constexpr std::size_t kPushWords = 14;
 
 // What every kernel receives in its push constants (see vk_kernels.h): the first kPushWords

@@ -62,8 +62,9 @@ float kiln_round_bf16(float x) { return kiln_bf16_to_f32(kiln_f32_to_bf16(x)); }
 )";
 
 constexpr const char* kBody = R"(
-// PushConstants of vk_pipeline_cache.h: words 0..13 of the argument block inline, the rest at `args`.
-layout(push_constant) uniform KilnPush { uint64_t args; uint64_t error_flag; uint64_t w[14]; } kiln_push;
+// PushConstants of vk_pipeline_cache.h: the argument block's first KILN_PUSH_WORDS words inline,
+// the rest at `args`.
+layout(push_constant) uniform KilnPush { uint64_t args; uint64_t error_flag; uint64_t w[KILN_PUSH_WORDS]; } kiln_push;
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer KilnWords { uint64_t w[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32s { float v[]; };
@@ -73,7 +74,9 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32s { uint 
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8s { uint8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer KilnErrorFlag { uint code; };
 
-uint64_t arg_u64(uint i) { return i < 14u ? kiln_push.w[i] : KilnWords(kiln_push.args).w[i - 14u]; }
+uint64_t arg_u64(uint i) {
+  return i < KILN_PUSH_WORDS ? kiln_push.w[i] : KilnWords(kiln_push.args).w[i - KILN_PUSH_WORDS];
+}
 int64_t arg_i64(uint i) { return int64_t(arg_u64(i)); }
 uint arg_u32(uint i) { return uint(arg_u64(i)); }
 float arg_f32(uint i) { return uintBitsToFloat(uint(arg_u64(i))); }
@@ -360,6 +363,7 @@ std::string kernel_prelude(const VulkanDevice& dev) {
   if (info.nan_preserve_f32) s += kNanPreserve;
   if (info.storage_16bit) s += k16BitStorage;
   if (info.storage_16bit && info.shader_float16) s += kF16Math;
+  s += "const uint KILN_PUSH_WORDS = " + std::to_string(kPushWords) + "u;\n";
   s += kBody;
   if (info.storage_16bit) s += k16BitTypes;
   if (info.storage_16bit && info.shader_float16) s += kF16s;
