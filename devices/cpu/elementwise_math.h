@@ -36,4 +36,8 @@ BinaryFn binary_fn(OpKind kind, DType compute);
 WhereFn where_fn(DType compute);
 CastFn cast_fn(DType from, DType to);
 
+// Whether 1 / b is exactly a float, so that a * (1 / b) rounds to the same bits as a / b: b is a
+// normal power of two (its reciprocal may be subnormal, but then exactly so).
+bool exact_reciprocal(float b);
+
 }  // namespace kiln::cpu

@@ -56,15 +56,6 @@ void f32_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void
   loops::map2_f32(static_cast<const float*>(a), sa, static_cast<const float*>(b), sb, y, n, Op{});
 }
 
-// Whether 1 / b is exactly a float, so that a * (1 / b) rounds to the same bits as a / b: b is a
-// normal power of two (its reciprocal may be subnormal, but then exactly so).
-bool exact_reciprocal(float b) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &b, sizeof bits);
-  const std::uint32_t exponent = (bits >> 23) & 0xff;
-  return (bits & 0x7fffff) == 0 && exponent != 0 && exponent != 0xff;
-}
-
 // A vector division costs about three multiplications here (Zen 4); x / 2, as in GELU's
 // formula, needs none.
 void div_f32(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void* y, std::int64_t n) {
@@ -225,6 +216,13 @@ void where_t(const void* cv, std::int64_t sc, const void* av, std::int64_t sa, c
 }
 
 }  // namespace
+
+bool exact_reciprocal(float b) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &b, sizeof bits);
+  const std::uint32_t exponent = (bits >> 23) & 0xff;
+  return (bits & 0x7fffff) == 0 && exponent != 0 && exponent != 0xff;
+}
 
 BinaryFn binary_fn(OpKind kind, DType compute) {
   switch (compute) {

@@ -109,6 +109,26 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
     steps_.push_back(step);
   }
   for (std::uint32_t o : expr.output_nodes) output_slots_.push_back(slot_of[o]);
+  find_trailing_scale(expr, slot_of);
+}
+
+void FusedProgram::find_trailing_scale(const FusedExpr& expr, const std::vector<std::uint32_t>& slot_of) {
+  if (expr.nodes.empty()) return;
+  const std::uint32_t last = static_cast<std::uint32_t>(expr.nodes.size() - 1);
+  const FusedNode& node = expr.nodes[last];
+  const Step& step = steps_.back();
+  if ((node.kind != OpKind::mul && node.kind != OpKind::div) || node.compute != DType::f32 || node.out != DType::f32)
+    return;
+  // div: only x / s; mul: the scalar on either side.
+  const int scalar = node.operands[1].kind == FusedOperand::Kind::scalar ? 1
+                     : node.kind == OpKind::mul && node.operands[0].kind == FusedOperand::Kind::scalar ? 0
+                                                                                                       : -1;
+  if (scalar < 0) return;
+  const FusedOperand& value = node.operands[1 - scalar];
+  if (value.kind != FusedOperand::Kind::node || step.src[1 - scalar].cast) return;
+  if (std::count(expr.output_nodes.begin(), expr.output_nodes.end(), last) != 1) return;
+  const auto at = std::find(expr.output_nodes.begin(), expr.output_nodes.end(), last);
+  trailing_ = {static_cast<int>(at - expr.output_nodes.begin()), slot_of[value.index], scalar, node.kind == OpKind::div};
 }
 
 void FusedProgram::eval_tile(Tile& t) const {
@@ -119,9 +139,10 @@ void FusedProgram::eval_tile(Tile& t) const {
   t.slots = scratch.data();
   for (int j = 0; j < 3; ++j) t.scratch[j] = scratch.data() + (slot_count_ + j) * kSlotBytes;
   const std::int64_t len = t.ew->n;
-  for (std::size_t i = 0; i < steps_.size(); ++i) {
+  const std::size_t steps = steps_.size() - (t.run->fold_trailing_scale_ ? 1 : 0);
+  for (std::size_t i = 0; i < steps; ++i) {
     const Step& s = steps_[i];
-    prefetch_next_part(*t.ew, t.expr->inputs.size(), i, steps_.size());
+    prefetch_next_part(*t.ew, t.expr->inputs.size(), i, steps);
     const void* p[3];
     std::int64_t st[3];
     for (int j = 0; j < s.arity; ++j) {
@@ -142,14 +163,27 @@ void FusedProgram::eval_tile(Tile& t) const {
     else if (s.where) s.where(p[0], st[0], p[1], st[1], p[2], st[2], dst, len);
     else std::memcpy(dst, p[0], len * dtype_size(t.expr->nodes[i].out));  // cast: done above
   }
-  // Outputs last: an output may be an input's buffer, and every input of the tile is read by now.
+  write_outputs(t, len);
+}
+
+// Outputs last: an output may be an input's buffer, and every input of the tile is read by now.
+void FusedProgram::write_outputs(const Tile& t, std::int64_t len) const {
   for (std::size_t o = 0; o < output_slots_.size(); ++o) {
     const std::size_t es = dtype_size(t.expr->outputs[o].dtype);
     const auto at = static_cast<std::int64_t>(es);
     std::byte* dst = t.into ? t.into + (t.ew->first - t.into_first) * at
                             : t.run->outputs_[o] + t.ew->first * at;
+    const bool stream = t.run->stream_[o];
+    if (t.run->fold_trailing_scale_ && static_cast<int>(o) == trailing_.output) {
+      const auto* src = static_cast<const float*>(t.slot(trailing_.slot));
+      auto* out = reinterpret_cast<float*>(dst);
+      const float scale = t.run->trailing_scale_;
+      if (stream) stream_scale(out, src, scale, static_cast<std::size_t>(len));
+      else for (std::int64_t i = 0; i < len; ++i) out[i] = src[i] * scale;
+      continue;
+    }
     const auto* src = static_cast<const std::byte*>(t.slot(output_slots_[o]));
-    if (t.run->stream_[o]) stream_copy(dst, src, len * es);
+    if (stream) stream_copy(dst, src, len * es);
     else std::memcpy(dst, src, len * es);
   }
 }
@@ -169,6 +203,12 @@ FusedProgram::Bound::Bound(const FusedProgram& program, const FusedExpr& expr, s
         store_scalar(fused_scalar_value(expr.nodes[i], j), operand_dtype(expr.nodes[i], j), scalars_.data() + (i * 3 + j) * 8);
   for (std::size_t o = 0; o < expr.outputs.size(); ++o)
     stream_[o] = should_stream(outputs[o], expr.shape.numel() * dtype_size(expr.outputs[o].dtype), inputs);
+  if (const TrailingScale& ts = program.trailing_; ts.output >= 0) {
+    float s;
+    std::memcpy(&s, scalars_.data() + ((steps.size() - 1) * 3 + ts.scalar_operand) * 8, sizeof s);
+    fold_trailing_scale_ = !ts.divides || exact_reciprocal(s);
+    trailing_scale_ = ts.divides ? 1.0f / s : s;
+  }
 }
 
 void FusedProgram::eval_tile_fn(const EwTile& ew, const void* ctx) {

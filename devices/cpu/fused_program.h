@@ -45,6 +45,8 @@ class FusedProgram final : public CompiledKernel {
     std::span<std::byte* const> outputs_;
     std::vector<std::byte> scalars_;  // 8 bytes per (step, operand)
     std::array<bool, kMaxOutputs> stream_{};  // per output: written with non-temporal stores
+    bool fold_trailing_scale_ = false;        // this run's scalar allows it (see TrailingScale)
+    float trailing_scale_ = 1.0f;
     ElementwiseWalk walk_;
   };
 
@@ -64,12 +66,24 @@ class FusedProgram final : public CompiledKernel {
     DType compute = DType::f32;
     std::uint32_t slot = 0;  // where the node's value goes
   };
+  // The last step, when all it does is scale a value for one output (x * s, or x / s where 1 / s
+  // is exact): the output's write-out multiplies as it copies (stream_scale), a pass saved, with
+  // the same bits (one rounded multiply either way). Whether s qualifies is known per run.
+  struct TrailingScale {
+    int output = -1;          // -1: the last step is no such scale
+    std::uint32_t slot = 0;   // where the value to scale is
+    int scalar_operand = 1;
+    bool divides = false;
+  };
   static void eval_tile_fn(const EwTile& ew, const void* tile);
+  void write_outputs(const Tile& t, std::int64_t len) const;
+  void find_trailing_scale(const FusedExpr& expr, const std::vector<std::uint32_t>& slot_of);
   void eval_tile(Tile& tile) const;
 
   std::vector<Step> steps_;
   std::uint32_t slot_count_ = 0;
   std::vector<std::uint32_t> output_slots_;  // slot of each output's node
+  TrailingScale trailing_;
 };
 
 }  // namespace kiln::cpu

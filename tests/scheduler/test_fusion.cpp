@@ -185,6 +185,38 @@ TEST(Fusion, AFailedInputFailsOnlyItsDependents) {
   }
 }
 
+// A chain that ends by scaling (x * s, s * x, or x / s) has its last multiply done as the output
+// is written; x / s takes that path only where 1 / s is exact. Every ending, below and above the
+// size that is written with non-temporal stores (8 MiB), with and without its unscaled value as
+// a second output, gives the unfused bits.
+TEST(Fusion, TrailingScaleEqualsUnfusedBitForBit) {
+  using Ending = Tensor (*)(Tensor);
+  const Ending endings[] = {
+      [](Tensor t) { return mul(std::move(t), 0.3); },  [](Tensor t) { return mul(1.7, std::move(t)); },
+      [](Tensor t) { return div(std::move(t), 4.0); },  [](Tensor t) { return div(std::move(t), 3.0); },
+      [](Tensor t) { return div(std::move(t), 0x1p-140); },  // 1 / s overflows: divides
+  };
+  Generator gen(9);
+  for (const std::int64_t n : {std::int64_t{5000}, std::int64_t{2'300'000}}) {
+    const Tensor x = randn(Shape{n}, gen);
+    for (std::size_t e = 0; e < std::size(endings); ++e) {
+      for (const bool keep_unscaled : {false, true}) {
+        std::vector<float> got[2], unscaled[2];
+        for (const bool on : {true, false}) {
+          FusionScope f(on);
+          Tensor t = add(exp(mul(x, -0.5)), 0.25);
+          Tensor y = endings[e](keep_unscaled ? t : std::move(t));
+          got[on] = y.to_vector<float>().get();
+          if (keep_unscaled) unscaled[on] = t.to_vector<float>().get();
+        }
+        SCOPED_TRACE("n " + std::to_string(n) + ", ending " + std::to_string(e) + (keep_unscaled ? ", kept" : ""));
+        EXPECT_EQ(bits(got[1]), bits(got[0]));
+        EXPECT_EQ(bits(unscaled[1]), bits(unscaled[0]));
+      }
+    }
+  }
+}
+
 TEST(Fusion, SettingsAreValidated) {
   EXPECT_THROW(set_flush_threshold(0), Error);
 }
