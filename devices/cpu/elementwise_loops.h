@@ -12,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "devices/cpu/elementwise_math.h"
 #include "devices/cpu/simd.h"
 
 namespace kiln::cpu::loops {
@@ -23,6 +24,30 @@ using simd::VM;
 // float for formulas that give values, bool for those that give lane masks.
 template <class R>
 using OutOf = std::conditional_t<std::is_same_v<R, VM>, bool, float>;
+
+// v, then the post op (elementwise_math.h). The empty asm makes v a finished value first: without
+// it the compiler may contract a formula's last multiply with the post op's add into one FMA,
+// which rounds once where the separate node rounds twice.
+inline VF apply_post(const Post& post, VF v) {
+#if defined(__AVX512F__)
+  asm("" : "+v"(v));
+#else
+  asm("" : "+x"(v));
+#endif
+  const VF c = simd::splat(post.value);
+  switch (post.op) {
+    case PostOp::add: return v + c;
+    case PostOp::radd: return c + v;
+    case PostOp::sub: return v - c;
+    case PostOp::rsub: return c - v;
+    case PostOp::mul: return v * c;
+    case PostOp::rmul: return c * v;
+    case PostOp::div: return v / c;
+    case PostOp::rdiv: return c / v;
+    case PostOp::none: break;
+  }
+  return v;
+}
 
 template <class Op>
 void map1_f32(const float* x, void* yv, std::int64_t n, const Op& op) {

@@ -56,6 +56,12 @@ void f32_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void
   loops::map2_f32(static_cast<const float*>(a), sa, static_cast<const float*>(b), sb, y, n, Op{});
 }
 
+template <class Op>
+void f32_post_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void* y, std::int64_t n, Post post) {
+  loops::map2_f32(static_cast<const float*>(a), sa, static_cast<const float*>(b), sb, y, n,
+                  [post](VF x, VF z) { return loops::apply_post(post, Op{}(x, z)); });
+}
+
 // A vector division costs about three multiplications here (Zen 4); x / 2, as in GELU's
 // formula, needs none.
 void div_f32(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void* y, std::int64_t n) {
@@ -133,6 +139,21 @@ BinaryFn compare_table(OpKind kind) {
     case OpKind::le: return plain_fn<T, bool, LeT<T>>;
     case OpKind::gt: return plain_fn<T, bool, GtT<T>>;
     case OpKind::ge: return plain_fn<T, bool, GeT<T>>;
+    default: return nullptr;
+  }
+}
+
+BinaryPostFn f32_post_table(OpKind kind) {
+  switch (kind) {
+    case OpKind::add: return f32_post_fn<Add>;
+    case OpKind::sub: return f32_post_fn<Sub>;
+    case OpKind::mul: return f32_post_fn<Mul>;
+    case OpKind::div: return f32_post_fn<Div>;  // a / b as it rounds, also where div_f32 multiplies
+    case OpKind::pow: return f32_post_fn<Pow>;
+    case OpKind::remainder: return f32_post_fn<Remainder>;
+    case OpKind::maximum: return f32_post_fn<Maximum>;
+    case OpKind::minimum: return f32_post_fn<Minimum>;
+    case OpKind::atan2: return f32_post_fn<Atan2>;
     default: return nullptr;
   }
 }
@@ -216,6 +237,19 @@ void where_t(const void* cv, std::int64_t sc, const void* av, std::int64_t sa, c
 }
 
 }  // namespace
+
+BinaryPostFn binary_post_fn(OpKind kind) { return f32_post_table(kind); }
+
+PostOp post_op_of(OpKind kind, int scalar_operand) {
+  switch (kind) {
+    // The scalar keeps its side: with two NaNs, x86 returns the first operand's.
+    case OpKind::add: return scalar_operand == 1 ? PostOp::add : PostOp::radd;
+    case OpKind::mul: return scalar_operand == 1 ? PostOp::mul : PostOp::rmul;
+    case OpKind::sub: return scalar_operand == 1 ? PostOp::sub : PostOp::rsub;
+    case OpKind::div: return scalar_operand == 1 ? PostOp::div : PostOp::rdiv;
+    default: return PostOp::none;
+  }
+}
 
 bool exact_reciprocal(float b) {
   std::uint32_t bits;

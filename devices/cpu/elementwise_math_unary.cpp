@@ -63,6 +63,11 @@ void f32_fn(const void* x, void* y, std::int64_t n, const OpAttrs&) {
   loops::map1_f32(static_cast<const float*>(x), y, n, Op{});
 }
 
+template <class Op>
+void f32_post_fn(const void* x, void* y, std::int64_t n, const OpAttrs&, Post post) {
+  loops::map1_f32(static_cast<const float*>(x), y, n, [post](VF v) { return loops::apply_post(post, Op{}(v)); });
+}
+
 struct Clamp {
   VF lo, hi;
   VF operator()(VF x) const { return simd::minimum(simd::maximum(x, lo), hi); }
@@ -189,7 +194,39 @@ UnaryFn bool_table(OpKind kind) {
   }
 }
 
+UnaryPostFn f32_post_table(OpKind kind) {
+  switch (kind) {
+    case OpKind::neg: return f32_post_fn<Neg>;
+    case OpKind::abs: return f32_post_fn<Abs>;
+    case OpKind::exp: return f32_post_fn<Exp>;
+    case OpKind::log: return f32_post_fn<Log>;
+    case OpKind::log1p: return f32_post_fn<Log1p>;
+    case OpKind::expm1: return f32_post_fn<Expm1>;
+    case OpKind::sqrt: return f32_post_fn<Sqrt>;
+    case OpKind::rsqrt: return f32_post_fn<Rsqrt>;
+    case OpKind::square: return f32_post_fn<Square>;
+    case OpKind::reciprocal: return f32_post_fn<Reciprocal>;
+    case OpKind::sin: return f32_post_fn<Sin>;
+    case OpKind::cos: return f32_post_fn<Cos>;
+    case OpKind::tan: return f32_post_fn<Tan>;
+    case OpKind::tanh: return f32_post_fn<Tanh>;
+    case OpKind::sigmoid: return f32_post_fn<Sigmoid>;
+    case OpKind::erf: return f32_post_fn<Erf>;
+    case OpKind::relu: return f32_post_fn<Relu>;
+    case OpKind::gelu: return f32_post_fn<Gelu>;
+    case OpKind::silu: return f32_post_fn<Silu>;
+    case OpKind::softplus: return f32_post_fn<Softplus>;
+    case OpKind::floor: return f32_post_fn<Floor>;
+    case OpKind::ceil: return f32_post_fn<Ceil>;
+    case OpKind::round: return f32_post_fn<Round>;
+    case OpKind::sign: return f32_post_fn<Sign>;
+    default: return nullptr;
+  }
+}
+
 }  // namespace
+
+UnaryPostFn unary_post_fn(OpKind kind) { return f32_post_table(kind); }
 
 UnaryFn unary_fn(OpKind kind, DType compute) {
   switch (compute) {

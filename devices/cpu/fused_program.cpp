@@ -35,7 +35,7 @@ void store_scalar(double v, DType t, void* dst) {
 struct FusedProgram::Tile {
   const Bound* run = nullptr;
   const FusedExpr* expr = nullptr;
-  const std::byte* scalars = nullptr;  // 8 bytes per (step, operand)
+  const std::byte* scalars = nullptr;  // 8 bytes per (node, operand)
   std::byte* into = nullptr;           // eval_into: where output 0's element `into_first` goes
   std::int64_t into_first = 0;
   const EwTile* ew = nullptr;
@@ -55,10 +55,16 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
       if (expr.nodes[i].operands[j].kind == FusedOperand::Kind::node) last_use[expr.nodes[i].operands[j].index] = i;
   for (std::uint32_t o : expr.output_nodes) last_use[o] = n;
 
+  const std::vector<int> folded_into = plan_posts(expr);
   std::vector<std::uint32_t> slot_of(n), free_slots;
   for (std::size_t i = 0; i < n; ++i) {
     const FusedNode& node = expr.nodes[i];
+    if (folded_into[i] >= 0) {  // its value is made by that node's step, in that step's slot
+      slot_of[i] = slot_of[folded_into[i]];
+      continue;
+    }
     Step step;
+    step.node = static_cast<std::uint32_t>(i);
     step.arity = node.arity;
     step.compute = node.compute;
     for (int j = 0; j < node.arity; ++j) {
@@ -85,6 +91,14 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
     }
     KILN_CHECK(node.kind == OpKind::cast || step.where || step.binary || step.unary, op_name(node.kind),
                std::string("no CPU kernel for compute dtype ") + dtype_name(node.compute));
+    if (const auto post = std::find(folded_into.begin(), folded_into.end(), static_cast<int>(i)); post != folded_into.end()) {
+      const auto j = static_cast<std::uint32_t>(post - folded_into.begin());
+      const int scalar = expr.nodes[j].operands[0].kind == FusedOperand::Kind::scalar ? 0 : 1;
+      step.post = post_op_of(expr.nodes[j].kind, scalar);
+      step.post_scalar = j * 3 + static_cast<std::uint32_t>(scalar);
+      step.unary_post = node.arity == 1 ? unary_post_fn(node.kind) : nullptr;
+      step.binary_post = node.arity == 2 ? binary_post_fn(node.kind) : nullptr;
+    }
     // Operands whose last use is this step free their slots first: the math functions allow
     // the output to alias an operand, so a chain runs in one or two slots. Not an operand with
     // narrower elements than the output (where's bool condition next to an f32 result): writing
@@ -110,6 +124,39 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
   }
   for (std::uint32_t o : expr.output_nodes) output_slots_.push_back(slot_of[o]);
   find_trailing_scale(expr, slot_of);
+}
+
+// Which nodes become their operand's post op (elementwise_math.h): f32 t + s, s + t, t - s,
+// s - t, t * s, s * t, t / s or s / t where t is the value of an f32 unary or binary node that
+// takes post ops, no other node reads t and t is no output (the post op overwrites it), and t's
+// node has no post op yet. Not a node that is an output itself: the last one may be a trailing
+// scale (find_trailing_scale), and keeping the rule simple keeps outputs where they were.
+std::vector<int> FusedProgram::plan_posts(const FusedExpr& expr) {
+  const std::size_t n = expr.nodes.size();
+  std::vector<int> uses(n, 0), folded_into(n, -1);
+  std::vector<bool> has_post(n, false);
+  for (const FusedNode& node : expr.nodes)
+    for (int j = 0; j < node.arity; ++j)
+      if (node.operands[j].kind == FusedOperand::Kind::node) ++uses[node.operands[j].index];
+  for (std::uint32_t o : expr.output_nodes) ++uses[o];
+  auto f32_valued = [](const FusedNode& node) { return node.compute == DType::f32 && node.out == DType::f32; };
+  for (std::size_t j = 0; j < n; ++j) {
+    const FusedNode& node = expr.nodes[j];
+    if (node.arity != 2 || !f32_valued(node) || std::find(expr.output_nodes.begin(), expr.output_nodes.end(), j) != expr.output_nodes.end())
+      continue;
+    const bool s0 = node.operands[0].kind == FusedOperand::Kind::scalar, s1 = node.operands[1].kind == FusedOperand::Kind::scalar;
+    if (s0 == s1 || post_op_of(node.kind, s0 ? 0 : 1) == PostOp::none) continue;
+    const FusedOperand& value = node.operands[s0 ? 1 : 0];
+    if (value.kind != FusedOperand::Kind::node) continue;
+    const std::uint32_t t = value.index;
+    const FusedNode& maker = expr.nodes[t];
+    const bool takes_post = maker.arity == 1 ? unary_post_fn(maker.kind) != nullptr
+                            : maker.arity == 2 ? binary_post_fn(maker.kind) != nullptr : false;
+    if (!takes_post || !f32_valued(maker) || uses[t] != 1 || has_post[t] || folded_into[t] >= 0) continue;
+    folded_into[j] = static_cast<int>(t);
+    has_post[t] = true;
+  }
+  return folded_into;
 }
 
 void FusedProgram::find_trailing_scale(const FusedExpr& expr, const std::vector<std::uint32_t>& slot_of) {
@@ -150,7 +197,7 @@ void FusedProgram::eval_tile(Tile& t) const {
       switch (src.kind) {
         case FusedOperand::Kind::input: p[j] = t.ew->in[src.index]; st[j] = t.ew->stride[src.index]; break;
         case FusedOperand::Kind::node: p[j] = t.slot(src.index); st[j] = 1; break;
-        case FusedOperand::Kind::scalar: p[j] = t.scalars + (i * 3 + j) * 8; st[j] = 0; break;
+        case FusedOperand::Kind::scalar: p[j] = t.scalars + (s.node * 3 + j) * 8; st[j] = 0; break;
       }
       if (src.cast) {
         src.cast(p[j], t.scratch[j], st[j] ? len : 1);
@@ -158,10 +205,21 @@ void FusedProgram::eval_tile(Tile& t) const {
       }
     }
     void* dst = t.slot(s.slot);
-    if (s.unary) s.unary(p[0], dst, len, t.expr->nodes[i].attrs);
-    else if (s.binary) s.binary(p[0], st[0], p[1], st[1], dst, len);
-    else if (s.where) s.where(p[0], st[0], p[1], st[1], p[2], st[2], dst, len);
-    else std::memcpy(dst, p[0], len * dtype_size(t.expr->nodes[i].out));  // cast: done above
+    const FusedNode& node = t.expr->nodes[s.node];
+    if (s.post != PostOp::none) {
+      Post post{s.post};
+      std::memcpy(&post.value, t.scalars + s.post_scalar * 8, sizeof post.value);
+      if (s.unary_post) s.unary_post(p[0], dst, len, node.attrs, post);
+      else s.binary_post(p[0], st[0], p[1], st[1], dst, len, post);
+    } else if (s.unary) {
+      s.unary(p[0], dst, len, node.attrs);
+    } else if (s.binary) {
+      s.binary(p[0], st[0], p[1], st[1], dst, len);
+    } else if (s.where) {
+      s.where(p[0], st[0], p[1], st[1], p[2], st[2], dst, len);
+    } else {
+      std::memcpy(dst, p[0], len * dtype_size(node.out));  // cast: done above
+    }
   }
   write_outputs(t, len);
 }
@@ -193,19 +251,18 @@ FusedProgram::Bound::Bound(const FusedProgram& program, const FusedExpr& expr, s
     : program_(program),
       expr_(expr),
       outputs_(outputs),
-      scalars_(program.steps_.size() * 3 * 8),
+      scalars_(expr.nodes.size() * 3 * 8),
       walk_(expr.shape, expr.outputs.empty() ? DType::f32 : expr.outputs[0].dtype, nullptr, inputs) {
   // Scalar operands, converted to their node's compute dtype once per run.
-  const std::vector<Step>& steps = program.steps_;
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    for (int j = 0; j < steps[i].arity; ++j)
-      if (steps[i].src[j].kind == FusedOperand::Kind::scalar)
+  for (std::size_t i = 0; i < expr.nodes.size(); ++i)
+    for (int j = 0; j < expr.nodes[i].arity; ++j)
+      if (expr.nodes[i].operands[j].kind == FusedOperand::Kind::scalar)
         store_scalar(fused_scalar_value(expr.nodes[i], j), operand_dtype(expr.nodes[i], j), scalars_.data() + (i * 3 + j) * 8);
   for (std::size_t o = 0; o < expr.outputs.size(); ++o)
     stream_[o] = should_stream(outputs[o], expr.shape.numel() * dtype_size(expr.outputs[o].dtype), inputs);
   if (const TrailingScale& ts = program.trailing_; ts.output >= 0) {
     float s;
-    std::memcpy(&s, scalars_.data() + ((steps.size() - 1) * 3 + ts.scalar_operand) * 8, sizeof s);
+    std::memcpy(&s, scalars_.data() + ((expr.nodes.size() - 1) * 3 + ts.scalar_operand) * 8, sizeof s);
     fold_trailing_scale_ = !ts.divides || exact_reciprocal(s);
     trailing_scale_ = ts.divides ? 1.0f / s : s;
   }

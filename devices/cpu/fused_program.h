@@ -43,7 +43,7 @@ class FusedProgram final : public CompiledKernel {
     const FusedProgram& program_;
     const FusedExpr& expr_;
     std::span<std::byte* const> outputs_;
-    std::vector<std::byte> scalars_;  // 8 bytes per (step, operand)
+    std::vector<std::byte> scalars_;  // 8 bytes per (node, operand)
     std::array<bool, kMaxOutputs> stream_{};  // per output: written with non-temporal stores
     bool fold_trailing_scale_ = false;        // this run's scalar allows it (see TrailingScale)
     float trailing_scale_ = 1.0f;
@@ -58,6 +58,7 @@ class FusedProgram final : public CompiledKernel {
     CastFn cast = nullptr;     // to the node's compute dtype, when it differs
   };
   struct Step {
+    std::uint32_t node = 0;  // the expression's node this step computes
     std::uint8_t arity = 0;
     UnaryFn unary = nullptr;
     BinaryFn binary = nullptr;
@@ -65,6 +66,11 @@ class FusedProgram final : public CompiledKernel {
     Source src[3];
     DType compute = DType::f32;
     std::uint32_t slot = 0;  // where the node's value goes
+    // A folded node after this one (plan_posts): its op and where its scalar is (node * 3 + operand).
+    PostOp post = PostOp::none;
+    std::uint32_t post_scalar = 0;
+    UnaryPostFn unary_post = nullptr;
+    BinaryPostFn binary_post = nullptr;
   };
   // The last step, when all it does is scale a value for one output (x * s, or x / s where 1 / s
   // is exact): the output's write-out multiplies as it copies (stream_scale), a pass saved, with
@@ -77,6 +83,7 @@ class FusedProgram final : public CompiledKernel {
   };
   static void eval_tile_fn(const EwTile& ew, const void* tile);
   void write_outputs(const Tile& t, std::int64_t len) const;
+  static std::vector<int> plan_posts(const FusedExpr& expr);
   void find_trailing_scale(const FusedExpr& expr, const std::vector<std::uint32_t>& slot_of);
   void eval_tile(Tile& tile) const;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 #include "engine/kiln.h"
 #include "support/gelu_chain.h"
@@ -212,6 +213,51 @@ TEST(Fusion, TrailingScaleEqualsUnfusedBitForBit) {
         SCOPED_TRACE("n " + std::to_string(n) + ", ending " + std::to_string(e) + (keep_unscaled ? ", kept" : ""));
         EXPECT_EQ(bits(got[1]), bits(got[0]));
         EXPECT_EQ(bits(unscaled[1]), bits(unscaled[0]));
+      }
+    }
+  }
+}
+
+// A node that only combines a value with a scalar is done in registers by the node that makes
+// the value. Every such op, on both sides, after producers whose formula ends in a multiply
+// (square, mul: an add after them must not become one FMA), a SLEEF call (exp) and a select
+// (relu), with zeros, infinities and NaN among the inputs, gives the unfused bits; so do values
+// that are read twice or are outputs themselves (not folded).
+TEST(Fusion, ScalarOpsFoldedIntoTheirProducerEqualUnfusedBitForBit) {
+  using Producer = Tensor (*)(const Tensor&, const Tensor&);
+  using Consumer = Tensor (*)(Tensor);
+  const Producer producers[] = {
+      [](const Tensor& a, const Tensor&) { return square(a); },
+      [](const Tensor& a, const Tensor& b) { return mul(a, b); },
+      [](const Tensor& a, const Tensor&) { return exp(a); },
+      [](const Tensor& a, const Tensor&) { return relu(a); },
+  };
+  const Consumer consumers[] = {
+      [](Tensor t) { return add(std::move(t), 0.1); },  [](Tensor t) { return add(0.1, std::move(t)); },
+      [](Tensor t) { return sub(std::move(t), 0.3); },  [](Tensor t) { return sub(0.3, std::move(t)); },
+      [](Tensor t) { return mul(std::move(t), 1.3); },  [](Tensor t) { return mul(1.3, std::move(t)); },
+      [](Tensor t) { return div(std::move(t), 3.0); },  [](Tensor t) { return div(3.0, std::move(t)); },
+  };
+  Generator gen(11);
+  std::vector<float> special = randn(Shape{3000}, gen).to_vector<float>().get();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-40f, 3e38f};
+  for (std::size_t i = 0; i < std::size(specials); ++i) special[i * 13] = specials[i];
+  const Tensor a = from_vector(special, Shape{3000});
+  const Tensor b = randn(Shape{3000}, gen);
+  for (std::size_t p = 0; p < std::size(producers); ++p) {
+    for (std::size_t c = 0; c < std::size(consumers); ++c) {
+      for (const int keep : {0, 1}) {  // 1: the producer's value is read again, so it stays
+        std::vector<float> got[2];
+        for (const bool on : {true, false}) {
+          FusionScope f(on);
+          Tensor t = producers[p](a, b);
+          Tensor y = add(consumers[c](keep ? t : std::move(t)), 2.0);  // y: not the folded node itself
+          if (keep) y = add(std::move(y), t);
+          got[on] = y.to_vector<float>().get();
+        }
+        SCOPED_TRACE("producer " + std::to_string(p) + ", consumer " + std::to_string(c) + ", keep " + std::to_string(keep));
+        EXPECT_EQ(bits(got[1]), bits(got[0]));
       }
     }
   }
