@@ -25,25 +25,30 @@ using simd::VM;
 template <class R>
 using OutOf = std::conditional_t<std::is_same_v<R, VM>, bool, float>;
 
-// v, then the post op (elementwise_math.h). The empty asm makes v a finished value first: without
-// it the compiler may contract a formula's last multiply with the post op's add into one FMA,
-// which rounds once where the separate node rounds twice.
-inline VF apply_post(const Post& post, VF v) {
+// The empty asm makes v a finished value: without it the compiler may contract a multiply
+// with an add into one FMA, which rounds once where two separate nodes round twice.
+inline VF finished(VF v) {
 #if defined(__AVX512F__)
   asm("" : "+v"(v));
 #else
   asm("" : "+x"(v));
 #endif
+  return v;
+}
+
+// v, then the scalar op (elementwise_math.h), each a finished value.
+inline VF apply_post(const Post& post, VF v) {
+  v = finished(v);
   const VF c = simd::splat(post.value);
   switch (post.op) {
-    case PostOp::add: return v + c;
-    case PostOp::radd: return c + v;
-    case PostOp::sub: return v - c;
-    case PostOp::rsub: return c - v;
-    case PostOp::mul: return v * c;
-    case PostOp::rmul: return c * v;
-    case PostOp::div: return v / c;
-    case PostOp::rdiv: return c / v;
+    case PostOp::add: return finished(v + c);
+    case PostOp::radd: return finished(c + v);
+    case PostOp::sub: return finished(v - c);
+    case PostOp::rsub: return finished(c - v);
+    case PostOp::mul: return finished(v * c);
+    case PostOp::rmul: return finished(c * v);
+    case PostOp::div: return finished(v / c);
+    case PostOp::rdiv: return finished(c / v);
     case PostOp::none: break;
   }
   return v;

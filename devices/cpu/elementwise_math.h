@@ -38,8 +38,9 @@ CastFn cast_fn(DType from, DType to);
 
 // A scalar op on an f32 value before it is stored. In a fused expression, a node that only
 // combines its one operand with a scalar (t + s, s - t, t * s, t / s, ...) is done by the node
-// that makes t, in registers, when nothing else reads t: a pass over the tile saved, and the
-// same bits, since either way it is one rounded operation on the same two values.
+// that makes t, in registers, when nothing else reads t (or by a unary node that reads it, on
+// its operand): a pass over the tile saved, and the same bits, since either way it is one
+// rounded operation on the same two values.
 enum class PostOp : std::uint8_t { none, add, radd, sub, rsub, mul, rmul, div, rdiv };
 struct Post {
   PostOp op = PostOp::none;
@@ -47,7 +48,8 @@ struct Post {
 };
 // What node kind `kind` is as a post op, with its scalar at operand `scalar_operand` (0 or 1).
 PostOp post_op_of(OpKind kind, int scalar_operand);
-using UnaryPostFn = void (*)(const void* x, void* y, std::int64_t n, const OpAttrs& attrs, Post post);
+// y = post(op(pre(x))): a unary node may also take the scalar op that makes its operand.
+using UnaryPostFn = void (*)(const void* x, void* y, std::int64_t n, const OpAttrs& attrs, Post pre, Post post);
 using BinaryPostFn = void (*)(const void* a, std::int64_t a_stride, const void* b, std::int64_t b_stride, void* y,
                               std::int64_t n, Post post);
 // The f32 ops that take a post op: those whose result is an f32 value; nullptr for the others.

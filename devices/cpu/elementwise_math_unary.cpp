@@ -64,8 +64,9 @@ void f32_fn(const void* x, void* y, std::int64_t n, const OpAttrs&) {
 }
 
 template <class Op>
-void f32_post_fn(const void* x, void* y, std::int64_t n, const OpAttrs&, Post post) {
-  loops::map1_f32(static_cast<const float*>(x), y, n, [post](VF v) { return loops::apply_post(post, Op{}(v)); });
+void f32_post_fn(const void* x, void* y, std::int64_t n, const OpAttrs&, Post pre, Post post) {
+  loops::map1_f32(static_cast<const float*>(x), y, n,
+                  [pre, post](VF v) { return loops::apply_post(post, Op{}(loops::apply_post(pre, v))); });
 }
 
 struct Clamp {

@@ -48,27 +48,36 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
   KILN_CHECK(expr.inputs.size() <= kMaxInputs && expr.outputs.size() <= kMaxOutputs, "fused",
              "too many inputs or outputs for one kernel");
   const std::size_t n = expr.nodes.size();
+  const Folds folds = plan_folds(expr);
+  // What a step reads: its node's operands, except that a unary node with a pre op reads the
+  // pre op's operand.
+  auto operand = [&](std::size_t i, int j) -> const FusedOperand& {
+    const int pre = folds.pre_of[i];
+    return pre >= 0 ? expr.nodes[pre].operands[scalar_side(expr.nodes[pre]) == 0 ? 1 : 0] : expr.nodes[i].operands[j];
+  };
+  auto is_step = [&](std::size_t i) { return folds.folded_into[i] < 0 && !folds.absorbed[i]; };
   // Last step that reads each node's value; outputs live to the end of the tile.
   std::vector<std::size_t> last_use(n, 0);
   for (std::size_t i = 0; i < n; ++i)
-    for (int j = 0; j < expr.nodes[i].arity; ++j)
-      if (expr.nodes[i].operands[j].kind == FusedOperand::Kind::node) last_use[expr.nodes[i].operands[j].index] = i;
+    if (is_step(i))
+      for (int j = 0; j < expr.nodes[i].arity; ++j)
+        if (operand(i, j).kind == FusedOperand::Kind::node) last_use[operand(i, j).index] = i;
   for (std::uint32_t o : expr.output_nodes) last_use[o] = n;
 
-  const std::vector<int> folded_into = plan_posts(expr);
   std::vector<std::uint32_t> slot_of(n), free_slots;
   for (std::size_t i = 0; i < n; ++i) {
     const FusedNode& node = expr.nodes[i];
-    if (folded_into[i] >= 0) {  // its value is made by that node's step, in that step's slot
-      slot_of[i] = slot_of[folded_into[i]];
+    if (folds.folded_into[i] >= 0) {  // its value is made by that node's step, in that step's slot
+      slot_of[i] = slot_of[folds.folded_into[i]];
       continue;
     }
+    if (folds.absorbed[i]) continue;  // its one reader applies it to its operand
     Step step;
     step.node = static_cast<std::uint32_t>(i);
     step.arity = node.arity;
     step.compute = node.compute;
     for (int j = 0; j < node.arity; ++j) {
-      const FusedOperand& op = node.operands[j];
+      const FusedOperand& op = operand(i, j);
       Source& src = step.src[j];
       src.kind = op.kind;
       if (op.kind == FusedOperand::Kind::scalar) continue;  // stored in the compute dtype
@@ -91,11 +100,13 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
     }
     KILN_CHECK(node.kind == OpKind::cast || step.where || step.binary || step.unary, op_name(node.kind),
                std::string("no CPU kernel for compute dtype ") + dtype_name(node.compute));
-    if (const auto post = std::find(folded_into.begin(), folded_into.end(), static_cast<int>(i)); post != folded_into.end()) {
-      const auto j = static_cast<std::uint32_t>(post - folded_into.begin());
-      const int scalar = expr.nodes[j].operands[0].kind == FusedOperand::Kind::scalar ? 0 : 1;
-      step.post = post_op_of(expr.nodes[j].kind, scalar);
-      step.post_scalar = j * 3 + static_cast<std::uint32_t>(scalar);
+    auto scalar_op = [&](int j) {
+      const int side = scalar_side(expr.nodes[j]);
+      return ScalarOp{post_op_of(expr.nodes[j].kind, side), static_cast<std::uint32_t>(j * 3 + side)};
+    };
+    if (folds.post_of[i] >= 0) step.post = scalar_op(folds.post_of[i]);
+    if (folds.pre_of[i] >= 0) step.pre = scalar_op(folds.pre_of[i]);
+    if (step.post.op != PostOp::none || step.pre.op != PostOp::none) {
       step.unary_post = node.arity == 1 ? unary_post_fn(node.kind) : nullptr;
       step.binary_post = node.arity == 2 ? binary_post_fn(node.kind) : nullptr;
     }
@@ -106,7 +117,7 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
     // freed once this step's slot is chosen.
     std::vector<std::uint32_t> freed_after;
     for (int j = 0; j < node.arity; ++j) {
-      const FusedOperand& op = node.operands[j];
+      const FusedOperand& op = operand(i, j);
       if (op.kind != FusedOperand::Kind::node || last_use[op.index] != i) continue;
       const std::uint32_t s = slot_of[op.index];
       if (std::find(free_slots.begin(), free_slots.end(), s) != free_slots.end() ||
@@ -126,37 +137,61 @@ FusedProgram::FusedProgram(const FusedExpr& expr) {
   find_trailing_scale(expr, slot_of);
 }
 
-// Which nodes become their operand's post op (elementwise_math.h): f32 t + s, s + t, t - s,
-// s - t, t * s, s * t, t / s or s / t where t is the value of an f32 unary or binary node that
-// takes post ops, no other node reads t and t is no output (the post op overwrites it), and t's
-// node has no post op yet. Not a node that is an output itself: the last one may be a trailing
-// scale (find_trailing_scale), and keeping the rule simple keeps outputs where they were.
-std::vector<int> FusedProgram::plan_posts(const FusedExpr& expr) {
+int FusedProgram::scalar_side(const FusedNode& node) {
+  return node.operands[0].kind == FusedOperand::Kind::scalar ? 0 : 1;
+}
+
+// Nodes done as part of another node's step (elementwise_math.h, Post). A scalar-op node (f32
+// t + s, s + t, t - s, s - t, t * s, s * t, t / s or s / t) that no output is:
+//   - becomes the post op of t's node, when that is an f32 unary or binary node that takes post
+//     ops, no other node reads t, t is no output (the post op overwrites it) and that node has
+//     no post op yet;
+//   - else becomes the pre op of its one reader, when that is an f32 unary node that takes
+//     them and t is f32 (read as it is: no cast).
+// Not a node that is an output: the last one may be a trailing scale (find_trailing_scale).
+FusedProgram::Folds FusedProgram::plan_folds(const FusedExpr& expr) {
   const std::size_t n = expr.nodes.size();
-  std::vector<int> uses(n, 0), folded_into(n, -1);
-  std::vector<bool> has_post(n, false);
-  for (const FusedNode& node : expr.nodes)
-    for (int j = 0; j < node.arity; ++j)
-      if (node.operands[j].kind == FusedOperand::Kind::node) ++uses[node.operands[j].index];
+  Folds f{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<bool>(n, false)};
+  std::vector<int> uses(n, 0), reader(n, -1);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int j = 0; j < expr.nodes[i].arity; ++j)
+      if (const FusedOperand& op = expr.nodes[i].operands[j]; op.kind == FusedOperand::Kind::node) {
+        ++uses[op.index];
+        reader[op.index] = static_cast<int>(i);
+      }
   for (std::uint32_t o : expr.output_nodes) ++uses[o];
   auto f32_valued = [](const FusedNode& node) { return node.compute == DType::f32 && node.out == DType::f32; };
+  auto takes_ops = [&](const FusedNode& node) {
+    if (!f32_valued(node)) return false;
+    if (node.arity == 1) return unary_post_fn(node.kind) != nullptr;
+    return node.arity == 2 && binary_post_fn(node.kind) != nullptr;
+  };
   for (std::size_t j = 0; j < n; ++j) {
     const FusedNode& node = expr.nodes[j];
-    if (node.arity != 2 || !f32_valued(node) || std::find(expr.output_nodes.begin(), expr.output_nodes.end(), j) != expr.output_nodes.end())
+    if (node.arity != 2 || !f32_valued(node) || uses[j] == 0 ||
+        std::find(expr.output_nodes.begin(), expr.output_nodes.end(), j) != expr.output_nodes.end())
       continue;
-    const bool s0 = node.operands[0].kind == FusedOperand::Kind::scalar, s1 = node.operands[1].kind == FusedOperand::Kind::scalar;
-    if (s0 == s1 || post_op_of(node.kind, s0 ? 0 : 1) == PostOp::none) continue;
+    const bool s0 = node.operands[0].kind == FusedOperand::Kind::scalar;
+    if (s0 == (node.operands[1].kind == FusedOperand::Kind::scalar) || post_op_of(node.kind, s0 ? 0 : 1) == PostOp::none)
+      continue;
     const FusedOperand& value = node.operands[s0 ? 1 : 0];
-    if (value.kind != FusedOperand::Kind::node) continue;
-    const std::uint32_t t = value.index;
-    const FusedNode& maker = expr.nodes[t];
-    const bool takes_post = maker.arity == 1 ? unary_post_fn(maker.kind) != nullptr
-                            : maker.arity == 2 ? binary_post_fn(maker.kind) != nullptr : false;
-    if (!takes_post || !f32_valued(maker) || uses[t] != 1 || has_post[t] || folded_into[t] >= 0) continue;
-    folded_into[j] = static_cast<int>(t);
-    has_post[t] = true;
+    if (value.kind == FusedOperand::Kind::node) {
+      const std::uint32_t t = value.index;
+      if (takes_ops(expr.nodes[t]) && uses[t] == 1 && f.post_of[t] < 0 && f.folded_into[t] < 0 && !f.absorbed[t]) {
+        f.folded_into[j] = static_cast<int>(t);
+        f.post_of[t] = static_cast<int>(j);
+        continue;
+      }
+    }
+    const DType value_dtype = value.kind == FusedOperand::Kind::node ? expr.nodes[value.index].out : expr.inputs[value.index].dtype;
+    const int r = reader[j];
+    if (uses[j] == 1 && value_dtype == DType::f32 && expr.nodes[r].arity == 1 && takes_ops(expr.nodes[r]) &&
+        f.pre_of[r] < 0) {
+      f.absorbed[j] = true;
+      f.pre_of[r] = static_cast<int>(j);
+    }
   }
-  return folded_into;
+  return f;
 }
 
 void FusedProgram::find_trailing_scale(const FusedExpr& expr, const std::vector<std::uint32_t>& slot_of) {
@@ -206,11 +241,14 @@ void FusedProgram::eval_tile(Tile& t) const {
     }
     void* dst = t.slot(s.slot);
     const FusedNode& node = t.expr->nodes[s.node];
-    if (s.post != PostOp::none) {
-      Post post{s.post};
-      std::memcpy(&post.value, t.scalars + s.post_scalar * 8, sizeof post.value);
-      if (s.unary_post) s.unary_post(p[0], dst, len, node.attrs, post);
-      else s.binary_post(p[0], st[0], p[1], st[1], dst, len, post);
+    if (s.pre.op != PostOp::none || s.post.op != PostOp::none) {
+      auto scalar_op = [&](const ScalarOp& o) {
+        Post p{o.op};
+        if (o.op != PostOp::none) std::memcpy(&p.value, t.scalars + o.scalar * 8, sizeof p.value);
+        return p;
+      };
+      if (s.unary_post) s.unary_post(p[0], dst, len, node.attrs, scalar_op(s.pre), scalar_op(s.post));
+      else s.binary_post(p[0], st[0], p[1], st[1], dst, len, scalar_op(s.post));
     } else if (s.unary) {
       s.unary(p[0], dst, len, node.attrs);
     } else if (s.binary) {

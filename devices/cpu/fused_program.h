@@ -57,6 +57,10 @@ class FusedProgram final : public CompiledKernel {
     DType dtype = DType::f32;  // dtype of the value as stored
     CastFn cast = nullptr;     // to the node's compute dtype, when it differs
   };
+  struct ScalarOp {
+    PostOp op = PostOp::none;
+    std::uint32_t scalar = 0;  // where its scalar is: node * 3 + operand
+  };
   struct Step {
     std::uint32_t node = 0;  // the expression's node this step computes
     std::uint8_t arity = 0;
@@ -66,9 +70,8 @@ class FusedProgram final : public CompiledKernel {
     Source src[3];
     DType compute = DType::f32;
     std::uint32_t slot = 0;  // where the node's value goes
-    // A folded node after this one (plan_posts): its op and where its scalar is (node * 3 + operand).
-    PostOp post = PostOp::none;
-    std::uint32_t post_scalar = 0;
+    // Folded scalar-op nodes (plan_folds): after this node's op, and (unary nodes) before it.
+    ScalarOp post, pre;
     UnaryPostFn unary_post = nullptr;
     BinaryPostFn binary_post = nullptr;
   };
@@ -83,7 +86,14 @@ class FusedProgram final : public CompiledKernel {
   };
   static void eval_tile_fn(const EwTile& ew, const void* tile);
   void write_outputs(const Tile& t, std::int64_t len) const;
-  static std::vector<int> plan_posts(const FusedExpr& expr);
+  struct Folds {
+    std::vector<int> post_of;      // node -> the scalar-op node done as its post op, or -1
+    std::vector<int> folded_into;  // scalar-op node -> the node whose step makes its value, or -1
+    std::vector<int> pre_of;       // unary node -> the scalar-op node done as its pre op, or -1
+    std::vector<bool> absorbed;    // scalar-op node done as its reader's pre op
+  };
+  static Folds plan_folds(const FusedExpr& expr);
+  static int scalar_side(const FusedNode& node);  // which operand of a scalar-op node is the scalar
   void find_trailing_scale(const FusedExpr& expr, const std::vector<std::uint32_t>& slot_of);
   void eval_tile(Tile& tile) const;
 

@@ -263,6 +263,41 @@ TEST(Fusion, ScalarOpsFoldedIntoTheirProducerEqualUnfusedBitForBit) {
   }
 }
 
+// The other way round: a unary node applies the scalar op that makes its operand, reading the
+// operand's own source (an input, or a node whose value must then live until this step: a
+// node computed in between must not take its slot). With zeros, infinities and NaN.
+TEST(Fusion, ScalarOpsFoldedIntoTheirUnaryReaderEqualUnfusedBitForBit) {
+  using Chain = Tensor (*)(const Tensor&, const Tensor&);
+  const Chain chains[] = {
+      [](const Tensor& a, const Tensor&) { return add(exp(mul(a, 0.7)), 1.0); },
+      [](const Tensor& a, const Tensor&) { return add(erf(div(a, 1.4142135)), 1.0); },  // pre and post
+      [](const Tensor& a, const Tensor&) { return add(sigmoid(sub(0.5, a)), 1.0); },
+      [](const Tensor& a, const Tensor&) { return add(square(add(a, 0.25)), 1.0); },
+      [](const Tensor& a, const Tensor&) { return add(tanh(div(3.0, a)), 1.0); },
+      [](const Tensor& a, const Tensor& b) {  // the scaled value is a node; sin(b) is made in between
+        Tensor scaled = mul(clamp(a, -1.0, 1.0), 2.0);
+        Tensor other = sin(b);
+        return add(exp(std::move(scaled)), std::move(other));
+      },
+  };
+  Generator gen(12);
+  std::vector<float> special = randn(Shape{3000}, gen).to_vector<float>().get();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-40f, 3e38f};
+  for (std::size_t i = 0; i < std::size(specials); ++i) special[i * 13] = specials[i];
+  const Tensor a = from_vector(special, Shape{3000});
+  const Tensor b = randn(Shape{3000}, gen);
+  for (std::size_t c = 0; c < std::size(chains); ++c) {
+    std::vector<float> got[2];
+    for (const bool on : {true, false}) {
+      FusionScope f(on);
+      got[on] = chains[c](a, b).to_vector<float>().get();
+    }
+    SCOPED_TRACE("chain " + std::to_string(c));
+    EXPECT_EQ(bits(got[1]), bits(got[0]));
+  }
+}
+
 TEST(Fusion, SettingsAreValidated) {
   EXPECT_THROW(set_flush_threshold(0), Error);
 }
