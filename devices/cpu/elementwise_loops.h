@@ -36,22 +36,12 @@ inline VF finished(VF v) {
   return v;
 }
 
-// v, then the scalar op (elementwise_math.h), each a finished value.
+// v, then the post op (elementwise_math.h), each step a finished value.
+template <bool kDivides>
 inline VF apply_post(const Post& post, VF v) {
   v = finished(v);
-  const VF c = simd::splat(post.value);
-  switch (post.op) {
-    case PostOp::add: return finished(v + c);
-    case PostOp::radd: return finished(c + v);
-    case PostOp::sub: return finished(v - c);
-    case PostOp::rsub: return finished(c - v);
-    case PostOp::mul: return finished(v * c);
-    case PostOp::rmul: return finished(c * v);
-    case PostOp::div: return finished(v / c);
-    case PostOp::rdiv: return finished(c / v);
-    case PostOp::none: break;
-  }
-  return v;
+  if constexpr (kDivides) return finished(v / simd::splat(post.divisor));
+  return finished(finished(v * simd::splat(post.scale)) + simd::splat(post.offset));
 }
 
 template <class Op>

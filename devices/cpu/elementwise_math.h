@@ -41,12 +41,18 @@ CastFn cast_fn(DType from, DType to);
 // that makes t, in registers, when nothing else reads t (or by a unary node that reads it, on
 // its operand): a pass over the tile saved, and the same bits, since either way it is one
 // rounded operation on the same two values.
-enum class PostOp : std::uint8_t { none, add, radd, sub, rsub, mul, rmul, div, rdiv };
+enum class PostOp : std::uint8_t { none, add, sub, rsub, mul, div };  // rsub: s - t
+// How a post op runs: v * scale + offset, each rounded on its own, for the adds, subtractions
+// and multiplies (t - s is exactly t + -s, s - t is (-t) + s; the identities 1 and -0 fill the
+// unused place, and -0 is the one that keeps every x, -0 included, as it is), or v / divisor.
+// No branch per vector: the two forms are separate instantiations.
 struct Post {
-  PostOp op = PostOp::none;
-  float value = 0.0f;
+  bool divides = false;
+  float scale = 1.0f, offset = -0.0f, divisor = 1.0f;
 };
-// What node kind `kind` is as a post op, with its scalar at operand `scalar_operand` (0 or 1).
+Post make_post(PostOp op, float scalar);
+// What node kind `kind` is as a post op, with its scalar at operand `scalar_operand` (0 or 1);
+// none where it is none (s / t is not: it would be a third form).
 PostOp post_op_of(OpKind kind, int scalar_operand);
 // y = post(op(pre(x))): a unary node may also take the scalar op that makes its operand.
 using UnaryPostFn = void (*)(const void* x, void* y, std::int64_t n, const OpAttrs& attrs, Post pre, Post post);

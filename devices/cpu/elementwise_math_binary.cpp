@@ -58,8 +58,11 @@ void f32_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void
 
 template <class Op>
 void f32_post_fn(const void* a, std::int64_t sa, const void* b, std::int64_t sb, void* y, std::int64_t n, Post post) {
-  loops::map2_f32(static_cast<const float*>(a), sa, static_cast<const float*>(b), sb, y, n,
-                  [post](VF x, VF z) { return loops::apply_post(post, Op{}(x, z)); });
+  const auto *af = static_cast<const float*>(a), *bf = static_cast<const float*>(b);
+  if (post.divides)
+    loops::map2_f32(af, sa, bf, sb, y, n, [post](VF x, VF z) { return loops::apply_post<true>(post, Op{}(x, z)); });
+  else
+    loops::map2_f32(af, sa, bf, sb, y, n, [post](VF x, VF z) { return loops::apply_post<false>(post, Op{}(x, z)); });
 }
 
 // A vector division costs about three multiplications here (Zen 4); x / 2, as in GELU's
@@ -242,13 +245,24 @@ BinaryPostFn binary_post_fn(OpKind kind) { return f32_post_table(kind); }
 
 PostOp post_op_of(OpKind kind, int scalar_operand) {
   switch (kind) {
-    // The scalar keeps its side: with two NaNs, x86 returns the first operand's.
-    case OpKind::add: return scalar_operand == 1 ? PostOp::add : PostOp::radd;
-    case OpKind::mul: return scalar_operand == 1 ? PostOp::mul : PostOp::rmul;
+    case OpKind::add: return PostOp::add;
+    case OpKind::mul: return PostOp::mul;
     case OpKind::sub: return scalar_operand == 1 ? PostOp::sub : PostOp::rsub;
-    case OpKind::div: return scalar_operand == 1 ? PostOp::div : PostOp::rdiv;
+    case OpKind::div: return scalar_operand == 1 ? PostOp::div : PostOp::none;
     default: return PostOp::none;
   }
+}
+
+Post make_post(PostOp op, float s) {
+  switch (op) {
+    case PostOp::add: return {false, 1.0f, s};
+    case PostOp::sub: return {false, 1.0f, -s};
+    case PostOp::rsub: return {false, -1.0f, s};
+    case PostOp::mul: return {false, s, -0.0f};
+    case PostOp::div: return {true, 1.0f, -0.0f, s};
+    case PostOp::none: break;
+  }
+  return {};
 }
 
 bool exact_reciprocal(float b) {

@@ -65,8 +65,14 @@ void f32_fn(const void* x, void* y, std::int64_t n, const OpAttrs&) {
 
 template <class Op>
 void f32_post_fn(const void* x, void* y, std::int64_t n, const OpAttrs&, Post pre, Post post) {
-  loops::map1_f32(static_cast<const float*>(x), y, n,
-                  [pre, post](VF v) { return loops::apply_post(post, Op{}(loops::apply_post(pre, v))); });
+  const auto* xf = static_cast<const float*>(x);
+  auto run = [&]<bool kPreDivides, bool kPostDivides>() {
+    loops::map1_f32(xf, y, n, [pre, post](VF v) {
+      return loops::apply_post<kPostDivides>(post, Op{}(loops::apply_post<kPreDivides>(pre, v)));
+    });
+  };
+  if (pre.divides) post.divides ? run.template operator()<true, true>() : run.template operator()<true, false>();
+  else post.divides ? run.template operator()<false, true>() : run.template operator()<false, false>();
 }
 
 struct Clamp {

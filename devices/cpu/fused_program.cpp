@@ -243,9 +243,9 @@ void FusedProgram::eval_tile(Tile& t) const {
     const FusedNode& node = t.expr->nodes[s.node];
     if (s.pre.op != PostOp::none || s.post.op != PostOp::none) {
       auto scalar_op = [&](const ScalarOp& o) {
-        Post p{o.op};
-        if (o.op != PostOp::none) std::memcpy(&p.value, t.scalars + o.scalar * 8, sizeof p.value);
-        return p;
+        float v = 0.0f;
+        if (o.op != PostOp::none) std::memcpy(&v, t.scalars + o.scalar * 8, sizeof v);
+        return make_post(o.op, v);
       };
       if (s.unary_post) s.unary_post(p[0], dst, len, node.attrs, scalar_op(s.pre), scalar_op(s.post));
       else s.binary_post(p[0], st[0], p[1], st[1], dst, len, scalar_op(s.post));
