@@ -93,6 +93,8 @@ void ElementwiseWalk::run_tiles(std::int64_t t0, std::int64_t t1, std::int64_t b
     row_offsets(row, offset);
     EwTile tile;
     if (hint != Prefetch::none) {
+      std::fill_n(tile.next.begin(), n_ops, nullptr);
+      std::fill_n(tile.next_bytes, n_ops, 0);
       // The walk's next tile: the rest of this row, or the start of the next one. An operand
       // whose next tile is this one again (broadcast along the rows) is already in cache.
       const bool same_row = tile_start + kTile < inner_;

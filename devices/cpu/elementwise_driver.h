@@ -33,16 +33,18 @@ struct EwOperand {
 
 // What the math gets: n output elements at `out`; operand k's n elements, in its compute dtype,
 // at in[k], or a single value repeated when stride[k] is 0.
+// Only the walk's operand count of entries is set (not zeroed past it: a tile is made per 1024
+// elements, and zeroing all 16 showed as 2% of a fused GELU).
 struct EwTile {
-  std::array<const void*, kMaxEwOperands> in{};
-  std::array<std::int64_t, kMaxEwOperands> stride{};
+  std::array<const void*, kMaxEwOperands> in;
+  std::array<std::int64_t, kMaxEwOperands> stride;
   void* out = nullptr;
   std::int64_t n = 0;
   std::int64_t first = 0;  // linear index of the tile's first element in the output
   // With Prefetch::hand_over: where each contiguous operand's next tile starts (nullptr when
   // there is none to ask for) and its bytes, for fn to ask for while it computes.
-  std::array<const std::byte*, kMaxEwOperands> next{};
-  std::size_t next_bytes[kMaxEwOperands] = {};
+  std::array<const std::byte*, kMaxEwOperands> next;
+  std::size_t next_bytes[kMaxEwOperands];
 };
 
 using EwTileFn = void (*)(const EwTile& tile, const void* ctx);
