@@ -1,6 +1,7 @@
 #include "devices/vulkan/vk_context.h"
 
 #include <mutex>
+#include <vector>
 
 #include "ops/log.h"
 
@@ -65,13 +66,26 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
   vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, nullptr);
   std::vector<VkExtensionProperties> exts(n_ext);
   if (n_ext) vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, exts.data());
-  bool has_coop_nv = false;
-  for (const auto& e : exts) has_coop_nv |= std::string(e.extensionName) == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+  bool has_coop_nv = false, has_exec_props = false;
+  for (const auto& e : exts) {
+    has_coop_nv |= std::string(e.extensionName) == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    has_exec_props |= std::string(e.extensionName) == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+  }
 
   if (props.apiVersion >= VK_API_VERSION_1_2) {
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    if (has_coop_nv) f12.pNext = &coop;
+    // Only the structures of extensions the device has.
+    if (has_exec_props) {
+      exec.pNext = f12.pNext;
+      f12.pNext = &exec;
+    }
+    if (has_coop_nv) {
+      coop.pNext = f12.pNext;
+      f12.pNext = &coop;
+    }
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -86,6 +100,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     info.shader_float16 = f12.shaderFloat16;
     info.shader_int8 = f12.shaderInt8;
     info.host_query_reset = f12.hostQueryReset;
+    info.executable_statistics = has_exec_props && exec.pipelineExecutableInfo;
     VkPhysicalDeviceVulkan12Properties p12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     p2.pNext = &p12;
@@ -178,10 +193,23 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   f12.hostQueryReset = info_.host_query_reset;
   f12.timelineSemaphore = VK_FALSE;
   f12.vulkanMemoryModel = info_.coop_matrix_nv;
+  std::vector<const char*> extensions;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   coop.cooperativeMatrix = VK_TRUE;
-  if (info_.coop_matrix_nv) f12.pNext = &coop;
-  const char* coop_ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+  if (info_.coop_matrix_nv) {
+    coop.pNext = f12.pNext;
+    f12.pNext = &coop;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  exec.pipelineExecutableInfo = VK_TRUE;
+  captures_statistics_ = info_.executable_statistics && log_enabled(spdlog::level::debug);
+  if (captures_statistics_) {
+    exec.pNext = f12.pNext;
+    f12.pNext = &exec;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  }
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   f11.storageBuffer16BitAccess = info_.storage_16bit;
   f11.pNext = &f12;
@@ -193,8 +221,8 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   dci.pNext = &f2;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  dci.enabledExtensionCount = info_.coop_matrix_nv ? 1 : 0;
-  dci.ppEnabledExtensionNames = info_.coop_matrix_nv ? &coop_ext : nullptr;
+  dci.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+  dci.ppEnabledExtensionNames = extensions.empty() ? nullptr : extensions.data();
   check(vkCreateDevice(info_.handle, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
   if (log_enabled(spdlog::level::debug))

@@ -33,6 +33,9 @@ struct PhysicalDeviceInfo {
   bool nan_preserve_f32 = false;
   // VK_NV_cooperative_matrix (with the Vulkan memory model its shaders use): tensor cores.
   bool coop_matrix_nv = false;
+  // VK_KHR_pipeline_executable_properties: the driver's statistics of a compiled kernel
+  // (registers, shared memory, spills), logged with KILN_LOG=debug.
+  bool executable_statistics = false;
   // Timestamps on the compute queue (0 valid bits: none), and nanoseconds per tick.
   std::uint32_t timestamp_valid_bits = 0;
   float timestamp_period_ns = 0;
@@ -76,6 +79,9 @@ class Context {
   const VkPhysicalDeviceLimits& limits() const { return props_.limits; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
   std::uint64_t max_allocation_bytes() const { return max_allocation_; }
+  // Whether pipelines capture the driver's statistics: the device has them and debug logging
+  // was on when the device opened (capturing may cost compile time).
+  bool captures_statistics() const { return captures_statistics_; }
 
   // A memory type with all `required` flags among `type_bits`, preferring `preferred` too;
   // UINT32_MAX when none.
@@ -88,6 +94,7 @@ class Context {
   VkPhysicalDeviceProperties props_{};
   VkPhysicalDeviceMemoryProperties memory_{};
   std::uint64_t max_allocation_ = 0;
+  bool captures_statistics_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
 };

@@ -176,10 +176,50 @@ Pipeline PipelineCache::create(const char* name, const std::vector<std::uint32_t
   ci.stage.module = module;
   ci.stage.pName = "main";
   ci.layout = layout_.get();
+  if (ctx_.captures_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipeline = VK_NULL_HANDLE;
   const VkResult r = vkCreateComputePipelines(dev, driver_cache_.get(), 1, &ci, nullptr, &pipeline);
   if (r != VK_SUCCESS) throw Error(name, std::string("vkCreateComputePipelines failed: ") + result_name(r));
+  if (ctx_.captures_statistics()) log_statistics(name, pipeline);
   return Pipeline{name, own(dev, pipeline)};
+}
+
+// The driver's statistics of each executable of the pipeline, one debug line each (on NVIDIA:
+// registers per thread, shared memory, spills; what decides how many workgroups fit an SM).
+void PipelineCache::log_statistics(const char* name, VkPipeline pipeline) const {
+  const VkDevice dev = ctx_.device();
+  const auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(dev, "vkGetPipelineExecutablePropertiesKHR"));
+  const auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(dev, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!properties || !statistics) return;
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  std::uint32_t n = 0;
+  if (properties(dev, &info, &n, nullptr) != VK_SUCCESS) return;
+  std::vector<VkPipelineExecutablePropertiesKHR> executables(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  if (n == 0 || properties(dev, &info, &n, executables.data()) != VK_SUCCESS) return;
+  for (std::uint32_t e = 0; e < n; ++e) {
+    VkPipelineExecutableInfoKHR which{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    which.pipeline = pipeline;
+    which.executableIndex = e;
+    std::uint32_t m = 0;
+    if (statistics(dev, &which, &m, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (m && statistics(dev, &which, &m, stats.data()) != VK_SUCCESS) continue;
+    std::string line;
+    for (const auto& st : stats) {
+      line += std::string(line.empty() ? "" : ", ") + st.name + " ";
+      switch (st.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += st.value.b32 ? "yes" : "no"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(st.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(st.value.u64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: line += std::to_string(st.value.f64); break;
+        default: line += "?";
+      }
+    }
+    logger().debug("vulkan: pipeline {} [{}]: {}", name, executables[e].name, line);
+  }
 }
 
 }  // namespace kiln::vk

@@ -61,6 +61,7 @@ class PipelineCache {
 
  private:
   Pipeline create(const char* name, const std::vector<std::uint32_t>& spirv);
+  void log_statistics(const char* name, VkPipeline pipeline) const;
 
   const Context& ctx_;
   std::string dir_;
