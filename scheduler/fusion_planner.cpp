@@ -108,15 +108,50 @@ class ExprBuilder {
   bool all_killed() const { return std::find(killed_.begin(), killed_.end(), false) == killed_.end(); }
 
   // The finished expression: the nodes still alive (and `forced`, when >= 0) become outputs.
-  FusedExpr close(int forced = -1) {
-    for (std::uint32_t n = 0; n < expr.nodes.size(); ++n) {
-      if (killed_[n] && static_cast<int>(n) != forced) continue;
-      expr.output_nodes.push_back(n);
-      TensorIr out = entity_of_node_[n];
-      out.status = TensorStatus::NotInit;
-      expr.outputs.push_back(out);
+  // Nodes that no output needs are left out, and so are inputs that only they read (but never
+  // the first `kept_inputs`: a tail's input 0 is its anchor's value): a value that died
+  // unread, a chain whose end was dropped, costs nothing. Without this, 200 dropped GELUs of
+  // one input submitted without a sync became 128-op kernels of ~25 GELUs each, whose
+  // structures changed with where the groups were cut: on a GPU a compile each.
+  FusedExpr close(int forced = -1, std::size_t kept_inputs = 0) {
+    const std::size_t n_nodes = expr.nodes.size();
+    std::vector<bool> live(n_nodes, false);
+    for (std::size_t n = 0; n < n_nodes; ++n) live[n] = !killed_[n] || static_cast<int>(n) == forced;
+    for (std::size_t n = n_nodes; n-- > 0;)
+      if (live[n])
+        for (int j = 0; j < expr.nodes[n].arity; ++j)
+          if (expr.nodes[n].operands[j].kind == FusedOperand::Kind::node) live[expr.nodes[n].operands[j].index] = true;
+    std::vector<bool> read(expr.inputs.size(), false);
+    for (std::size_t k = 0; k < std::min(kept_inputs, read.size()); ++k) read[k] = true;
+    for (std::size_t n = 0; n < n_nodes; ++n)
+      if (live[n])
+        for (int j = 0; j < expr.nodes[n].arity; ++j)
+          if (expr.nodes[n].operands[j].kind == FusedOperand::Kind::input) read[expr.nodes[n].operands[j].index] = true;
+    FusedExpr out;
+    out.shape = expr.shape;
+    std::vector<std::uint32_t> input_index(expr.inputs.size()), node_index(n_nodes);
+    for (std::size_t k = 0; k < expr.inputs.size(); ++k) {
+      if (!read[k]) continue;
+      input_index[k] = static_cast<std::uint32_t>(out.inputs.size());
+      out.inputs.push_back(std::move(expr.inputs[k]));
     }
-    return std::move(expr);
+    for (std::size_t n = 0; n < n_nodes; ++n) {
+      if (!live[n]) continue;
+      FusedNode node = std::move(expr.nodes[n]);
+      for (int j = 0; j < node.arity; ++j) {
+        FusedOperand& op = node.operands[j];
+        if (op.kind == FusedOperand::Kind::input) op.index = input_index[op.index];
+        else if (op.kind == FusedOperand::Kind::node) op.index = node_index[op.index];
+      }
+      node_index[n] = static_cast<std::uint32_t>(out.nodes.size());
+      out.nodes.push_back(std::move(node));
+      if (killed_[n] && static_cast<int>(n) != forced) continue;
+      out.output_nodes.push_back(node_index[n]);
+      TensorIr value = entity_of_node_[n];
+      value.status = TensorStatus::NotInit;
+      out.outputs.push_back(value);
+    }
+    return out;
   }
 
  private:
@@ -233,7 +268,7 @@ class OpenGroup {
       return;
     }
     const int operand = body_.node_of(anchor_.inputs[0].id);
-    FusedExpr tail = tail_.close();
+    FusedExpr tail = tail_.close(-1, 1);
     if (operand >= 0 && body_.all_killed() && tail.nodes.size() + body_.node_count() < FusionPlanner::kMaxNodes) {
       FusedAnchor& a = tail.anchor.emplace_back();
       a.op = std::move(anchor_);
@@ -341,7 +376,9 @@ void FusionPlanner::plan(std::span<const OpIr> batch, bool fusion_enabled, Plan&
         for (std::uint32_t m : p.group.members) emit_op(m);
         continue;
       }
-      if (log_enabled(spdlog::level::debug)) {
+      if (log_enabled(spdlog::level::debug) && p.group.expr.outputs.empty() && !p.group.expr.anchored()) {
+        logger().debug("fusion: {} ops, every value dropped unread: nothing to compute; cut: {}", p.group.op_count, reason);
+      } else if (log_enabled(spdlog::level::debug)) {
         const FusedArgLayout buffers = fused_arg_layout(p.group.expr);
         logger().debug("fusion: {} ops -> 1 kernel, {} input(s), {} output(s) [{}]; cut: {}", p.group.op_count,
                        buffers.inputs, buffers.outputs, p.group.expr.describe(), reason);

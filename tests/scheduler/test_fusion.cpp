@@ -140,6 +140,34 @@ TEST(Fusion, KernelsAreCachedByStructureNotValuesOrSizes) {
   EXPECT_EQ(after.plan_cache_hits - before.plan_cache_hits, 2u);
 }
 
+// A value dropped unread, and everything only it needed, is not computed: the kernel is the
+// one the live values alone make (a plan-cache hit, not a new structure), and the live values
+// are right. So is a whole group of dropped values: no kernel at all.
+TEST(Fusion, DroppedValuesAreNotComputed) {
+  FusionScope fusion(true);
+  Generator gen(13);
+  const Tensor x = rand(Shape{2000}, gen);
+  auto live = [&] { return mul(add(exp(x), 1.0), 0.5); };
+  const std::vector<float> want = live().to_vector<float>().get();
+  const EngineCounters before = counters();
+  std::vector<float> got;
+  {
+    Tensor y = exp(x);
+    Tensor dead = sin(add(x, 2.0));  // read nowhere, dropped before the read below
+    dead = Tensor();
+    y = mul(add(std::move(y), 1.0), 0.5);
+    got = y.to_vector<float>().get();
+  }
+  const EngineCounters mid = counters();
+  EXPECT_EQ(bits(got), bits(want));
+  EXPECT_EQ(mid.plan_cache_misses, before.plan_cache_misses);
+  EXPECT_EQ(mid.kernels_launched - before.kernels_launched, 1u);
+  for (int i = 0; i < 3; ++i) Tensor unread = erf(mul(x, 3.0));
+  Device::cpu().sync().get();
+  const EngineCounters after = counters();
+  EXPECT_EQ(after.kernels_launched, mid.kernels_launched);
+}
+
 TEST(Fusion, UnrelatedOpsDoNotCutAGroupButUsersDo) {
   FusionScope fusion(true);
   Generator gen(4);
