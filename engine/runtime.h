@@ -21,7 +21,9 @@ struct DeviceRuntime {
   std::unique_ptr<Executor> executor;
   Stream stream;
   // What a thread waiting on this stream's results calls first (Stream::help).
-  FutureHelper helper() { return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, &stream}; }
+  FutureHelper helper() {
+    return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, &stream, device.kind != DeviceKind::cpu};
+  }
 };
 
 class Engine {

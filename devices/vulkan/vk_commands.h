@@ -32,7 +32,11 @@ class CommandStream {
  public:
   static constexpr std::uint32_t kMaxCommands = 256;   // per submission
   static constexpr std::uint32_t kMaxInFlight = 8;     // submissions before the host waits
-  static constexpr std::chrono::microseconds kSpinWait{200};  // polling before a blocking wait
+  // How the host waits for a submission (CommandStream::wait): polling, then naps between polls
+  // (ops/nap.h), then a blocking wait in the driver.
+  static constexpr std::chrono::microseconds kSpinWait{200};
+  static constexpr std::chrono::microseconds kNap{20};
+  static constexpr std::chrono::milliseconds kNapWait{20};
   static constexpr std::uint64_t kHostBlockBytes = 4ull << 20;
 
   explicit CommandStream(const Context& ctx);
