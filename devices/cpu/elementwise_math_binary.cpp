@@ -146,32 +146,29 @@ BinaryFn compare_table(OpKind kind) {
   }
 }
 
+// The f32 ops whose result is a value (not a lane mask), div apart (f32_table divides by a
+// scalar power of two as a multiply, with the same bits): in f32_table and f32_post_table.
+#define KILN_F32_VALUE_OPS(X) \
+  X(add, Add) X(sub, Sub) X(mul, Mul) X(pow, Pow) X(remainder, Remainder) X(maximum, Maximum) \
+  X(minimum, Minimum) X(atan2, Atan2)
+
 BinaryPostFn f32_post_table(OpKind kind) {
+#define KILN_CASE(name, Op) \
+  case OpKind::name: return f32_post_fn<Op>;
   switch (kind) {
-    case OpKind::add: return f32_post_fn<Add>;
-    case OpKind::sub: return f32_post_fn<Sub>;
-    case OpKind::mul: return f32_post_fn<Mul>;
-    case OpKind::div: return f32_post_fn<Div>;  // a / b as it rounds, also where div_f32 multiplies
-    case OpKind::pow: return f32_post_fn<Pow>;
-    case OpKind::remainder: return f32_post_fn<Remainder>;
-    case OpKind::maximum: return f32_post_fn<Maximum>;
-    case OpKind::minimum: return f32_post_fn<Minimum>;
-    case OpKind::atan2: return f32_post_fn<Atan2>;
+    KILN_F32_VALUE_OPS(KILN_CASE)
+    case OpKind::div: return f32_post_fn<Div>;
     default: return nullptr;
   }
+#undef KILN_CASE
 }
 
 BinaryFn f32_table(OpKind kind) {
+#define KILN_CASE(name, Op) \
+  case OpKind::name: return f32_fn<Op>;
   switch (kind) {
-    case OpKind::add: return f32_fn<Add>;
-    case OpKind::sub: return f32_fn<Sub>;
-    case OpKind::mul: return f32_fn<Mul>;
+    KILN_F32_VALUE_OPS(KILN_CASE)
     case OpKind::div: return div_f32;
-    case OpKind::pow: return f32_fn<Pow>;
-    case OpKind::remainder: return f32_fn<Remainder>;
-    case OpKind::maximum: return f32_fn<Maximum>;
-    case OpKind::minimum: return f32_fn<Minimum>;
-    case OpKind::atan2: return f32_fn<Atan2>;
     case OpKind::eq: return f32_fn<Eq>;
     case OpKind::ne: return f32_fn<Ne>;
     case OpKind::lt: return f32_fn<Lt>;
@@ -180,7 +177,9 @@ BinaryFn f32_table(OpKind kind) {
     case OpKind::ge: return f32_fn<Ge>;
     default: return nullptr;
   }
+#undef KILN_CASE
 }
+#undef KILN_F32_VALUE_OPS
 
 BinaryFn i64_table(OpKind kind) {
   switch (kind) {

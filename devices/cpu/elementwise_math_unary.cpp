@@ -136,38 +136,45 @@ void clamp_i64(const void* xv, void* yv, std::int64_t n, const OpAttrs& a) {
   }
 }
 
+// The f32 ops whose result is a value (not a lane mask): in f32_table and in f32_post_table.
+#define KILN_F32_VALUE_OPS(X) \
+  X(neg, Neg) \
+  X(abs, Abs) \
+  X(exp, Exp) \
+  X(log, Log) \
+  X(log1p, Log1p) \
+  X(expm1, Expm1) \
+  X(sqrt, Sqrt) \
+  X(rsqrt, Rsqrt) \
+  X(square, Square) \
+  X(reciprocal, Reciprocal) \
+  X(sin, Sin) \
+  X(cos, Cos) \
+  X(tan, Tan) \
+  X(tanh, Tanh) \
+  X(sigmoid, Sigmoid) \
+  X(erf, Erf) \
+  X(relu, Relu) \
+  X(gelu, Gelu) \
+  X(silu, Silu) \
+  X(softplus, Softplus) \
+  X(floor, Floor) \
+  X(ceil, Ceil) \
+  X(round, Round) \
+  X(sign, Sign)
+
 UnaryFn f32_table(OpKind kind) {
+#define KILN_CASE(name, Op) \
+  case OpKind::name: return f32_fn<Op>;
   switch (kind) {
-    case OpKind::neg: return f32_fn<Neg>;
-    case OpKind::abs: return f32_fn<Abs>;
-    case OpKind::exp: return f32_fn<Exp>;
-    case OpKind::log: return f32_fn<Log>;
-    case OpKind::log1p: return f32_fn<Log1p>;
-    case OpKind::expm1: return f32_fn<Expm1>;
-    case OpKind::sqrt: return f32_fn<Sqrt>;
-    case OpKind::rsqrt: return f32_fn<Rsqrt>;
-    case OpKind::square: return f32_fn<Square>;
-    case OpKind::reciprocal: return f32_fn<Reciprocal>;
-    case OpKind::sin: return f32_fn<Sin>;
-    case OpKind::cos: return f32_fn<Cos>;
-    case OpKind::tan: return f32_fn<Tan>;
-    case OpKind::tanh: return f32_fn<Tanh>;
-    case OpKind::sigmoid: return f32_fn<Sigmoid>;
-    case OpKind::erf: return f32_fn<Erf>;
-    case OpKind::relu: return f32_fn<Relu>;
-    case OpKind::gelu: return f32_fn<Gelu>;
-    case OpKind::silu: return f32_fn<Silu>;
-    case OpKind::softplus: return f32_fn<Softplus>;
-    case OpKind::floor: return f32_fn<Floor>;
-    case OpKind::ceil: return f32_fn<Ceil>;
-    case OpKind::round: return f32_fn<Round>;
-    case OpKind::sign: return f32_fn<Sign>;
+    KILN_F32_VALUE_OPS(KILN_CASE)
     case OpKind::isnan: return f32_fn<IsNan>;
     case OpKind::isinf: return f32_fn<IsInf>;
     case OpKind::clamp: return clamp_f32;
     case OpKind::cast: return [](const void* x, void* y, std::int64_t n, const OpAttrs&) { copy_fn(x, y, n, 4); };
     default: return nullptr;
   }
+#undef KILN_CASE
 }
 
 UnaryFn i64_table(OpKind kind) {
@@ -202,34 +209,15 @@ UnaryFn bool_table(OpKind kind) {
 }
 
 UnaryPostFn f32_post_table(OpKind kind) {
+#define KILN_CASE(name, Op) \
+  case OpKind::name: return f32_post_fn<Op>;
   switch (kind) {
-    case OpKind::neg: return f32_post_fn<Neg>;
-    case OpKind::abs: return f32_post_fn<Abs>;
-    case OpKind::exp: return f32_post_fn<Exp>;
-    case OpKind::log: return f32_post_fn<Log>;
-    case OpKind::log1p: return f32_post_fn<Log1p>;
-    case OpKind::expm1: return f32_post_fn<Expm1>;
-    case OpKind::sqrt: return f32_post_fn<Sqrt>;
-    case OpKind::rsqrt: return f32_post_fn<Rsqrt>;
-    case OpKind::square: return f32_post_fn<Square>;
-    case OpKind::reciprocal: return f32_post_fn<Reciprocal>;
-    case OpKind::sin: return f32_post_fn<Sin>;
-    case OpKind::cos: return f32_post_fn<Cos>;
-    case OpKind::tan: return f32_post_fn<Tan>;
-    case OpKind::tanh: return f32_post_fn<Tanh>;
-    case OpKind::sigmoid: return f32_post_fn<Sigmoid>;
-    case OpKind::erf: return f32_post_fn<Erf>;
-    case OpKind::relu: return f32_post_fn<Relu>;
-    case OpKind::gelu: return f32_post_fn<Gelu>;
-    case OpKind::silu: return f32_post_fn<Silu>;
-    case OpKind::softplus: return f32_post_fn<Softplus>;
-    case OpKind::floor: return f32_post_fn<Floor>;
-    case OpKind::ceil: return f32_post_fn<Ceil>;
-    case OpKind::round: return f32_post_fn<Round>;
-    case OpKind::sign: return f32_post_fn<Sign>;
+    KILN_F32_VALUE_OPS(KILN_CASE)
     default: return nullptr;
   }
+#undef KILN_CASE
 }
+#undef KILN_F32_VALUE_OPS
 
 }  // namespace
 

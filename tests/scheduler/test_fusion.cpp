@@ -36,6 +36,17 @@ std::vector<std::uint32_t> bits(const std::vector<float>& v) {
   return b;
 }
 
+// Two inputs of 3000 normal values; the first with zeros of both signs, infinities, NaN, a
+// subnormal and a value near the largest float among them.
+std::pair<Tensor, Tensor> inputs_with_specials(std::uint64_t seed) {
+  Generator gen(seed);
+  std::vector<float> values = randn(Shape{3000}, gen).to_vector<float>().get();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-40f, 3e38f};
+  for (std::size_t i = 0; i < std::size(specials); ++i) values[i * 13] = specials[i];
+  return {from_vector(values, Shape{3000}), randn(Shape{3000}, gen)};
+}
+
 // A DAG with broadcasting, mixed dtypes, a comparison, where and two live outputs.
 std::pair<Tensor, Tensor> mixed_graph(const Tensor& x, const Tensor& row, const Tensor& ints) {
   Tensor a = add(x, row);                       // [R, C] + [C]
@@ -266,13 +277,7 @@ TEST(Fusion, ScalarOpsFoldedIntoTheirProducerEqualUnfusedBitForBit) {
       [](Tensor t) { return mul(std::move(t), 1.3); },  [](Tensor t) { return mul(1.3, std::move(t)); },
       [](Tensor t) { return div(std::move(t), 3.0); },  [](Tensor t) { return div(3.0, std::move(t)); },
   };
-  Generator gen(11);
-  std::vector<float> special = randn(Shape{3000}, gen).to_vector<float>().get();
-  const float inf = std::numeric_limits<float>::infinity();
-  const float specials[] = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-40f, 3e38f};
-  for (std::size_t i = 0; i < std::size(specials); ++i) special[i * 13] = specials[i];
-  const Tensor a = from_vector(special, Shape{3000});
-  const Tensor b = randn(Shape{3000}, gen);
+  const auto [a, b] = inputs_with_specials(11);
   for (std::size_t p = 0; p < std::size(producers); ++p) {
     for (std::size_t c = 0; c < std::size(consumers); ++c) {
       for (const int keep : {0, 1}) {  // 1: the producer's value is read again, so it stays
@@ -308,13 +313,7 @@ TEST(Fusion, ScalarOpsFoldedIntoTheirUnaryReaderEqualUnfusedBitForBit) {
         return add(exp(std::move(scaled)), std::move(other));
       },
   };
-  Generator gen(12);
-  std::vector<float> special = randn(Shape{3000}, gen).to_vector<float>().get();
-  const float inf = std::numeric_limits<float>::infinity();
-  const float specials[] = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-40f, 3e38f};
-  for (std::size_t i = 0; i < std::size(specials); ++i) special[i * 13] = specials[i];
-  const Tensor a = from_vector(special, Shape{3000});
-  const Tensor b = randn(Shape{3000}, gen);
+  const auto [a, b] = inputs_with_specials(12);
   for (std::size_t c = 0; c < std::size(chains); ++c) {
     std::vector<float> got[2];
     for (const bool on : {true, false}) {
