@@ -16,6 +16,9 @@ namespace kiln {
 struct DeviceInfo {
   std::string name;  // "cpu", "vulkan:0 (NVIDIA H100)"
   std::string kind;  // "cpu", "vulkan"
+  // Its work runs on the host's own cores (the CPU; a software GPU such as lavapipe): a thread
+  // waiting for it should sleep, not poll, or it takes time from the work.
+  bool on_host_cores = false;
 };
 
 // The buffers an op runs on, in the order of op.inputs and op.outputs. An output may be the

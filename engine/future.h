@@ -42,8 +42,8 @@ template <class T> class Future {
   // polls), and waking a sleeping thread costs tens of microseconds on a busy or virtual
   // machine. Yielding while polling leaves the core to any thread that has work. Waiting on a
   // GPU, it then naps between polls for up to 20 ms (a sleeping waiter woke 90-140 us late
-  // after a 3.6 ms matmul on an H200); not on the CPU, where the wake-ups would take time from
-  // the threads doing the work.
+  // after a 3.6 ms matmul on an H200); not where the work runs on the host's own cores (the
+  // CPU, lavapipe), where the wake-ups would take time from the threads doing it.
   void settle() const {
     help();
     if (!f_.valid()) return;

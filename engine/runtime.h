@@ -22,7 +22,7 @@ struct DeviceRuntime {
   Stream stream;
   // What a thread waiting on this stream's results calls first (Stream::help).
   FutureHelper helper() {
-    return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, &stream, device.kind != DeviceKind::cpu};
+    return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, &stream, !backend->info().on_host_cores};
   }
 };
 

@@ -36,6 +36,7 @@ class CpuDevice final : public DeviceBackend {
   CpuDevice() : pool_(std::make_unique<AlignedHostAllocator>()), kernels_(build_kernel_table()) {
     info_.name = "cpu";
     info_.kind = "cpu";
+    info_.on_host_cores = true;
   }
   const DeviceInfo& info() const override { return info_; }
   MemoryPool& memory() override { return pool_; }
