@@ -154,9 +154,10 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
     }
   }
   auto p = std::make_unique<Pipeline>(create(name, spirv));
+  const std::string what = key.starts_with("fused") ? "fused elementwise" : key;
   if (log_enabled(spdlog::level::debug))
-    logger().debug("vulkan: pipeline {} ({}) {}", name, key.starts_with("fused") ? "fused elementwise" : key,
-                   from_disk ? "loaded from the disk cache" : "compiled");
+    logger().debug("vulkan: pipeline {} ({}) {}", name, what, from_disk ? "loaded from the disk cache" : "compiled");
+  if (ctx_.captures_statistics()) log_statistics(name + (" (" + what + ")"), p->pipeline.get());
   const Pipeline& ref = *p;
   pipelines_.emplace(key, std::move(p));
   return ref;
@@ -180,13 +181,12 @@ Pipeline PipelineCache::create(const char* name, const std::vector<std::uint32_t
   VkPipeline pipeline = VK_NULL_HANDLE;
   const VkResult r = vkCreateComputePipelines(dev, driver_cache_.get(), 1, &ci, nullptr, &pipeline);
   if (r != VK_SUCCESS) throw Error(name, std::string("vkCreateComputePipelines failed: ") + result_name(r));
-  if (ctx_.captures_statistics()) log_statistics(name, pipeline);
   return Pipeline{name, own(dev, pipeline)};
 }
 
 // The driver's statistics of each executable of the pipeline, one debug line each (on NVIDIA:
 // registers per thread, shared memory, spills; what decides how many workgroups fit an SM).
-void PipelineCache::log_statistics(const char* name, VkPipeline pipeline) const {
+void PipelineCache::log_statistics(const std::string& name, VkPipeline pipeline) const {
   const VkDevice dev = ctx_.device();
   const auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
       vkGetDeviceProcAddr(dev, "vkGetPipelineExecutablePropertiesKHR"));

@@ -61,7 +61,7 @@ class PipelineCache {
 
  private:
   Pipeline create(const char* name, const std::vector<std::uint32_t>& spirv);
-  void log_statistics(const char* name, VkPipeline pipeline) const;
+  void log_statistics(const std::string& name, VkPipeline pipeline) const;  // name and key
 
   const Context& ctx_;
   std::string dir_;
