@@ -153,13 +153,17 @@ FusedProgram::Folds FusedProgram::plan_folds(const FusedExpr& expr) {
   const std::size_t n = expr.nodes.size();
   Folds f{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<bool>(n, false)};
   std::vector<int> uses(n, 0), reader(n, -1);
+  std::vector<bool> is_output(n, false);
   for (std::size_t i = 0; i < n; ++i)
     for (int j = 0; j < expr.nodes[i].arity; ++j)
       if (const FusedOperand& op = expr.nodes[i].operands[j]; op.kind == FusedOperand::Kind::node) {
         ++uses[op.index];
         reader[op.index] = static_cast<int>(i);
       }
-  for (std::uint32_t o : expr.output_nodes) ++uses[o];
+  for (std::uint32_t o : expr.output_nodes) {
+    ++uses[o];
+    is_output[o] = true;
+  }
   auto f32_valued = [](const FusedNode& node) { return node.compute == DType::f32 && node.out == DType::f32; };
   auto takes_ops = [&](const FusedNode& node) {
     if (!f32_valued(node)) return false;
@@ -168,9 +172,7 @@ FusedProgram::Folds FusedProgram::plan_folds(const FusedExpr& expr) {
   };
   for (std::size_t j = 0; j < n; ++j) {
     const FusedNode& node = expr.nodes[j];
-    if (node.arity != 2 || !f32_valued(node) || uses[j] == 0 ||
-        std::find(expr.output_nodes.begin(), expr.output_nodes.end(), j) != expr.output_nodes.end())
-      continue;
+    if (node.arity != 2 || !f32_valued(node) || uses[j] == 0 || is_output[j]) continue;
     const bool s0 = node.operands[0].kind == FusedOperand::Kind::scalar;
     if (s0 == (node.operands[1].kind == FusedOperand::Kind::scalar) || post_op_of(node.kind, s0 ? 0 : 1) == PostOp::none)
       continue;

@@ -171,7 +171,7 @@ void CommandStream::wait(Frame& frame) {
   // blocks in the driver, where waking late costs under 1% of the wait. Not on a CPU device
   // (lavapipe): there polling would take a core from the work itself.
   VkResult r = vkGetFenceStatus(ctx_.device(), fence);
-  if (r == VK_NOT_READY && ctx_.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+  if (r == VK_NOT_READY && !ctx_.info().on_host_cores()) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     while (r == VK_NOT_READY && clock::now() - start < kSpinWait) r = vkGetFenceStatus(ctx_.device(), fence);

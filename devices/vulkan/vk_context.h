@@ -39,6 +39,9 @@ struct PhysicalDeviceInfo {
   // Timestamps on the compute queue (0 valid bits: none), and nanoseconds per tick.
   std::uint32_t timestamp_valid_bits = 0;
   float timestamp_period_ns = 0;
+  // A software device (lavapipe): its work runs on the host's own cores, so a thread waiting
+  // for it should not poll, and the matmul autotuner leaves it alone.
+  bool on_host_cores() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
   bool usable() const;
   std::string why_unusable() const;
   const char* type_name() const;

@@ -13,7 +13,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
                            std::string cache_dir) {
   info_.name = "vulkan:" + std::to_string(index) + " (" + pinfo.name + ")";
   info_.kind = "vulkan";
-  info_.on_host_cores = pinfo.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  info_.on_host_cores = pinfo.on_host_cores();
   ctx_ = std::make_unique<Context>(std::move(instance), pinfo);
   commands_ = std::make_unique<CommandStream>(*ctx_);
   pipelines_ = std::make_unique<PipelineCache>(*ctx_, std::move(cache_dir));

@@ -115,7 +115,7 @@ MatmulState& state_of(VulkanDevice& dev) {
     s = std::make_unique<MatmulState>();
     const PhysicalDeviceInfo& info = dev.context().info();
     s->coop = coop_shape(dev);
-    s->software = info.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    s->software = info.on_host_cores();
     const std::string& dir = dev.pipelines().directory();
     s->cache = std::make_unique<AutotuneCache>(dir.empty() ? std::string() : dir + "/matmul_autotune.txt",
                                                info.name + " driver " + std::to_string(info.driver_version));
@@ -158,7 +158,7 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   int pick = -1;
   // lavapipe runs a workgroup per CPU thread: the biggest tiles do the least overhead per FMA
   // (measured: 512^3 in 74 ms with 128x128x8 against 104 ms with 64x64 and 176 ms with 32x32).
-  if (dev.context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+  if (dev.context().info().on_host_cores())
     pick = index(work >= 256 * 256 ? "t128x128x8_8x8" : work >= 64 * 64 ? "t64x64x16_8x8" : "t32x32x16_4x4");
   else if (work >= 2048ull * 2048)
     pick = index("t128x64x16_8x8_db");
