@@ -40,8 +40,8 @@ bool vectorizable(const FusedExpr& e) {
   return true;
 }
 
-// vec4s per thread in the vectorized kernel, loaded before any math: 2 measured 37.1-37.3 us
-// of GPU time for a 16M-element GELU on an H200 against 39.5-43.9 with 1 (4: 39.3-39.8; 512
+// vec4s per thread in the vectorized kernel, loaded before any math: 2 measured 37.0-37.3 us
+// of GPU time for a 16M-element GELU on an H200 against 39.5-39.8 with 1 (4: 39.3-39.8; 512
 // or 1024 threads per workgroup, or fewer workgroups looping: no better).
 constexpr std::size_t kVecUnroll = 2;
 
