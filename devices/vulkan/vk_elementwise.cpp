@@ -64,17 +64,18 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
     s += "  for (uint q0 = gl_GlobalInvocationID.x; q0 < (n + 3u) / 4u; q0 += T * " + U + "u) {\n";
     s += "    if (q0 + " + to_s(kVecUnroll - 1) + "u * T < n4) {\n";
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
-      const std::string q = "(q0 + " + to_s(u) + "u * T)";
+      const std::string q = named("(q0 + ", u) + "u * T)";
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
         s += "      vec4 X" + to_s(k) + "u" + to_s(u) + " = F32x4s(arg_u64(" + p.in_word[k] + ")).v[" + q + "];\n";
     }
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
-      const std::string q = "(q0 + " + to_s(u) + "u * T)";
+      const std::string q = named("(q0 + ", u) + "u * T)";
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
         for (int c = 0; c < 4; ++c)
           s += "      float x" + to_s(k) + "_" + to_s(u) + "_" + to_s(c) + " = X" + to_s(k) + "u" + to_s(u) + "[" +
                to_s(c) + "];\n";
-      for (int c = 0; c < 4; ++c) s += fused::node_code(e, p, "_" + to_s(u) + "_" + to_s(c), "      ");
+      for (int c = 0; c < 4; ++c)
+        s += fused::node_code(e, p, named("_", u) + "_" + to_s(static_cast<std::size_t>(c)), "      ");
       for (std::size_t o = 0; o < e.outputs.size(); ++o) {
         const std::string v = named("v", e.output_nodes[o]) + "_" + to_s(u);
         s += "      F32x4s(arg_u64(";
