@@ -8,6 +8,7 @@
 // code is vk_fused_glsl.cpp's (shared with the anchored kernels of vk_anchor.cpp).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "devices/vulkan/vk_anchor.h"
 #include "devices/vulkan/vk_device.h"
@@ -57,19 +58,19 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
   };
   if (vec4) {
     // Each thread owns U vec4s a grid apart (U = kVecUnroll): all U loads are issued before the
-    // math, so that more bytes are in flight per thread. A vec4 past the last whole one goes
-    // element by element.
+    // math, so that more bytes are in flight per thread. Where one of them is not a whole vec4
+    // in range, they go element by element. (Counts avoid n + 3, which wraps near 2^32.)
     const std::string U = to_s(kVecUnroll);
-    s += "  const uint n4 = n / 4u, T = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n";
-    s += "  for (uint q0 = gl_GlobalInvocationID.x; q0 < (n + 3u) / 4u; q0 += T * " + U + "u) {\n";
+    s += "  const uint n4 = n / 4u, nq = n4 + uint(n % 4u != 0u), T = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n";
+    s += "  for (uint q0 = gl_GlobalInvocationID.x; q0 < nq; q0 += T * " + U + "u) {\n";
     s += "    if (q0 + " + to_s(kVecUnroll - 1) + "u * T < n4) {\n";
+    std::vector<std::string> at(kVecUnroll);  // the index of each vec4
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
-      const std::string q = named("(q0 + ", u) + "u * T)";
+      at[u] = named("(q0 + ", u) + "u * T)";
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
-        s += "      vec4 X" + to_s(k) + "u" + to_s(u) + " = F32x4s(arg_u64(" + p.in_word[k] + ")).v[" + q + "];\n";
+        s += "      vec4 X" + to_s(k) + "u" + to_s(u) + " = F32x4s(arg_u64(" + p.in_word[k] + ")).v[" + at[u] + "];\n";
     }
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
-      const std::string q = named("(q0 + ", u) + "u * T)";
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
         for (int c = 0; c < 4; ++c)
           s += "      float x" + to_s(k) + "_" + to_s(u) + "_" + to_s(c) + " = X" + to_s(k) + "u" + to_s(u) + "[" +
@@ -80,12 +81,12 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
         const std::string v = named("v", e.output_nodes[o]) + "_" + to_s(u);
         s += "      F32x4s(arg_u64(";
         s += p.out_word[o];
-        s += ")).v[" + q + "] = vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3);\n";
+        s += ")).v[" + at[u] + "] = vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3);\n";
       }
     }
     s += "    } else {\n      for (uint u = 0u; u < " + U + "u; ++u) {\n        const uint q = q0 + u * T;\n";
-    s += "        for (uint i = q * 4u; i < min(q * 4u + 4u, n); ++i) {\n" + element("          ") +
-         "        }\n      }\n    }\n  }\n}\n";
+    s += "        if (q >= nq) break;\n        for (uint c = 0u; c < min(4u, n - q * 4u); ++c) {\n";
+    s += "          const uint i = q * 4u + c;\n" + element("          ") + "        }\n      }\n    }\n  }\n}\n";
     return s;
   }
   s += "  KILN_FOR_EACH(i, n) {\n";
