@@ -2,9 +2,9 @@
 // through kiln, on the same machine. It bounds what a synced benchmark can reach on a device:
 // the README's "Figures of 2026-11-24" come from it.
 //
-// Bare Vulkan (the first device that has a compute queue, no kiln): one command buffer is
-// recorded, submitted with a fence and the fence polled until it signals, 2,900 times after 100
-// for warm-up, for each of these contents:
+// Bare Vulkan (the first device that has a compute queue; no kiln engine, only kiln's GLSL
+// compiler and its barrier): one command buffer is recorded, submitted with a fence and the
+// fence polled until it signals, 2,900 times after 100 for warm-up, for each of these contents:
 //   nothing; one dispatch of an empty kernel (1 workgroup); the dispatch with the barrier kiln
 //   puts before every command; with the barrier kiln puts at the end of a submission (results
 //   visible to the host); with both.
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/vulkan/vk_commands.h"
 #include "devices/vulkan/vk_shader.h"
 #include "engine/kiln.h"
 
@@ -27,7 +28,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double micros(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); }
+double micros(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
 
 void check(VkResult r, const char* what) {
   if (r != VK_SUCCESS) {
@@ -38,14 +41,6 @@ void check(VkResult r, const char* what) {
 
 // Bits of a command buffer's content.
 constexpr int kLeadingBarrier = 1, kDispatch = 2, kHostBarrier = 4;
-
-void barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
-  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  b.dstAccessMask = dst_access;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1, &b,
-                       0, nullptr, 0, nullptr);
-}
 
 void bare_vulkan(int iterations) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -135,12 +130,12 @@ void bare_vulkan(int iterations) {
       bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
       vkBeginCommandBuffer(cb, &bi);
       if (content & kLeadingBarrier)
-        barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, all);
+        kiln::vk::global_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, all);
       if (content & kDispatch) {
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vkCmdDispatch(cb, 1, 1, 1);
       }
-      if (content & kHostBarrier) barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+      if (content & kHostBarrier) kiln::vk::global_barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
       vkEndCommandBuffer(cb);
       const auto t1 = Clock::now();
       VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};

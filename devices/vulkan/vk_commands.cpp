@@ -9,8 +9,6 @@
 
 namespace kiln::vk {
 
-namespace {
-
 void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -18,8 +16,6 @@ void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccess
   vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1, &b,
                        0, nullptr, 0, nullptr);
 }
-
-}  // namespace
 
 CommandStream::CommandStream(const Context& ctx) : ctx_(ctx) {
   VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

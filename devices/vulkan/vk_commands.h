@@ -20,6 +20,11 @@
 
 namespace kiln::vk {
 
+// A memory barrier from every earlier compute and transfer write to `dst_access` in `dst_stage`:
+// what the stream records before each command, and before the host reads at the end of a
+// submission.
+void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access);
+
 // Host-visible, mapped memory for one recorded command.
 struct HostSlice {
   void* ptr = nullptr;
