@@ -48,12 +48,9 @@ template <class T> class Future {
     help();
     if (!f_.valid()) return;
     const auto start = std::chrono::steady_clock::now();
-    while (!ready() && std::chrono::steady_clock::now() < start + std::chrono::microseconds(kPollMicros))
-      std::this_thread::yield();
-    if (helper_.nap)
-      nap_until([this] { return ready(); }, std::chrono::microseconds(20), start + std::chrono::milliseconds(20));
+    while (!ready() && std::chrono::steady_clock::now() < start + kPollWindow) std::this_thread::yield();
+    if (helper_.nap) nap_until([this] { return ready(); }, kNap, start + kNapWindow);
   }
-  static constexpr int kPollMicros = 200;
 
   std::future<T> f_;
   FutureHelper helper_;

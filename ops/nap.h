@@ -12,6 +12,12 @@
 
 namespace kiln {
 
+// How kiln waits for a GPU (a fence, or a future whose work a scheduler thread holds): polls for
+// kPollWindow, then naps kNap between polls until kNapWindow after the start, then blocks.
+inline constexpr std::chrono::microseconds kPollWindow{200};
+inline constexpr std::chrono::microseconds kNap{20};
+inline constexpr std::chrono::milliseconds kNapWindow{20};
+
 // Polls `ready` between naps of `nap` until it holds or `deadline` passes; returns whether it
 // holds.
 template <class Ready>

@@ -1,6 +1,7 @@
 // kiln_vulkan_round_trip: what a synced GPU step costs besides its kernel, on bare Vulkan and
 // through kiln, on the same machine. It bounds what a synced benchmark can reach on a device:
-// the README's "Figures of 2026-11-24" come from it.
+// the README's round-trip figures of 2026-11-24 come from it (the first of them from the same
+// measurement run before it was committed).
 //
 // Bare Vulkan (the first device that has a compute queue; no kiln engine, only kiln's GLSL
 // compiler and its barrier): one command buffer is recorded, submitted with a fence and the
@@ -192,7 +193,7 @@ void through_kiln(int iterations) {
       sync(d).get();
     }
     const double us = micros(t0, Clock::now()) / reps;
-    std::printf("  %9lld elements: %7.2f us per iteration (%.2f TB/s)\n", static_cast<long long>(n), us,
+    std::printf("  %9lld elements: %7.2f us per iteration, %.3f TB/s\n", static_cast<long long>(n), us,
                 8.0 * static_cast<double>(n) / us / 1e6);
   }
 }

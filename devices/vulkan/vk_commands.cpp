@@ -45,8 +45,8 @@ CommandStream::Frame& CommandStream::current() {
   if (recording_) return *recording_;
   check_alive();
   // Reuse a finished frame; with too many in flight, wait for the oldest.
-  while (!in_flight_.empty() &&
-         (in_flight_.size() >= kMaxInFlight || vkGetFenceStatus(ctx_.device(), in_flight_.front()->fence.get()) == VK_SUCCESS)) {
+  while (!in_flight_.empty() && (in_flight_.size() >= kMaxInFlight ||
+                                 vkGetFenceStatus(ctx_.device(), in_flight_.front()->fence.get()) == VK_SUCCESS)) {
     wait(*in_flight_.front());
     retire(std::move(in_flight_.front()));
     in_flight_.pop_front();
@@ -163,16 +163,16 @@ void CommandStream::submit() {
 
 void CommandStream::wait(Frame& frame) {
   const VkFence fence = frame.fence.get();
-  // Polls for kSpinWait, then naps between polls (ops/nap.h) for up to kNapWait, and only then
+  // Polls for kPollWindow, then naps between polls (ops/nap.h) up to kNapWindow, and only then
   // blocks in the driver, where waking late costs under 1% of the wait. Not on a CPU device
   // (lavapipe): there polling would take a core from the work itself.
   VkResult r = vkGetFenceStatus(ctx_.device(), fence);
   if (r == VK_NOT_READY && !ctx_.info().on_host_cores()) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
-    while (r == VK_NOT_READY && clock::now() - start < kSpinWait) r = vkGetFenceStatus(ctx_.device(), fence);
+    while (r == VK_NOT_READY && clock::now() - start < kPollWindow) r = vkGetFenceStatus(ctx_.device(), fence);
     nap_until([&] { return r != VK_NOT_READY || (r = vkGetFenceStatus(ctx_.device(), fence)) != VK_NOT_READY; }, kNap,
-              start + kNapWait);
+              start + kNapWindow);
   }
   if (r == VK_NOT_READY) r = vkWaitForFences(ctx_.device(), 1, &fence, VK_TRUE, UINT64_MAX);
   if (r != VK_SUCCESS) {

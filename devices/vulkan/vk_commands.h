@@ -10,9 +10,9 @@
 #pragma once
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,13 +35,8 @@ struct HostSlice {
 
 class CommandStream {
  public:
-  static constexpr std::uint32_t kMaxCommands = 256;   // per submission
-  static constexpr std::uint32_t kMaxInFlight = 8;     // submissions before the host waits
-  // How the host waits for a submission (CommandStream::wait): polling, then naps between polls
-  // (ops/nap.h), then a blocking wait in the driver.
-  static constexpr std::chrono::microseconds kSpinWait{200};
-  static constexpr std::chrono::microseconds kNap{20};
-  static constexpr std::chrono::milliseconds kNapWait{20};
+  static constexpr std::uint32_t kMaxCommands = 256;  // per submission
+  static constexpr std::uint32_t kMaxInFlight = 8;    // submissions before the host waits
   static constexpr std::uint64_t kHostBlockBytes = 4ull << 20;
 
   explicit CommandStream(const Context& ctx);
