@@ -2,6 +2,7 @@
 // synchronizing — and its implementations (cpu/, vulkan/). Nothing outside devices/ names
 // a BLAS or Vulkan type. Kernels receive the op message and one buffer per input and output.
 #pragma once
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -21,11 +22,28 @@ struct DeviceInfo {
   bool on_host_cores = false;
 };
 
+// Whether an op failed, where only the device can tell once it has run the op (a GPU kernel
+// that finds an index out of range). Waiting for the device right after the op would make every
+// such op a full stop; instead the executor keeps the check beside every value computed from
+// the op's outputs and resolves it when one of them is read, after the device has caught up.
+class DeferredCheck {
+ public:
+  virtual ~DeferredCheck() = default;
+  // The op's error, or null when it succeeded. Called once, after the device finished the op.
+  virtual std::exception_ptr resolve() = 0;
+  // An input whose buffer resolve() reads (to name the bad value): the executor keeps it alive
+  // and unchanged (no later op takes it in place) until the check is resolved. -1: none.
+  int keep_input = -1;
+};
+
 // The buffers an op runs on, in the order of op.inputs and op.outputs. An output may be the
 // same buffer as an input (in-place reuse); kernels of ops marked inplace_ok must allow that.
+// A kernel whose failure only shows once the device has run it sets *deferred (when the
+// caller gives it somewhere to put one; without, it must wait and throw).
 struct KernelArgs {
   std::span<Buffer* const> inputs;
   std::span<Buffer* const> outputs;
+  std::unique_ptr<DeferredCheck>* deferred = nullptr;
 };
 
 // A device's compiled form of a fused expression (CPU: a program of kernel calls; Vulkan: a
@@ -60,6 +78,8 @@ class DeviceBackend {
   // Nanoseconds the device has spent on completed work, by its own clock (Vulkan timestamps);
   // 0 where it does not measure (the CPU: its kernels run on the calling threads).
   virtual std::uint64_t busy_ns() const { return 0; }
+  // Times the host has waited for everything the device had been given (EngineCounters).
+  virtual std::uint64_t full_waits() const { return 0; }
   // Turns that measuring on or off (set_device_timing); a no-op where nothing is measured.
   virtual void set_timing(bool) {}
 };

@@ -27,6 +27,10 @@ struct EngineCounters {
   // timestamps around each submission: free of host-side noise), while device timing is on
   // (set_device_timing); 0 on the CPU.
   std::uint64_t device_busy_ns = 0;
+  // Times the host waited until the device had finished everything it had been given (reads,
+  // syncs, running out of device memory); 0 on the CPU, whose kernels run on the threads that
+  // submit them. A loop that should run ahead of the GPU shows its stalls here.
+  std::uint64_t device_waits = 0;
 };
 
 // Fusion of elementwise chains (on by default; KILN_FUSION=0 turns it off). Results are the

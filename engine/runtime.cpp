@@ -108,6 +108,7 @@ EngineCounters counters(Device device) {
   out.plan_cache_hits = c.plan_cache_hits.load();
   out.plan_cache_misses = c.plan_cache_misses.load();
   out.device_busy_ns = rt.backend->busy_ns();
+  out.device_waits = rt.backend->full_waits();
   return out;
 }
 

@@ -82,7 +82,11 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   s.out.assign(out_meta.size(), nullptr);
   s.out_buffers.assign(out_meta.size(), nullptr);
   s.lent.assign(in_meta.size(), 0);
-  for (std::size_t i = 0; i < s.in.size(); ++i) s.in[i] = s.in_slots[i]->buffer.get();
+  Checks checks;
+  for (std::size_t i = 0; i < s.in.size(); ++i) {
+    s.in[i] = s.in_slots[i]->buffer.get();
+    if (s.in_slots[i]->checks) checks = combine_checks(checks, s.in_slots[i]->checks);
+  }
   try {
     for (std::size_t o = 0; o < out_meta.size(); ++o) {
       const TensorIr& meta = out_meta[o];
@@ -112,7 +116,8 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
     counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
     counters_.fused_kernels.fetch_add(1, std::memory_order_relaxed);
     counters_.ops_fused.fetch_add(group.op_count, std::memory_order_relaxed);
-    for (std::size_t o = 0; o < out_meta.size(); ++o) slots_[out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr};
+    for (std::size_t o = 0; o < out_meta.size(); ++o)
+      slots_[out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr, checks};
   } catch (const Error&) {
     fail_outputs(out_meta, std::current_exception());
   } catch (const std::exception& e) {
@@ -153,21 +158,30 @@ void Executor::run_read(OpIr& op) {
   } else if (slot->error) {
     op.completion->fail(slot->error);
   } else {
+    // The read waits for the device, so the value's deferred checks can be resolved after it;
+    // a failed one is what the read reports (also when the read itself failed: an op fed
+    // with what a failed op left may raise errors of its own), and it stays with the value.
+    std::exception_ptr error;
+    const std::size_t bytes = op.inputs[0].bytes();
+    std::vector<std::byte> host(bytes);
     try {
-      const std::size_t bytes = op.inputs[0].bytes();
-      std::vector<std::byte> host(bytes);
       device_.read(*slot->buffer, host.data(), bytes);
-      op.completion->complete(host.data(), bytes);
     } catch (...) {
-      op.completion->fail(std::current_exception());
+      error = std::current_exception();
     }
+    if (slot->checks) {
+      if (std::exception_ptr failed = first_failure(*slot->checks)) error = slot->error = failed;
+      if (!error) slot->checks.reset();
+    }
+    if (error) op.completion->fail(error);
+    else op.completion->complete(host.data(), bytes);
   }
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
 }
 
 void Executor::fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error) {
   counters_.ops_failed.fetch_add(1, std::memory_order_relaxed);
-  for (const TensorIr& out : outputs) slots_[out.id] = Slot{nullptr, error};
+  for (const TensorIr& out : outputs) slots_[out.id] = Slot{nullptr, error, nullptr};
 }
 
 void Executor::run_compute(OpIr& op) {
@@ -184,6 +198,7 @@ void Executor::run_compute(OpIr& op) {
   std::array<Slot*, kInline> in_slots_small{};
   std::vector<Slot*> in_slots_big;
   Slot** in_slots = in_slots_small.data();
+  Checks checks;  // the inputs' deferred checks, which the outputs inherit
   if (op.inputs.size() > kInline) in_slots = (in_slots_big.resize(op.inputs.size()), in_slots_big.data());
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     Slot* s = find(op.inputs[i].id);
@@ -199,6 +214,7 @@ void Executor::run_compute(OpIr& op) {
     }
     in_slots[i] = s;
     in[i] = s->buffer.get();
+    if (s->checks) checks = combine_checks(checks, s->checks);
   }
 
   try {
@@ -238,13 +254,21 @@ void Executor::run_compute(OpIr& op) {
         if (op.pending_data) op.host_data = op.pending_data->wait();
         device_.write(*out[0], op.host_data->data(), op.outputs[0].bytes());
       } else {
+        std::unique_ptr<DeferredCheck> deferred;
         const KernelArgs args{std::span<Buffer* const>(in, op.inputs.size()),
-                              std::span<Buffer* const>(out, op.outputs.size())};
+                              std::span<Buffer* const>(out, op.outputs.size()), &deferred};
         device_.run(op, args);
         counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
+        if (deferred) {
+          const int k = deferred->keep_input;
+          BufferPtr kept = k >= 0 && static_cast<std::size_t>(k) < op.inputs.size() ? in_slots[k]->buffer : nullptr;
+          auto own = std::make_shared<PendingCheck>(op.seq, std::move(deferred), std::move(kept));
+          checks = combine_checks(checks, std::make_shared<const CheckList>(CheckList{std::move(own)}));
+        }
       }
     }
-    for (std::size_t o = 0; o < op.outputs.size(); ++o) slots_[op.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr};
+    for (std::size_t o = 0; o < op.outputs.size(); ++o)
+      slots_[op.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr, checks};
   } catch (const Error&) {
     fail_outputs(op.outputs, std::current_exception());
   } catch (const std::exception& e) {

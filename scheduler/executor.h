@@ -11,6 +11,7 @@
 
 #include "devices/device.h"
 #include "scheduler/fusion_planner.h"
+#include "scheduler/pending_checks.h"
 
 namespace kiln {
 
@@ -40,6 +41,7 @@ class Executor {
   struct Slot {
     BufferPtr buffer;
     std::exception_ptr error;  // set when the op that makes this entity (or one before it) failed
+    Checks checks;             // deferred checks of the ops it was computed from, until read
   };
 
   void run_one(OpIr& op);

@@ -207,6 +207,7 @@ void CommandStream::retire(std::unique_ptr<Frame> frame) {
 }
 
 void CommandStream::finish(const std::function<void()>& while_idle) {
+  finishes_.fetch_add(1, std::memory_order_relaxed);
   submit();
   for (auto& frame : in_flight_) wait(*frame);
   // Before retiring: retiring may hand large staging blocks back to the driver, and the caller

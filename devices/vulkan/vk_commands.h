@@ -63,6 +63,8 @@ class CommandStream {
   // clock (timestamps at each submission's start and end; 0 where the queue has none). Each
   // submission starts timing once the work before it has finished, so nothing counts twice.
   std::uint64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
+  // Calls of finish(): the times the host waited for everything.
+  std::uint64_t finishes() const { return finishes_.load(std::memory_order_relaxed); }
   // Whether submissions from the next one on are timed (initially: KILN_DEVICE_TIME=1).
   void set_timing(bool enabled) { timing_.store(enabled, std::memory_order_relaxed); }
 
@@ -93,6 +95,7 @@ class CommandStream {
   std::vector<std::unique_ptr<HostBlock>> idle_host_;
   bool lost_ = false;
   std::atomic<std::uint64_t> busy_ns_{0};
+  std::atomic<std::uint64_t> finishes_{0};
   std::atomic<bool> timing_{false};
 };
 

@@ -16,6 +16,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
   info_.on_host_cores = pinfo.on_host_cores();
   ctx_ = std::make_unique<Context>(std::move(instance), pinfo);
   commands_ = std::make_unique<CommandStream>(*ctx_);
+  flags_ = std::make_unique<HostFlags>(*ctx_);
   pipelines_ = std::make_unique<PipelineCache>(*ctx_, std::move(cache_dir));
   error_flag_ = allocate_buffer(*ctx_, 16, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
   std::memset(error_flag_.mapped, 0, 16);
@@ -63,6 +64,7 @@ void VulkanDevice::read(const Buffer& src, void* dst, std::size_t bytes) {
   // The copy out happens while the device is idle and before finish() recycles the staging
   // memory (it hands large blocks back to the driver).
   commands_->finish([&] { std::memcpy(dst, staging.ptr, bytes); });
+  flags_->recycle();
   check_error_flag();
 }
 
@@ -76,6 +78,7 @@ void VulkanDevice::copy(const Buffer& src, const Buffer& dst, std::size_t bytes)
 
 void VulkanDevice::synchronize() {
   commands_->finish();
+  flags_->recycle();
   check_error_flag();
 }
 

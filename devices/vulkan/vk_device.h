@@ -1,13 +1,15 @@
 // devices/vulkan private: the Vulkan device behind DeviceBackend. It owns the context, the
-// memory pool (over DeviceAllocator), the command stream, the pipeline cache and a device-side
-// error flag; kernels (vk_kernels.h) run through launch()/dispatch(). Only the device's
-// scheduler thread calls it, except memory() and the pipeline cache, which lock.
+// memory pool (over DeviceAllocator), the command stream, the pipeline cache, a device-side
+// error flag and the host flag records of index checks; kernels (vk_kernels.h) run through
+// launch()/dispatch(). Only the device's scheduler thread calls it, except memory() and the
+// pipeline cache, which lock.
 #pragma once
 #include <memory>
 #include <string>
 #include <unordered_map>
 
 #include "devices/vulkan/vk_commands.h"
+#include "devices/vulkan/vk_host_flags.h"
 #include "devices/vulkan/vk_kernels.h"
 #include "devices/vulkan/vk_pipeline_cache.h"
 
@@ -30,6 +32,7 @@ class VulkanDevice final : public DeviceBackend {
   void synchronize() override;
   void flush() override;
   std::uint64_t busy_ns() const override { return commands_->busy_ns(); }
+  std::uint64_t full_waits() const override { return commands_->finishes(); }
   void set_timing(bool enabled) override { commands_->set_timing(enabled); }
 
   // ---- the kernel API (vk_kernels.h) ----
@@ -45,6 +48,8 @@ class VulkanDevice final : public DeviceBackend {
   static std::uint64_t address(const Buffer& b);
 
   const Context& context() const { return *ctx_; }
+  // Records kernels mark to report what only they can see (vk_host_flags.h).
+  HostFlags& host_flags() { return *flags_; }
   PipelineCache& pipelines() { return *pipelines_; }
   const std::string& prelude() const { return prelude_; }
 
@@ -55,6 +60,7 @@ class VulkanDevice final : public DeviceBackend {
   DeviceInfo info_;
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<CommandStream> commands_;
+  std::unique_ptr<HostFlags> flags_;
   std::unique_ptr<PipelineCache> pipelines_;
   BufferAllocation error_flag_;
   std::unique_ptr<MemoryPool> pool_;

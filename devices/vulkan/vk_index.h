@@ -1,9 +1,12 @@
 // devices/vulkan private: what the index kernels (vk_index_*.cpp) share — torch's view of ranks,
 // and the range check of index values. A kernel that finds an index out of range skips that
-// element (it never touches memory outside a tensor) and sets a flag of its own; the op's host
-// function then waits for the flag and, when it is set, reads the index tensor back to name the
-// first bad value in the same message as the CPU device. Waiting makes the error belong to the
-// op's outputs, so every tensor computed from them fails with it (and nothing else does).
+// element (it never touches memory outside a tensor) and marks a host flag record (see
+// vk_host_flags.h) with the lowest position of a bad index. The op does not wait for it: the
+// check goes to the executor (DeferredCheck), which keeps it with every value computed from the
+// op's outputs and resolves it when one of them is read. A set flag then fails that read, and
+// every later use of those values, with the first bad value in the same message as the CPU
+// device — and nothing else fails. (Waiting for the flag right after each op, as kiln did
+// before, stopped the GPU for every gather, scatter, index_select and one_hot.)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,26 +26,34 @@ void sort_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args);
 void topk_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args);
 
 
-// The flag of one launch. Pass address() to the kernel, which stores 1u into U32s(address).v[0]
-// for a bad index (GLSL: kiln_index_error(address)); then call one of the checks.
+// The range check of one launch. Pass address() to the kernel, which calls
+// kiln_index_error(address, position) for a bad index at `position` of the index tensor (flat,
+// in its contiguous layout); then hand the check on with one of the defer functions: to the
+// executor through args.deferred or, where the caller takes no deferred check, by waiting for
+// the device at once and throwing.
 class RangeFlag {
  public:
   explicit RangeFlag(VulkanDevice& dev);
-  std::uint64_t address() const;
-  // Waits for the device; if the flag is set, throws naming op, the first index of `index` (an
-  // i64 buffer of n elements) outside [0, size), dim and the op's input shapes.
-  void check_index(const OpIr& op, const Buffer& index, std::int64_t n, int dim, std::int64_t size);
-  // The same for one_hot: "class value v is out of range [0, classes)".
-  void check_classes(const OpIr& op, const Buffer& index, std::int64_t n, std::int64_t classes);
+  ~RangeFlag();
+  RangeFlag(const RangeFlag&) = delete;
+  RangeFlag& operator=(const RangeFlag&) = delete;
+  std::uint64_t address() const { return flag_.address; }
+  // A bad value fails the op with "index v is out of range for dim `dim` of size `size`". The
+  // index values are input `index_input` of the op, or `own_copy` where the kernel read a copy
+  // of them (the output took the index's buffer).
+  void defer_index(const OpIr& op, const KernelArgs& args, int index_input, BufferPtr own_copy, int dim,
+                   std::int64_t size);
+  // one_hot: "class value v is out of range [0, classes)"; the index values are input 0.
+  void defer_classes(const OpIr& op, const KernelArgs& args, std::int64_t classes);
 
  private:
-  bool raised();
-  std::int64_t first_bad(const Buffer& index, std::int64_t n, std::int64_t size);
+  void hand_on(std::unique_ptr<DeferredCheck> check, const KernelArgs& args);
   VulkanDevice& dev_;
-  BufferPtr flag_;
+  HostFlags::Handle flag_;
+  bool handed_on_ = false;
 };
 
-// GLSL: void kiln_index_error(uint64_t flag) and bool kiln_in_range(int64_t v, uint size).
+// GLSL: void kiln_index_error(uint64_t flag, uint position) and bool kiln_in_range(int64_t v, uint size).
 const char* glsl_index_check();
 
 }  // namespace kiln::vk::index

@@ -55,13 +55,13 @@ void gather_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
     }
     xo += rest * xs[0];
     int64_t v = idx.v[i];
-    if (!kiln_in_range(v, x_size)) { kiln_index_error(flag); continue; }
+    if (!kiln_in_range(v, x_size)) { kiln_index_error(flag, i); continue; }
 )";
         s += "    " + raw_store(elem, "out0", "i", raw_load(elem, "x", "xo + uint(v) * x_step")) + "\n  }\n}\n";
         return s;
       },
       a, groups_for(static_cast<std::uint64_t>(n)));
-  flag.check_index(op, *args.inputs[1], op.inputs[1].numel(), dim, x.size[dim]);
+  flag.defer_index(op, args, 1, nullptr, dim, x.size[dim]);
 }
 
 // The GLSL statement that puts `v` (loaded from src) into out0.v[at].
@@ -154,14 +154,14 @@ void scatter_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, bo
     io += rest * ist[0]; so += rest * ss[0]; xo += rest * xs[0];
     for (uint q = 0u; q < J; ++q) {
       int64_t v = idx.v[io + q * i_step];
-      if (!kiln_in_range(v, x_size)) { kiln_index_error(flag); continue; }
+      if (!kiln_in_range(v, x_size)) { kiln_index_error(flag, io + q * i_step); continue; }
       uint at = xo + uint(v) * x_step;
 )";
         s += "      " + put(t, add) + "\n    }\n  }\n}\n";
         return s;
       },
       a, groups_for(static_cast<std::uint64_t>(columns)));
-  flag.check_index(op, *index_buf, n_index, dim, x.size[dim]);
+  flag.defer_index(op, args, 1, std::move(index_copy), dim, x.size[dim]);
 }
 
 }  // namespace

@@ -50,14 +50,14 @@ void index_select_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& ar
     uint e = i - r * inner;
     uint o = kiln_div(r, nmg, nsh);
     int64_t v = idx.v[r - o * n];
-    if (!kiln_in_range(v, size)) { kiln_index_error(flag); continue; }
+    if (!kiln_in_range(v, size)) { kiln_index_error(flag, r - o * n); continue; }
 )";
         s += "    " + raw_store(elem, "out0", "i", raw_load(elem, "x", "(o * size + uint(v)) * inner + e")) +
              "\n  }\n}\n";
         return s;
       },
       a, groups_for(static_cast<std::uint64_t>(total)));
-  flag.check_index(op, *args.inputs[1], n, dim, size);
+  flag.defer_index(op, args, 1, nullptr, dim, size);
 }
 
 // The mask is right-aligned against x; neighbouring dims that the mask covers contiguously or
@@ -130,7 +130,7 @@ void main() {
     uint r = kiln_div(i, cmg, csh);
     uint c = i - r * classes;
     int64_t v = idx.v[r];
-    if (!kiln_in_range(v, classes) && c == 0u) kiln_index_error(flag);
+    if (!kiln_in_range(v, classes) && c == 0u) kiln_index_error(flag, r);
     out0.v[i] = v == int64_t(c) ? 1l : 0l;
   }
 }
@@ -138,7 +138,7 @@ void main() {
         return s;
       },
       a, groups_for(static_cast<std::uint64_t>(total)));
-  flag.check_classes(op, *args.inputs[0], n, classes);
+  flag.defer_classes(op, args, classes);
 }
 
 }  // namespace kiln::vk::index

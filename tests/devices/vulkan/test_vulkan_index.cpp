@@ -243,5 +243,71 @@ TEST(VulkanIndex, OutOfRangeFailsTheOpAndItsDependents) {
   EXPECT_EQ(ok.to_vector<float>().get(), std::vector<float>(C, 0.0f));
 }
 
+// The range check does not stop the GPU: a loop of index ops runs ahead of it and waits once,
+// at its read (before, every gather, scatter, index_select and one_hot waited for the device).
+TEST(VulkanIndex, RangeChecksDoNotWaitForTheDevice) {
+  KILN_REQUIRE_VULKAN();
+  const std::int64_t C = 64;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(C));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::int64_t>((i * 5) % C);
+  Tensor x = arange(0.0, static_cast<double>(C), 1.0, {DType::f32, vk0()});
+  const Tensor index = from_vector(idx, Shape{C}, vk0());
+  const Tensor classes = from_vector(std::vector<std::int64_t>{1, 0, 3}, Shape{3}, vk0());
+  sync(vk0()).get();
+  const std::uint64_t waits = counters(vk0()).device_waits;
+  std::vector<float> expected(static_cast<std::size_t>(C));
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<float>(i);
+  for (int step = 0; step < 8; ++step) {
+    x = add(gather(x, 0, index), 1.0);
+    x = index_select(x, 0, index);
+    x = scatter(x, 0, index, x);
+    std::vector<float> next(expected.size());
+    for (std::size_t i = 0; i < next.size(); ++i) next[i] = expected[static_cast<std::size_t>(idx[i])] + 1.0f;
+    std::vector<float> selected(next.size());
+    for (std::size_t i = 0; i < next.size(); ++i) selected[i] = next[static_cast<std::size_t>(idx[i])];
+    std::vector<float> scattered = selected;
+    for (std::size_t i = 0; i < idx.size(); ++i) scattered[static_cast<std::size_t>(idx[i])] = selected[i];
+    expected = scattered;
+  }
+  const Tensor hot = one_hot(classes, 4);
+  EXPECT_EQ(x.to_vector<float>().get(), expected);
+  EXPECT_EQ(hot.to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(counters(vk0()).device_waits - waits, 2u) << "one wait per read";
+}
+
+// A failure found after the op reaches exactly the values computed from it, however late it is
+// seen: a sync succeeds, unrelated values read fine, the failed value fails every read and
+// every op that uses it afterwards, and of two failed ops in a chain the earlier one is named.
+TEST(VulkanIndex, DeferredRangeFailureReachesExactlyItsDependents) {
+  KILN_REQUIRE_VULKAN();
+  const Tensor x = from_vector(std::vector<float>{10, 11, 12, 13}, Shape{4}, vk0());
+  const Tensor bad = from_vector(std::vector<std::int64_t>{0, 9, 1, -2}, Shape{4}, vk0());
+  const Tensor g = gather(x, 0, bad);
+  const Tensor dependent = mul(add(g, 1.0), 2.0);  // a fused chain on the failed value
+  const Tensor unrelated = add(x, 1.0);
+  // Indices computed from a failed gather, themselves out of range: the gather is named.
+  const Tensor long_index = from_vector(std::vector<std::int64_t>{5, 6, 7, 8}, Shape{4}, vk0());
+  const Tensor bad_positions = gather(long_index, 0, bad);
+  const Tensor chained = index_select(x, 0, bad_positions);
+  EXPECT_NO_THROW(sync(vk0()).get()) << "as on the CPU, a sync reports no op's failure";
+  EXPECT_EQ(unrelated.to_vector<float>().get(), (std::vector<float>{11, 12, 13, 14}));
+  auto expect_gather_error = [](const Tensor& t) {
+    try {
+      (void)t.to_vector<float>().get();
+      ADD_FAILURE() << "expected the read to fail";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.op(), "gather");
+      EXPECT_NE(std::string(e.what()).find("index 9 is out of range for dim 0 of size 4"), std::string::npos)
+          << e.what();
+    }
+  };
+  expect_gather_error(dependent);
+  expect_gather_error(g);
+  expect_gather_error(g);                // the failure stays with the value
+  expect_gather_error(sub(g, 1.0));      // and with what is computed from it afterwards
+  expect_gather_error(chained);
+  EXPECT_EQ(add(x, 2.0).to_vector<float>().get(), (std::vector<float>{12, 13, 14, 15}));
+}
+
 }  // namespace
 }  // namespace kiln::test
