@@ -23,7 +23,7 @@ inline void set_ops(benchmark::State& state, double ops) { state.counters["ops_p
 
 // The scheduler's counters over the timed loop, per iteration: kernels launched (fusion shows as
 // fewer), how many of them were fused and how many fused kernels had to be compiled (0 once the
-// cache is warm), outputs that reused an input's buffer, scheduler batches.
+// cache is warm), outputs that reused an input's buffer, scheduler batches, device waits.
 class CounterDelta {
  public:
   explicit CounterDelta(Device device) : device_(device), before_(counters(device)) {}
@@ -38,6 +38,8 @@ class CounterDelta {
     state.counters["compiles_per_iter"] = per_iter(&EngineCounters::plan_cache_misses);
     state.counters["inplace_per_iter"] = per_iter(&EngineCounters::inplace_reuses);
     state.counters["batches_per_iter"] = per_iter(&EngineCounters::batches);
+    // Full waits for a GPU (reads, syncs): the round trips a workload cannot run ahead of.
+    if (const double waits = per_iter(&EngineCounters::device_waits); waits > 0) state.counters["waits_per_iter"] = waits;
     // The device's own clock (GPU timestamps), where it has one: the kernels' time without the
     // host's share of the round trip.
     if (const double busy = per_iter(&EngineCounters::device_busy_ns); busy > 0) state.counters["device_us_per_iter"] = busy / 1e3;

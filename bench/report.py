@@ -13,7 +13,7 @@ import json
 
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inplace_per_iter", "batches_per_iter",
-               "peak_mib", "one_thread_ms", "two_threads_ms")
+               "waits_per_iter", "peak_mib", "one_thread_ms", "two_threads_ms")
 VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused"}  # variant -> field
 
 
