@@ -17,6 +17,8 @@ namespace kiln {
 struct DeviceInfo {
   std::string name;  // "cpu", "vulkan:0 (NVIDIA H100)"
   std::string kind;  // "cpu", "vulkan"
+  std::string type;  // "cpu"; a GPU's "discrete", "integrated", "virtual", "software" or "other"
+  std::uint64_t memory_bytes = 0;  // its own memory: a GPU's largest device-local heap; the host's RAM
   // Its work runs on the host's own cores (the CPU; a software GPU such as lavapipe): a thread
   // waiting for it should sleep, not poll, or it takes time from the work.
   bool on_host_cores = false;

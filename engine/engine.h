@@ -55,7 +55,19 @@ EngineCounters counters(Device device = Device::cpu());
 // (KILN_DEVICE_TIME=1 turns it on for every device): the timestamps cost a few microseconds a
 // submission (H200: a 64 MiB map's wall time 62-64 us without, 66-70 with).
 void set_device_timing(Device device, bool enabled);
+// Every device, best first: the CPU, then Vulkan devices (discrete, integrated, virtual, then
+// software ones such as Mesa's lavapipe), so Device::vulkan(0) is the best GPU.
 std::vector<Device> devices();
 std::string device_name(Device device);
+// What a device is, for choosing one.
+struct DeviceProperties {
+  Device device;
+  std::string name;                // "vulkan:0 (NVIDIA H200)"
+  std::string type;                // "cpu"; a GPU's "discrete", "integrated", "virtual", "software" or "other"
+  std::uint64_t memory_bytes = 0;  // its own memory: a GPU's largest device-local heap; the host's RAM
+};
+DeviceProperties device_properties(Device device);
+// Where a model runs by default: the best GPU that is not a software one, else the CPU.
+Device best_device();
 
 }  // namespace kiln

@@ -126,4 +126,15 @@ void set_flush_threshold(std::size_t messages) {
 std::vector<Device> devices() { return Engine::get().devices(); }
 std::string device_name(Device device) { return Engine::get().runtime(device, "device_name").backend->info().name; }
 
+DeviceProperties device_properties(Device device) {
+  const DeviceInfo& info = Engine::get().runtime(device, "device_properties").backend->info();
+  return DeviceProperties{device, info.name, info.type, info.memory_bytes};
+}
+
+Device best_device() {
+  for (Device d : devices())
+    if (d.kind == DeviceKind::vulkan && device_properties(d).type != "software") return d;
+  return Device::cpu();
+}
+
 }  // namespace kiln

@@ -2,6 +2,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/fused_anchor.h"
 #include "devices/cpu/fused_program.h"
@@ -36,6 +38,9 @@ class CpuDevice final : public DeviceBackend {
   CpuDevice() : pool_(std::make_unique<AlignedHostAllocator>()), kernels_(build_kernel_table()) {
     info_.name = "cpu";
     info_.kind = "cpu";
+    info_.type = "cpu";
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    info_.memory_bytes = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
     info_.on_host_cores = true;
   }
   const DeviceInfo& info() const override { return info_; }

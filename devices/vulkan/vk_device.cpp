@@ -13,6 +13,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
                            std::string cache_dir) {
   info_.name = "vulkan:" + std::to_string(index) + " (" + pinfo.name + ")";
   info_.kind = "vulkan";
+  info_.type = pinfo.on_host_cores() ? "software" : pinfo.type_name();  // lavapipe: not the CPU device
+  info_.memory_bytes = pinfo.device_local_bytes;
   info_.on_host_cores = pinfo.on_host_cores();
   ctx_ = std::make_unique<Context>(std::move(instance), pinfo);
   commands_ = std::make_unique<CommandStream>(*ctx_);

@@ -2,6 +2,8 @@
 // errors at submission name the op and shapes.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "engine/kiln.h"
 
 namespace kiln {
@@ -12,6 +14,27 @@ TEST(EngineBasics, UploadAndReadBack) {
   EXPECT_EQ(t.shape(), (Shape{2, 3}));
   EXPECT_EQ(t.dtype(), DType::f32);
   EXPECT_EQ(t.to_vector<float>().get(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+// The CPU device reports the host's memory (/proc/meminfo, read here independently).
+TEST(EngineBasics, CpuDeviceProperties) {
+  const DeviceProperties p = device_properties(Device::cpu());
+  EXPECT_EQ(p.device, Device::cpu());
+  EXPECT_EQ(p.name, "cpu");
+  EXPECT_EQ(p.type, "cpu");
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (meminfo >> key && key != "MemTotal:") meminfo.ignore(256, '\n');
+  ASSERT_TRUE(meminfo >> kib);
+  EXPECT_NEAR(static_cast<double>(p.memory_bytes), static_cast<double>(kib) * 1024.0, 1 << 20);
+  try {
+    (void)device_properties(Device::vulkan(64));
+    ADD_FAILURE() << "expected kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), "device_properties");
+    EXPECT_NE(std::string(e.what()).find("vulkan:64"), std::string::npos) << e.what();
+  }
 }
 
 TEST(EngineBasics, FullAndItem) {

@@ -20,6 +20,42 @@ TEST(VulkanDevice, IsListedWithItsName) {
   EXPECT_EQ(name.rfind("vulkan:0 (", 0), 0u) << name;
 }
 
+// Type and memory as the driver reports them, best first; a software device (lavapipe) is
+// never the default over the CPU device.
+TEST(VulkanDevice, ListsTypeAndMemoryBestFirst) {
+  KILN_REQUIRE_VULKAN();
+  auto instance = vk::Instance::get();
+  auto rank = [](const std::string& type) {
+    return type == "discrete" ? 0 : type == "integrated" ? 1 : type == "virtual" ? 2 : type == "software" ? 4 : 3;
+  };
+  int previous = -1;
+  for (const Device d : devices()) {
+    if (d.kind != DeviceKind::vulkan) continue;
+    const DeviceProperties p = device_properties(d);
+    EXPECT_EQ(p.device, d);
+    EXPECT_EQ(p.name, device_name(d));
+    // The same physical device as the driver lists it (by name), with its largest local heap.
+    const vk::PhysicalDeviceInfo* info = nullptr;
+    for (const auto& candidate : instance->devices())
+      if (p.name.find("(" + candidate.name + ")") != std::string::npos) info = &candidate;
+    ASSERT_NE(info, nullptr) << p.name;
+    EXPECT_EQ(p.memory_bytes, info->device_local_bytes) << p.name;
+    EXPECT_GT(p.memory_bytes, 0u) << p.name;
+    EXPECT_EQ(p.type, info->on_host_cores() ? std::string("software") : std::string(info->type_name())) << p.name;
+    EXPECT_GE(rank(p.type), previous) << p.name << " listed after a lesser device";
+    previous = rank(p.type);
+  }
+  const Device best = best_device();
+  if (best.kind == DeviceKind::vulkan) {
+    EXPECT_NE(device_properties(best).type, "software");
+  } else {
+    for (const Device d : devices())
+      if (d.kind == DeviceKind::vulkan) {
+        EXPECT_EQ(device_properties(d).type, "software") << device_name(d);
+      }
+  }
+}
+
 // counters().device_busy_ns: with device timing on, the device's own time for completed work,
 // more than nothing for a kernel that ran and never more than the wall-clock time around it;
 // with timing off (the default), nothing is added.
