@@ -36,6 +36,9 @@ class DeferredCheck {
   // An input whose buffer resolve() reads (to name the bad value): the executor keeps it alive
   // and unchanged (no later op takes it in place) until the check is resolved. -1: none.
   int keep_input = -1;
+  // The outputs whose values the failure reaches (bit o for output o; outputs from 64 on are
+  // always reached): a fused kernel's outputs that do not depend on the failing node are not.
+  std::uint64_t outputs = ~std::uint64_t{0};
 };
 
 // The buffers an op runs on, in the order of op.inputs and op.outputs. An output may be the

@@ -9,6 +9,26 @@
 
 namespace kiln {
 
+namespace {
+
+// A fused group's place in the stream, for ordering its failure among others: its last member,
+// which comes after every op whose values it reads.
+std::uint64_t group_seq(const FusedGroup& group, std::span<const OpIr> batch) {
+  std::uint64_t seq = 0;
+  for (std::uint32_t m : group.members) seq = std::max(seq, batch[m].seq);
+  return seq;
+}
+
+// The checks output `o` carries: the op's own as well (`failing`) where its deferred check
+// reaches that output (`reached`, as DeferredCheck::outputs; 0 without a check), else only its
+// inputs'.
+const Checks& output_checks(std::size_t o, std::uint64_t reached, const Checks& failing, const Checks& inputs) {
+  const bool reaches = reached != 0 && (o >= 64 || (reached >> o & 1u));
+  return reaches ? failing : inputs;
+}
+
+}  // namespace
+
 Executor::Executor(DeviceBackend& device) : device_(device) { slots_.reserve(1024); }
 Executor::~Executor() = default;
 
@@ -112,12 +132,20 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
   try {
     const CompiledKernel& kernel = compiled(expr);
-    device_.run_fused(kernel, expr, KernelArgs{std::span<Buffer* const>(s.in), std::span<Buffer* const>(s.out)});
+    std::unique_ptr<DeferredCheck> deferred;
+    device_.run_fused(kernel, expr,
+                      KernelArgs{std::span<Buffer* const>(s.in), std::span<Buffer* const>(s.out), &deferred});
+    Checks failing;  // the inputs' checks and the kernel's own, for the outputs it reaches
+    std::uint64_t reached = 0;
+    if (deferred) {
+      reached = deferred->outputs;
+      failing = with_own_check(checks, group_seq(group, batch), std::move(deferred), nullptr);
+    }
     counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
     counters_.fused_kernels.fetch_add(1, std::memory_order_relaxed);
     counters_.ops_fused.fetch_add(group.op_count, std::memory_order_relaxed);
     for (std::size_t o = 0; o < out_meta.size(); ++o)
-      slots_[out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr, checks};
+      slots_[out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr, output_checks(o, reached, failing, checks)};
   } catch (const Error&) {
     fail_outputs(out_meta, std::current_exception());
   } catch (const std::exception& e) {
@@ -199,6 +227,8 @@ void Executor::run_compute(OpIr& op) {
   std::vector<Slot*> in_slots_big;
   Slot** in_slots = in_slots_small.data();
   Checks checks;  // the inputs' deferred checks, which the outputs inherit
+  Checks failing;  // ... with the op's own, for the outputs it reaches (`reached`)
+  std::uint64_t reached = 0;
   if (op.inputs.size() > kInline) in_slots = (in_slots_big.resize(op.inputs.size()), in_slots_big.data());
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     Slot* s = find(op.inputs[i].id);
@@ -262,13 +292,13 @@ void Executor::run_compute(OpIr& op) {
         if (deferred) {
           const int k = deferred->keep_input;
           BufferPtr kept = k >= 0 && static_cast<std::size_t>(k) < op.inputs.size() ? in_slots[k]->buffer : nullptr;
-          auto own = std::make_shared<PendingCheck>(op.seq, std::move(deferred), std::move(kept));
-          checks = combine_checks(checks, std::make_shared<const CheckList>(CheckList{std::move(own)}));
+          reached = deferred->outputs;
+          failing = with_own_check(checks, op.seq, std::move(deferred), std::move(kept));
         }
       }
     }
     for (std::size_t o = 0; o < op.outputs.size(); ++o)
-      slots_[op.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr, checks};
+      slots_[op.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr, output_checks(o, reached, failing, checks)};
   } catch (const Error&) {
     fail_outputs(op.outputs, std::current_exception());
   } catch (const std::exception& e) {

@@ -42,6 +42,11 @@ Checks combine_checks(const Checks& a, const Checks& b) {
   return out;
 }
 
+Checks with_own_check(const Checks& checks, std::uint64_t seq, std::unique_ptr<DeferredCheck> check, BufferPtr kept) {
+  auto own = std::make_shared<PendingCheck>(seq, std::move(check), std::move(kept));
+  return combine_checks(checks, std::make_shared<const CheckList>(CheckList{std::move(own)}));
+}
+
 std::exception_ptr first_failure(const CheckList& checks) {
   std::exception_ptr first;
   std::uint64_t first_seq = 0;

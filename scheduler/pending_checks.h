@@ -36,6 +36,9 @@ using Checks = std::shared_ptr<const CheckList>;
 // The checks of a value computed from values with checks `a` and `b`: both lists, without
 // duplicates and without checks already passed; `a` or `b` itself where the other adds nothing.
 Checks combine_checks(const Checks& a, const Checks& b);
+// `checks` plus the check of the op at stream position `seq`, which keeps `kept` (or null) until
+// it is resolved.
+Checks with_own_check(const Checks& checks, std::uint64_t seq, std::unique_ptr<DeferredCheck> check, BufferPtr kept);
 // The error of the earliest op (in stream order) among `checks` that failed, or null. Only once
 // the device has finished every op the checks belong to.
 std::exception_ptr first_failure(const CheckList& checks);

@@ -86,15 +86,56 @@ void VulkanDevice::synchronize() {
 
 void VulkanDevice::flush() { commands_->submit(); }
 
+namespace {
+
+// The error of a code a kernel raised: 1 + the OpKind of the op (the only device-side error so
+// far is an i64 remainder by zero).
+Error kernel_error(std::uint32_t code, const std::string& device) {
+  if (code - 1 < kOpCount)
+    return Error(op_name(static_cast<OpKind>(code - 1)), "integer division by zero (an i64 divisor is 0) on " + device);
+  return Error("vulkan", "a kernel reported error code " + std::to_string(code));
+}
+
+// An op's kernels raised into a record of their own: resolved once the device has run them.
+class RaiseCheck final : public DeferredCheck {
+ public:
+  RaiseCheck(VulkanDevice& dev, HostFlags::Handle record) : dev_(dev), record_(record) {}
+  ~RaiseCheck() override { dev_.host_flags().release(record_.index); }
+  std::exception_ptr resolve() override {
+    const std::uint32_t code = record_.host->raised;
+    return code ? std::make_exception_ptr(kernel_error(code, dev_.info().name)) : nullptr;
+  }
+
+ private:
+  VulkanDevice& dev_;
+  HostFlags::Handle record_;
+};
+
+}  // namespace
+
 void VulkanDevice::check_error_flag() {
   auto* flag = static_cast<std::uint32_t*>(error_flag_.mapped);
   const std::uint32_t code = flag[0];
   if (!code) return;
   flag[0] = 0;
-  // Codes are 1 + the OpKind of the op that raised it (the only device-side error so far).
-  if (code - 1 < kOpCount)
-    throw Error(op_name(static_cast<OpKind>(code - 1)), "integer division by zero (an i64 divisor is 0) on " + info_.name);
-  throw Error("vulkan", "a kernel reported error code " + std::to_string(code));
+  throw kernel_error(code, info_.name);
+}
+
+void VulkanDevice::run_raising(std::uint64_t raising_outputs, const KernelArgs& args,
+                               const std::function<void()>& record_op) {
+  if (!raising_outputs || !args.deferred) return record_op();
+  const HostFlags::Handle record = flags_->take();
+  auto check = std::make_unique<RaiseCheck>(*this, record);  // releases the record
+  error_record_ = record.address;
+  try {
+    record_op();
+  } catch (...) {
+    error_record_ = 0;
+    throw;
+  }
+  error_record_ = 0;
+  check->outputs = raising_outputs;
+  *args.deferred = std::move(check);
 }
 
 const Pipeline& VulkanDevice::pipeline(const std::string& key, const char* name, const SourceFn& source) {
@@ -104,7 +145,7 @@ const Pipeline& VulkanDevice::pipeline(const std::string& key, const char* name,
 void VulkanDevice::dispatch(const Pipeline& p, const LaunchArgs& args, Groups groups) {
   if (!groups[0] || !groups[1] || !groups[2]) return;
   PushConstants push;
-  push.error_flag = error_flag_.address;
+  push.error_flag = error_record_ ? error_record_ : error_flag_.address;
   const std::size_t inline_words = std::min(args.size(), kPushWords);
   if (inline_words) std::memcpy(push.words, args.words().data(), inline_words * 8);
   if (args.size() > kPushWords) {

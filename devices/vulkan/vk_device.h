@@ -4,6 +4,7 @@
 // launch()/dispatch(). Only the device's scheduler thread calls it, except memory() and the
 // pipeline cache, which lock.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -29,11 +30,22 @@ class VulkanDevice final : public DeviceBackend {
   void run(const OpIr& op, const KernelArgs& args) override;
   std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) override;
   void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) override;
+  // run_fused's recording, once the place for raised errors is set.
+  void record_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args);
   void synchronize() override;
   void flush() override;
   std::uint64_t busy_ns() const override { return commands_->busy_ns(); }
   std::uint64_t full_waits() const override { return commands_->finishes(); }
   void set_timing(bool enabled) override { commands_->set_timing(enabled); }
+
+  // Runs `record_op` (which dispatches kernels) with the errors its kernels raise (kiln_raise)
+  // going to a host flag record of their own, handed on as a DeferredCheck through `args`
+  // (vk_host_flags.h): a failure then reaches the values computed from this op and nothing
+  // else. Without a place for the check (or for kernels that cannot raise) they go to the
+  // device-wide flag, reported by the next read or sync.
+  // `raising_outputs`: the outputs (as DeferredCheck::outputs) whose values a raised error
+  // reaches; 0 when the op cannot raise.
+  void run_raising(std::uint64_t raising_outputs, const KernelArgs& args, const std::function<void()>& record_op);
 
   // ---- the kernel API (vk_kernels.h) ----
   // Compiles (or finds) the kernel `key` and records one dispatch of it.
@@ -63,6 +75,7 @@ class VulkanDevice final : public DeviceBackend {
   std::unique_ptr<HostFlags> flags_;
   std::unique_ptr<PipelineCache> pipelines_;
   BufferAllocation error_flag_;
+  VkDeviceAddress error_record_ = 0;  // where kernels raise errors now, when not error_flag_
   std::unique_ptr<MemoryPool> pool_;
   KernelTable kernels_;
   std::string prelude_;

@@ -133,8 +133,43 @@ std::shared_ptr<CompiledKernel> VulkanDevice::compile_fused(const FusedExpr& exp
   return std::make_shared<FusedKernel>(scalar, vec4);
 }
 
+namespace {
+
+// The outputs of `expr` (a bit each, as DeferredCheck::outputs) computed from a node that may
+// raise an error (kiln_raise: an integer remainder); 0 when none is.
+std::uint64_t raising_outputs(const FusedExpr& e) {
+  constexpr std::uint64_t kAll = ~std::uint64_t{0};
+  if (const FusedAnchor* a = e.anchored()) {
+    // An anchored kernel's buffers are not its expression's outputs (fused_arg_tensors): any
+    // raising node counts for all of them.
+    FusedExpr epilogue;
+    epilogue.nodes = e.nodes;
+    epilogue.output_nodes.resize(e.nodes.size());
+    for (std::size_t i = 0; i < e.nodes.size(); ++i) epilogue.output_nodes[i] = static_cast<std::uint32_t>(i);
+    const bool raises = (a->prologue_expr() && raising_outputs(*a->prologue_expr())) || raising_outputs(epilogue);
+    return raises ? kAll : 0;
+  }
+  std::vector<char> raises(e.nodes.size(), 0);
+  for (std::size_t i = 0; i < e.nodes.size(); ++i) {
+    const FusedNode& n = e.nodes[i];
+    raises[i] = n.kind == OpKind::remainder && !is_floating(n.compute);
+    for (int j = 0; j < n.arity; ++j)
+      if (n.operands[j].kind == FusedOperand::Kind::node && raises[n.operands[j].index]) raises[i] = 1;
+  }
+  std::uint64_t mask = 0;
+  for (std::size_t o = 0; o < e.output_nodes.size(); ++o)
+    if (raises[e.output_nodes[o]]) mask |= o < 64 ? std::uint64_t{1} << o : kAll;
+  return mask;
+}
+
+}  // namespace
+
 void VulkanDevice::run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
   commands_->check_alive();
+  run_raising(raising_outputs(expr), args, [&] { record_fused(kernel, expr, args); });
+}
+
+void VulkanDevice::record_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
   if (expr.anchored()) return run_anchored(*this, kernel, expr, args);
   const std::int64_t n = expr.shape.numel();
   if (n == 0) return;
@@ -160,7 +195,7 @@ void VulkanDevice::run_elementwise(const OpIr& op, const KernelArgs& args) {
         inputs.push_back(args.inputs[i]);
         break;
       }
-  run_fused(*it->second, expr, KernelArgs{std::span<Buffer* const>(inputs), args.outputs});
+  run_fused(*it->second, expr, KernelArgs{std::span<Buffer* const>(inputs), args.outputs, args.deferred});
 }
 
 void register_elementwise_kernels(KernelTable& t) {

@@ -232,6 +232,39 @@ TEST(VulkanDevice, IntegerRemainderByZeroIsReported) {
   EXPECT_EQ(remainder(a, 4.0).to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{1, 2, 3}));
 }
 
+// As on the CPU, the failure reaches the values computed from the remainder and nothing else:
+// not a sync, not an op fused into the same kernel that does not use it, not a later read.
+TEST(VulkanDevice, IntegerRemainderByZeroFailsOnlyItsDependents) {
+  KILN_REQUIRE_VULKAN();
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "unfused");
+    const bool was = fusion_enabled();
+    set_fusion(fused);
+    const Tensor a = from_vector(std::vector<std::int64_t>{5, 6, 7}, Shape{3}, vk0());
+    const Tensor b = from_vector(std::vector<std::int64_t>{2, 0, 3}, Shape{3}, vk0());
+    const Tensor r = remainder(a, b);
+    const Tensor dependent = add(r, 1.0);  // with fusion on, one kernel with r and unrelated
+    const Tensor unrelated = mul(a, 2.0);
+    const std::uint64_t kernels = counters(vk0()).fused_kernels;
+    EXPECT_NO_THROW(sync(vk0()).get());
+    if (fused) {
+      EXPECT_EQ(counters(vk0()).fused_kernels - kernels, 1u) << "the three ops are one kernel";
+    }
+    EXPECT_EQ(unrelated.to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{10, 12, 14}));
+    for (const Tensor* t : {&dependent, &r, &dependent}) {
+      try {
+        (void)t->to_vector<std::int64_t>().get();
+        ADD_FAILURE() << "expected the read to fail";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.op(), "remainder");
+        EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_EQ(sub(a, b).to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{3, 6, 4}));
+    set_fusion(was);
+  }
+}
+
 TEST(VulkanDevice, MemoryIsPooled) {
   KILN_REQUIRE_VULKAN();
   vk0().sync().get();
