@@ -179,7 +179,9 @@ kiln::Tensor gelu_by_hand(const kiln::Tensor& x) {
 void through_kiln(int iterations) {
   using namespace kiln;
   const Device d = Device::vulkan(0);
-  std::printf("kiln on %s: y = gelu by hand (one fused kernel), then sync\n", device_name(d).c_str());
+  const DeviceProperties p = device_properties(d);
+  std::printf("kiln on %s (%s, %.1f GiB of its own memory): y = gelu by hand (one fused kernel), then sync\n",
+              p.name.c_str(), p.type.c_str(), static_cast<double>(p.memory_bytes) / (1ull << 30));
   Generator gen(5);
   for (const std::int64_t n : {std::int64_t{1024}, std::int64_t{16} << 20}) {
     const Tensor x = randn(Shape{n}, gen, {DType::f32, d});
