@@ -228,7 +228,7 @@ TEST(VulkanDevice, IntegerRemainderByZeroIsReported) {
   } catch (const Error& e) {
     EXPECT_EQ(e.op(), "remainder");
   }
-  // The flag is cleared: the device goes on.
+  // The device goes on: the next remainder (by a nonzero scalar) is unaffected.
   EXPECT_EQ(remainder(a, 4.0).to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{1, 2, 3}));
 }
 
