@@ -121,21 +121,12 @@ void VulkanDevice::check_error_flag() {
   throw kernel_error(code, info_.name);
 }
 
-void VulkanDevice::run_raising(std::uint64_t raising_outputs, const KernelArgs& args,
-                               const std::function<void()>& record_op) {
-  if (!raising_outputs || !args.deferred) return record_op();
+std::unique_ptr<DeferredCheck> VulkanDevice::begin_raising(std::uint64_t outputs) {
   const HostFlags::Handle record = flags_->take();
   auto check = std::make_unique<RaiseCheck>(*this, record);  // releases the record
+  check->outputs = outputs;
   error_record_ = record.address;
-  try {
-    record_op();
-  } catch (...) {
-    error_record_ = 0;
-    throw;
-  }
-  error_record_ = 0;
-  check->outputs = raising_outputs;
-  *args.deferred = std::move(check);
+  return check;
 }
 
 const Pipeline& VulkanDevice::pipeline(const std::string& key, const char* name, const SourceFn& source) {

@@ -4,7 +4,6 @@
 // launch()/dispatch(). Only the device's scheduler thread calls it, except memory() and the
 // pipeline cache, which lock.
 #pragma once
-#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -30,22 +29,19 @@ class VulkanDevice final : public DeviceBackend {
   void run(const OpIr& op, const KernelArgs& args) override;
   std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) override;
   void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) override;
-  // run_fused's recording, once the place for raised errors is set.
-  void record_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args);
   void synchronize() override;
   void flush() override;
   std::uint64_t busy_ns() const override { return commands_->busy_ns(); }
   std::uint64_t full_waits() const override { return commands_->finishes(); }
   void set_timing(bool enabled) override { commands_->set_timing(enabled); }
 
-  // Runs `record_op` (which dispatches kernels) with the errors its kernels raise (kiln_raise)
-  // going to a host flag record of their own, handed on as a DeferredCheck through `args`
-  // (vk_host_flags.h): a failure then reaches the values computed from this op and nothing
-  // else. Without a place for the check (or for kernels that cannot raise) they go to the
-  // device-wide flag, reported by the next read or sync.
-  // `raising_outputs`: the outputs (as DeferredCheck::outputs) whose values a raised error
-  // reaches; 0 when the op cannot raise.
-  void run_raising(std::uint64_t raising_outputs, const KernelArgs& args, const std::function<void()>& record_op);
+  // Kernels dispatched between begin_raising() and end_raising() raise their errors (kiln_raise)
+  // into a host flag record of their own (vk_host_flags.h) instead of the device-wide flag;
+  // the returned check, handed on through KernelArgs::deferred, reports them for the values
+  // computed from that op and nothing else. `outputs`: the outputs those errors reach (as
+  // DeferredCheck::outputs).
+  std::unique_ptr<DeferredCheck> begin_raising(std::uint64_t outputs);
+  void end_raising() { error_record_ = 0; }
 
   // ---- the kernel API (vk_kernels.h) ----
   // Compiles (or finds) the kernel `key` and records one dispatch of it.

@@ -135,42 +135,39 @@ std::shared_ptr<CompiledKernel> VulkanDevice::compile_fused(const FusedExpr& exp
 
 namespace {
 
+// A node whose kernel code may raise an error (kiln_raise): an integer remainder.
+bool raises(const FusedNode& n) { return n.kind == OpKind::remainder && !is_floating(n.compute); }
+
+bool any_raising(const FusedExpr& e) {
+  for (const FusedNode& n : e.nodes)
+    if (raises(n)) return true;
+  const FusedAnchor* a = e.anchored();
+  return a && a->prologue_expr() && any_raising(*a->prologue_expr());
+}
+
 // The outputs of `expr` (a bit each, as DeferredCheck::outputs) computed from a node that may
-// raise an error (kiln_raise: an integer remainder); 0 when none is.
+// raise; 0 when none is (a scan of the nodes, and nothing allocated, on every launch).
 std::uint64_t raising_outputs(const FusedExpr& e) {
   constexpr std::uint64_t kAll = ~std::uint64_t{0};
-  if (const FusedAnchor* a = e.anchored()) {
-    // An anchored kernel's buffers are not its expression's outputs (fused_arg_tensors): any
-    // raising node counts for all of them.
-    FusedExpr epilogue;
-    epilogue.nodes = e.nodes;
-    epilogue.output_nodes.resize(e.nodes.size());
-    for (std::size_t i = 0; i < e.nodes.size(); ++i) epilogue.output_nodes[i] = static_cast<std::uint32_t>(i);
-    const bool raises = (a->prologue_expr() && raising_outputs(*a->prologue_expr())) || raising_outputs(epilogue);
-    return raises ? kAll : 0;
-  }
-  std::vector<char> raises(e.nodes.size(), 0);
+  if (!any_raising(e)) return 0;
+  // An anchored kernel's buffers are not its expression's outputs (fused_arg_tensors): a
+  // raising node counts for all of them.
+  if (e.anchored()) return kAll;
+  std::vector<char> from_raising(e.nodes.size(), 0);
   for (std::size_t i = 0; i < e.nodes.size(); ++i) {
     const FusedNode& n = e.nodes[i];
-    raises[i] = n.kind == OpKind::remainder && !is_floating(n.compute);
+    from_raising[i] = raises(n);
     for (int j = 0; j < n.arity; ++j)
-      if (n.operands[j].kind == FusedOperand::Kind::node && raises[n.operands[j].index]) raises[i] = 1;
+      if (n.operands[j].kind == FusedOperand::Kind::node && from_raising[n.operands[j].index]) from_raising[i] = 1;
   }
   std::uint64_t mask = 0;
   for (std::size_t o = 0; o < e.output_nodes.size(); ++o)
-    if (raises[e.output_nodes[o]]) mask |= o < 64 ? std::uint64_t{1} << o : kAll;
+    if (from_raising[e.output_nodes[o]]) mask |= o < 64 ? std::uint64_t{1} << o : kAll;
   return mask;
 }
 
-}  // namespace
-
-void VulkanDevice::run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
-  commands_->check_alive();
-  run_raising(raising_outputs(expr), args, [&] { record_fused(kernel, expr, args); });
-}
-
-void VulkanDevice::record_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
-  if (expr.anchored()) return run_anchored(*this, kernel, expr, args);
+void record_fused(VulkanDevice& dev, const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
+  if (expr.anchored()) return run_anchored(dev, kernel, expr, args);
   const std::int64_t n = expr.shape.numel();
   if (n == 0) return;
   KILN_CHECK(n <= static_cast<std::int64_t>(UINT32_MAX), "fused elementwise",
@@ -178,8 +175,25 @@ void VulkanDevice::record_fused(const CompiledKernel& kernel, const FusedExpr& e
   const auto& k = static_cast<const FusedKernel&>(kernel);
   const auto un = static_cast<std::uint64_t>(n);
   if (k.vec4 && aligned16(args))
-    return dispatch(*k.vec4, fused_args(expr, args), groups_for(((un + 3) / 4 + kVecUnroll - 1) / kVecUnroll));
-  dispatch(k.pipeline, fused_args(expr, args), groups_for(un));
+    return dev.dispatch(*k.vec4, fused_args(expr, args), groups_for(((un + 3) / 4 + kVecUnroll - 1) / kVecUnroll));
+  dev.dispatch(k.pipeline, fused_args(expr, args), groups_for(un));
+}
+
+}  // namespace
+
+void VulkanDevice::run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) {
+  commands_->check_alive();
+  const std::uint64_t raising = args.deferred ? raising_outputs(expr) : 0;
+  if (!raising) return record_fused(*this, kernel, expr, args);
+  std::unique_ptr<DeferredCheck> check = begin_raising(raising);
+  try {
+    record_fused(*this, kernel, expr, args);
+  } catch (...) {
+    end_raising();
+    throw;
+  }
+  end_raising();
+  *args.deferred = std::move(check);
 }
 
 void VulkanDevice::run_elementwise(const OpIr& op, const KernelArgs& args) {
