@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include "devices/vulkan/vk_coop_api.h"
 #include "ops/log.h"
 
 namespace kiln::vk {
@@ -66,9 +67,11 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
   vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, nullptr);
   std::vector<VkExtensionProperties> exts(n_ext);
   if (n_ext) vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, exts.data());
-  bool has_coop_nv = false, has_exec_props = false;
+  bool has_coop_nv = false, has_exec_props = false, has_coop_khr = false, has_coop2 = false;
   for (const auto& e : exts) {
     has_coop_nv |= std::string(e.extensionName) == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    has_coop_khr |= std::string(e.extensionName) == kKhrCooperativeMatrixExtension;
+    has_coop2 |= std::string(e.extensionName) == kNvCooperativeMatrix2Extension;
     has_exec_props |= std::string(e.extensionName) == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
   }
 
@@ -86,6 +89,13 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
       coop.pNext = f12.pNext;
       f12.pNext = &coop;
     }
+    CoopFeaturesKhr coop_khr;
+    Coop2FeaturesNv coop2;
+    if (has_coop_khr && has_coop2) {
+      coop_khr.pNext = &coop2;
+      coop2.pNext = f12.pNext;
+      f12.pNext = &coop_khr;
+    }
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -93,6 +103,9 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     vkGetPhysicalDeviceFeatures2(pd, &f2);
     info.coop_matrix_nv = has_coop_nv && coop.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16 &&
                           f11.storageBuffer16BitAccess;
+    info.coop_matrix_workgroup = has_coop_khr && has_coop2 && coop_khr.cooperativeMatrix &&
+                                 coop2.cooperativeMatrixWorkgroupScope && coop2.cooperativeMatrixFlexibleDimensions &&
+                                 f12.vulkanMemoryModel && f12.shaderFloat16 && f11.storageBuffer16BitAccess;
     info.buffer_device_address = f12.bufferDeviceAddress;
     info.shader_int64 = f2.features.shaderInt64;
     info.storage_8bit = f12.storageBuffer8BitAccess;
@@ -192,7 +205,7 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   f12.shaderInt8 = info_.shader_int8;
   f12.hostQueryReset = info_.host_query_reset;
   f12.timelineSemaphore = VK_FALSE;
-  f12.vulkanMemoryModel = info_.coop_matrix_nv;
+  f12.vulkanMemoryModel = info_.coop_matrix_nv || info_.coop_matrix_workgroup;
   std::vector<const char*> extensions;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   coop.cooperativeMatrix = VK_TRUE;
@@ -200,6 +213,18 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
     coop.pNext = f12.pNext;
     f12.pNext = &coop;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  CoopFeaturesKhr coop_khr;
+  coop_khr.cooperativeMatrix = VK_TRUE;
+  Coop2FeaturesNv coop2;
+  coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+  coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+  if (info_.coop_matrix_workgroup) {
+    coop_khr.pNext = &coop2;
+    coop2.pNext = f12.pNext;
+    f12.pNext = &coop_khr;
+    extensions.push_back(kKhrCooperativeMatrixExtension);
+    extensions.push_back(kNvCooperativeMatrix2Extension);
   }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
@@ -226,9 +251,11 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   check(vkCreateDevice(info_.handle, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
   if (log_enabled(spdlog::level::debug))
-    logger().debug("vulkan: opened {} ({}), 8-bit storage {}, 16-bit storage {}, float16 {}, NV cooperative matrix {}",
-                   info_.name, info_.type_name(), info_.storage_8bit, info_.storage_16bit, info_.shader_float16,
-                   info_.coop_matrix_nv);
+    logger().debug(
+        "vulkan: opened {} ({}), 8-bit storage {}, 16-bit storage {}, float16 {}, NV cooperative matrix {}, "
+        "workgroup-scope cooperative matrix {}",
+        info_.name, info_.type_name(), info_.storage_8bit, info_.storage_16bit, info_.shader_float16,
+        info_.coop_matrix_nv, info_.coop_matrix_workgroup);
 }
 
 Context::~Context() {

@@ -33,6 +33,9 @@ struct PhysicalDeviceInfo {
   bool nan_preserve_f32 = false;
   // VK_NV_cooperative_matrix (with the Vulkan memory model its shaders use): tensor cores.
   bool coop_matrix_nv = false;
+  // VK_KHR_cooperative_matrix with VK_NV_cooperative_matrix2's workgroup-scope matrices of
+  // flexible dimensions (the driver stages their operands through shared memory).
+  bool coop_matrix_workgroup = false;
   // VK_KHR_pipeline_executable_properties: the driver's statistics of a compiled kernel
   // (registers, shared memory, spills), logged with KILN_LOG=debug.
   bool executable_statistics = false;

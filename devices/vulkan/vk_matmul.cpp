@@ -5,7 +5,8 @@
 //   0 A, 1 B, 2 C, 3 M, 4 N, 5 K, 6 batches, 7 batch dims, then per dim: size, A stride, B stride
 // The kernel for a shape: the configuration that the autotuner picked for the shape class
 // (vk_autotune.h) among the tiled ones and, for f16 where the device has tensor cores (and K, N
-// are multiples of 8), the cooperative-matrix ones; without autotuning, the first
+// are multiples of 8), the cooperative-matrix ones (subgroup scope; workgroup scope where the
+// device has VK_NV_cooperative_matrix2 and the tiles divide M, N, K); without autotuning, the first
 // cooperative-matrix configuration or a heuristic tiled one. KILN_MATMUL_CONFIG=<name> forces
 // a configuration wherever it applies. KILN_LOG=info prints each autotuning's timings.
 #include "devices/vulkan/vk_matmul.h"
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -30,6 +32,7 @@ namespace {
 
 std::atomic<int> g_forced_tile{-1};
 std::atomic<int> g_forced_coop{-1};
+std::atomic<int> g_forced_wg_coop{-1};
 std::atomic<bool> g_coop_enabled{true};
 
 struct Geometry {
@@ -88,20 +91,27 @@ Geometry geometry(const OpIr& op) {
   return g;
 }
 
-// A kernel choice: a tiled configuration (index into tile_configs()) or a cooperative-matrix
-// one (into coop_configs()).
+// A kernel choice: a tiled configuration (index into tile_configs()), a subgroup-scope
+// cooperative-matrix one (into coop_configs()) or a workgroup-scope one (wg_coop_configs()).
+enum class MatmulKernel { tiled, coop, wg_coop };
+
 struct Plan {
-  bool coop = false;
+  MatmulKernel kernel = MatmulKernel::tiled;
   int index = 0;
   std::string name() const {
     const auto i = static_cast<std::size_t>(index);
-    return coop ? coop_configs()[i].name : tile_configs()[i].name;
+    switch (kernel) {
+      case MatmulKernel::coop: return coop_configs()[i].name;
+      case MatmulKernel::wg_coop: return wg_coop_configs()[i].name;
+      default: return tile_configs()[i].name;
+    }
   }
 };
 
 // What one device remembers between matmuls: its tensor-core shape and the autotuner's choices.
 struct MatmulState {
   CoopShape coop;
+  WgCoopShape wg_coop;
   bool software = false;  // no autotuning unless KILN_AUTOTUNE=1
   std::unique_ptr<AutotuneCache> cache;
 };
@@ -115,13 +125,15 @@ MatmulState& state_of(VulkanDevice& dev) {
     s = std::make_unique<MatmulState>();
     const PhysicalDeviceInfo& info = dev.context().info();
     s->coop = coop_shape(dev);
+    s->wg_coop = wg_coop_shape(dev);
     s->software = info.on_host_cores();
     const std::string& dir = dev.pipelines().directory();
     s->cache = std::make_unique<AutotuneCache>(dir.empty() ? std::string() : dir + "/matmul_autotune.txt",
                                                info.name + " driver " + std::to_string(info.driver_version));
     if (log_enabled(spdlog::level::debug))
-      logger().debug("vulkan matmul on {}: cooperative matrix {}x{}x{}, autotune {}", info.name, s->coop.m, s->coop.n,
-                     s->coop.k, autotune_enabled(s->software));
+      logger().debug("vulkan matmul on {}: cooperative matrix {}x{}x{}, workgroup scope {}x{}x{} ({} threads), autotune {}",
+                     info.name, s->coop.m, s->coop.n, s->coop.k, s->wg_coop.m, s->wg_coop.n, s->wg_coop.k,
+                     s->wg_coop.threads, autotune_enabled(s->software));
   }
   return *s;
 }
@@ -136,6 +148,10 @@ bool fits(const VulkanDevice& dev, const CoopConfig& c, CoopShape s) {
   const VkPhysicalDeviceLimits& l = dev.context().limits();
   return c.valid_for(s) && c.shared_bytes(s) <= l.maxComputeSharedMemorySize &&
          c.threads() <= l.maxComputeWorkGroupInvocations && c.threads() <= l.maxComputeWorkGroupSize[0];
+}
+
+bool fits(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
+  return c.valid_for(s) && c.takes(g.m, g.n, g.k);
 }
 
 // Without autotuning: the first configuration that fits.
@@ -187,7 +203,13 @@ class Launcher {
     std::uint32_t bm, bn;
     std::string key;
     SourceFn source;
-    if (p.coop) {
+    if (p.kernel == MatmulKernel::wg_coop) {
+      const WgCoopShape s = state_of(dev_).wg_coop;
+      const WgCoopConfig& c = wg_coop_configs()[static_cast<std::size_t>(p.index)];
+      bm = c.bm, bn = c.bn;
+      key = "matmul/wg_coop/" + std::to_string(s.threads) + "/" + c.name;
+      source = [this, s, &c] { return wg_coop_matmul_source(dev_.prelude(), s, c, DType::f16); };
+    } else if (p.kernel == MatmulKernel::coop) {
       const CoopShape s = state_of(dev_).coop;
       const CoopConfig& c = coop_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
@@ -306,44 +328,63 @@ void mm_batch_offsets(uint bz, uint nb, out uint64_t a_off, out uint64_t b_off) 
 
 namespace {
 
-std::string shape_class(const Launcher& l, const Geometry& g, bool coop) {
+// The largest power of two, up to 256, that divides M, N and K: which whole-tile (workgroup-
+// scope) configurations take a product; shapes of one class agree on it.
+std::uint64_t common_tile(const Geometry& g) {
+  std::uint64_t t = 256;
+  while (t > 1 && (g.m % t || g.n % t || g.k % t)) t /= 2;
+  return t;
+}
+
+std::string shape_class(const Launcher& l, const Geometry& g, bool coop, bool wg_coop) {
   return std::string(dtype_name(l.dtype())) + (l.variant().vec_a ? " va" : " sa") + (l.variant().vec_b ? "vb" : "sb") +
-         (coop ? " coop" : "") + " m" + std::to_string(size_bucket(g.m)) + " n" + std::to_string(size_bucket(g.n)) +
-         " k" + std::to_string(size_bucket(g.k)) + " z" + std::to_string(size_bucket(g.batches));
+         (coop ? " coop" : "") + (wg_coop ? " wg" + std::to_string(common_tile(g)) : "") + " m" +
+         std::to_string(size_bucket(g.m)) + " n" + std::to_string(size_bucket(g.n)) + " k" +
+         std::to_string(size_bucket(g.k)) + " z" + std::to_string(size_bucket(g.batches));
 }
 
 Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geometry& g) {
   const auto& configs = tile_configs();
   const auto& coops = coop_configs();
-  const bool coop = g_coop_enabled.load() && state.coop.m != 0 && launcher.dtype() == DType::f16 && g.k > 0 &&
-                    g.k % 8 == 0 && g.n % 8 == 0 && default_coop(dev, state.coop) >= 0;
+  const auto& wgs = wg_coop_configs();
+  const bool tensor_cores = g_coop_enabled.load() && launcher.dtype() == DType::f16 && g.k > 0 && g.k % 8 == 0 &&
+                            g.n % 8 == 0;
+  const bool coop = tensor_cores && state.coop.m != 0 && default_coop(dev, state.coop) >= 0;
+  const bool wg_coop = tensor_cores && state.wg_coop.threads != 0;
+  auto wg_fits = [&](std::size_t i) { return wg_coop && i < wgs.size() && fits(wgs[i], state.wg_coop, g); };
+  if (const int forced = g_forced_wg_coop.load(); forced >= 0 && wg_fits(static_cast<std::size_t>(forced)))
+    return Plan{MatmulKernel::wg_coop, forced};
   if (const int forced = g_forced_coop.load(); coop && forced >= 0 && forced < static_cast<int>(coops.size()) &&
                                                fits(dev, coops[static_cast<std::size_t>(forced)], state.coop))
-    return Plan{true, forced};
+    return Plan{MatmulKernel::coop, forced};
   if (const int forced = g_forced_tile.load(); forced >= 0 && forced < static_cast<int>(configs.size()))
-    return Plan{false, forced};
+    return Plan{MatmulKernel::tiled, forced};
+  // A configuration by name (KILN_MATMUL_CONFIG, or the autotune cache), where it applies.
+  auto named = [&](std::string_view name) -> std::optional<Plan> {
+    for (std::size_t i = 0; i < wgs.size(); ++i)
+      if (wgs[i].name == name && wg_fits(i)) return Plan{MatmulKernel::wg_coop, static_cast<int>(i)};
+    for (std::size_t i = 0; coop && i < coops.size(); ++i)
+      if (coops[i].name == name && fits(dev, coops[i], state.coop)) return Plan{MatmulKernel::coop, static_cast<int>(i)};
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      if (configs[i].name == name && fits(dev, configs[i])) return Plan{MatmulKernel::tiled, static_cast<int>(i)};
+    return std::nullopt;
+  };
   // KILN_MATMUL_CONFIG=<name> picks a configuration wherever it applies (for measurements).
-  if (const char* env = std::getenv("KILN_MATMUL_CONFIG"); env && *env) {
-    for (std::size_t i = 0; coop && i < coops.size(); ++i)
-      if (coops[i].name == std::string_view(env) && fits(dev, coops[i], state.coop)) return Plan{true, static_cast<int>(i)};
-    for (std::size_t i = 0; i < configs.size(); ++i)
-      if (configs[i].name == std::string_view(env) && fits(dev, configs[i])) return Plan{false, static_cast<int>(i)};
-  }
+  if (const char* env = std::getenv("KILN_MATMUL_CONFIG"); env && *env)
+    if (auto plan = named(env)) return *plan;
   if (!autotune_enabled(state.software))
-    return coop ? Plan{true, default_coop(dev, state.coop)} : Plan{false, heuristic_tile(dev, g)};
+    return coop ? Plan{MatmulKernel::coop, default_coop(dev, state.coop)} : Plan{MatmulKernel::tiled, heuristic_tile(dev, g)};
 
-  const std::string key = shape_class(launcher, g, coop);
-  if (auto hit = state.cache->lookup(key)) {
-    for (std::size_t i = 0; coop && i < coops.size(); ++i)
-      if (*hit == coops[i].name && fits(dev, coops[i], state.coop)) return Plan{true, static_cast<int>(i)};
-    for (std::size_t i = 0; i < configs.size(); ++i)
-      if (*hit == configs[i].name && fits(dev, configs[i])) return Plan{false, static_cast<int>(i)};
-  }
+  const std::string key = shape_class(launcher, g, coop, wg_coop);
+  if (auto hit = state.cache->lookup(key))
+    if (auto plan = named(*hit)) return *plan;
   std::vector<Plan> candidates;
+  for (std::size_t i = 0; i < wgs.size(); ++i)
+    if (wg_fits(i)) candidates.push_back(Plan{MatmulKernel::wg_coop, static_cast<int>(i)});
   for (std::size_t i = 0; coop && i < coops.size(); ++i)
-    if (fits(dev, coops[i], state.coop)) candidates.push_back(Plan{true, static_cast<int>(i)});
+    if (fits(dev, coops[i], state.coop)) candidates.push_back(Plan{MatmulKernel::coop, static_cast<int>(i)});
   for (std::size_t i = 0; i < configs.size(); ++i)
-    if (fits(dev, configs[i])) candidates.push_back(Plan{false, static_cast<int>(i)});
+    if (fits(dev, configs[i])) candidates.push_back(Plan{MatmulKernel::tiled, static_cast<int>(i)});
   const std::vector<double> times = time_plans(dev, launcher, candidates);
   Plan best = candidates.front();
   double best_s = 0;
@@ -390,12 +431,13 @@ void matmul_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* a, co
   // once): into C when C is kept, else into scratch, made only if it times at all.
   Launcher plain(dev, op, a, b, epilogue.store_c ? c : nullptr, g);
   const Plan plan = choose(dev, state_of(dev), plain, g);
-  KILN_CHECK(!plan.coop, "matmul", "no fused epilogue for the cooperative-matrix kernel");
+  KILN_CHECK(plan.kernel == MatmulKernel::tiled, "matmul", "no fused epilogue for the cooperative-matrix kernels");
   Launcher(dev, op, a, b, c, g, &epilogue).run(plan);
 }
 
 void force_tile_config(int index) { g_forced_tile.store(index); }
 void force_coop_config(int index) { g_forced_coop.store(index); }
+void force_wg_coop_config(int index) { g_forced_wg_coop.store(index); }
 void set_coop_enabled(bool enabled) { g_coop_enabled.store(enabled); }
 
 void register_linalg_kernels(KernelTable& t) { t.set(OpKind::matmul, matmul_kernel); }

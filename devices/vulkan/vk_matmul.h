@@ -5,7 +5,9 @@
 //    autotuner (vk_autotune.h); f32, f16 and bf16 inputs, f32 accumulation;
 //  - a tensor-core kernel (GL_NV_cooperative_matrix) for f16 inputs with f32 accumulators, on
 //    devices that expose VK_NV_cooperative_matrix with an f16 x f16 -> f32 shape; several
-//    configurations (CoopConfig), autotuned together with the tiled ones.
+//    configurations (CoopConfig), autotuned together with the tiled ones;
+//  - on devices with VK_NV_cooperative_matrix2, a tensor-core kernel on workgroup-scope matrices
+//    (WgCoopConfig), for products whose M, N, K are multiples of its tile, autotuned with the rest.
 // bf16 has no cooperative-matrix type in VK_NV_cooperative_matrix (an H200 lists f16 and 8-bit
 // integer shapes only; bf16 needs VK_KHR_cooperative_matrix with GL_KHR_cooperative_matrix,
 // which glslang 12 lacks, or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
@@ -104,11 +106,36 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, cons
 // m == 0 when it has none (or VK_NV_cooperative_matrix is not enabled).
 CoopShape coop_shape(const VulkanDevice& dev);
 
+// The workgroup-scope f16 x f16 -> f32 matrices a device offers (VK_NV_cooperative_matrix2):
+// tile dimensions must be multiples of m, n, k and at most max_dimension; a workgroup has
+// `threads` invocations. threads == 0 when the device has none.
+struct WgCoopShape {
+  std::uint32_t m = 0, n = 0, k = 0, threads = 0, max_dimension = 0;
+};
+
+// One configuration of the workgroup-scope kernel (vk_matmul_coop_wg.cpp): a BM x BN
+// accumulator per workgroup, BK deep steps. Whole tiles only: it takes a product when BM, BN
+// and BK divide M, N and K.
+struct WgCoopConfig {
+  const char* name;  // stable: the autotune cache on disk stores it
+  std::uint32_t bm, bn, bk;
+  bool valid_for(const WgCoopShape& s) const;
+  bool takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) const;
+};
+
+const std::vector<WgCoopConfig>& wg_coop_configs();
+WgCoopShape wg_coop_shape(const VulkanDevice& dev);
+// The GLSL of the workgroup-scope kernel for f16 operands (f32 accumulation, output f16 or f32),
+// compiled into SPV_KHR_cooperative_matrix form.
+std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape& shape, const WgCoopConfig& config,
+                                  DType out);
+
 // Test hooks: force one tiled configuration (an index into tile_configs()) or one
 // cooperative-matrix configuration (into coop_configs(); used where the coop path applies) for
 // every matmul, or -1 for the normal choice; disable the cooperative-matrix path.
 void force_tile_config(int index);
 void force_coop_config(int index);
+void force_wg_coop_config(int index);  // into wg_coop_configs(), where it takes the product
 void set_coop_enabled(bool enabled);
 
 }  // namespace kiln::vk

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "devices/vulkan/vk_spirv_coop.h"
 #include "ops/error.h"
 #include "ops/log.h"
 
@@ -71,6 +72,7 @@ std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const st
   tools.SetMessageConsumer(consumer);
   if (!tools.Validate(optimized))
     throw Error(kernel_name, "generated SPIR-V does not validate:\n" + tool_log + numbered(source));
+  if (source.find(kKhrCooperativeMatrixMarker) != std::string::npos) return nv_to_khr_cooperative_matrix(optimized);
   return optimized;
 }
 

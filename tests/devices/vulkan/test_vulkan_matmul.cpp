@@ -272,6 +272,26 @@ TEST(VulkanMatmul, EveryCooperativeMatrixConfigurationMatchesTheCpu) {
   vk::force_coop_config(-1);
 }
 
+// Every workgroup-scope configuration, forced, on f16 shapes of whole tiles (single, batched,
+// broadcast right operand folded into rows); where the device lacks VK_NV_cooperative_matrix2
+// the kernels are only compiled (WorkgroupCooperativeMatrixKernelCompiles).
+TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
+  KILN_REQUIRE_VULKAN();
+  auto instance = vk::Instance::get();
+  const int best = vk::best_device_index(instance->devices());
+  if (best < 0 || !instance->devices()[static_cast<std::size_t>(best)].coop_matrix_workgroup)
+    GTEST_SKIP() << "no workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2) on this device";
+  const auto& configs = vk::wg_coop_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    SCOPED_TRACE(configs[i].name);
+    vk::force_wg_coop_config(static_cast<int>(i));
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {256, 512}, {512, 512}));
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {2, 512, 128}, {2, 128, 256}));  // batches
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {2, 256, 64}, {64, 256}));       // rows folded
+  }
+  vk::force_wg_coop_config(-1);
+}
+
 TEST(VulkanMatmul, HalfTypesAreRejectedOnTheCpuAtTheCallSite) {
   KILN_REQUIRE_VULKAN();
   Tensor x = from_vector(std::vector<float>{1, 2}, Shape{2});
@@ -357,6 +377,46 @@ TEST(VulkanMatmul, CooperativeMatrixKernelCompiles) {
   // Without the extension the device reports no shape, and matmul takes the tiled kernel.
   if (!info.coop_matrix_nv) {
     EXPECT_EQ(vk::coop_shape(dev).m, 0u);
+  }
+}
+
+// The workgroup-scope kernel likewise: compiled, validated and rewritten into KHR form (the
+// rewrite itself is checked in test_vulkan_spirv_coop.cpp) for every configuration.
+TEST(VulkanMatmul, WorkgroupCooperativeMatrixKernelCompiles) {
+  KILN_REQUIRE_VULKAN();
+  auto instance = vk::Instance::get();
+  const int best = vk::best_device_index(instance->devices());
+  ASSERT_GE(best, 0);
+  const vk::PhysicalDeviceInfo& info = instance->devices()[static_cast<std::size_t>(best)];
+  if (!info.storage_16bit || !info.shader_float16) GTEST_SKIP() << "the prelude needs float16 types";
+  vk::VulkanDevice dev(instance, info, 99, "-");
+  const vk::WgCoopShape shape{16, 16, 16, 256, 256};
+  for (const vk::WgCoopConfig& c : vk::wg_coop_configs()) {
+    ASSERT_TRUE(c.valid_for(shape)) << c.name;
+    for (DType out : {DType::f16, DType::f32}) {
+      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(out));
+      std::vector<std::uint32_t> spirv;
+      ASSERT_NO_THROW(spirv = vk::compile_glsl("matmul wg coop", vk::wg_coop_matmul_source(dev.prelude(), shape, c, out)));
+      std::size_t khr_types = 0, nv_ops = 0;
+      for (std::size_t w = 5; w < spirv.size() && (spirv[w] >> 16) != 0; w += spirv[w] >> 16) {
+        const std::uint32_t op = spirv[w] & 0xffff;
+        khr_types += op == 4456;
+        nv_ops += op >= 5358 && op <= 5362;
+      }
+      EXPECT_EQ(khr_types, out == DType::f16 ? 4u : 3u);  // A, B, accumulator (and its f16 copy)
+      EXPECT_EQ(nv_ops, 0u);
+    }
+  }
+  // Whole tiles only; granularity and the A/B/output shapes must allow one use per type.
+  const vk::WgCoopConfig& first = vk::wg_coop_configs().front();
+  EXPECT_TRUE(first.takes(first.bm * 3, first.bn * 2, first.bk * 5));
+  EXPECT_FALSE(first.takes(first.bm * 3 + 8, first.bn, first.bk));
+  EXPECT_FALSE(first.takes(first.bm, first.bn, 0));
+  EXPECT_FALSE((vk::WgCoopConfig{"square", 64, 64, 64}.valid_for(shape)));
+  EXPECT_FALSE((vk::WgCoopConfig{"coarse", 128, 128, 32}.valid_for(vk::WgCoopShape{16, 16, 64, 256, 256})));
+  EXPECT_THROW((void)vk::wg_coop_matmul_source(dev.prelude(), vk::WgCoopShape{}, first, DType::f16), Error);
+  if (!info.coop_matrix_workgroup) {
+    EXPECT_EQ(vk::wg_coop_shape(dev).threads, 0u);
   }
 }
 

@@ -1,0 +1,162 @@
+// The tensor-core matmul with workgroup-scope matrices (VK_NV_cooperative_matrix2): each
+// workgroup holds one BM x BN accumulator and, per step of BK, loads a BM x BK tile of A and a
+// BK x BN tile of B straight from global memory as workgroup-scope matrices. The driver stages
+// them through shared memory and splits the product among its subgroups itself: what the
+// subgroup-scope kernel (vk_matmul_coop.cpp) does by hand with registers and barriers, the
+// driver can do with its own copies (asynchronous where the GPU has them) and more shared memory
+// than a shader may declare. Written with GL_NV_cooperative_matrix, which Debian 12's glslang
+// compiles with a workgroup scope, and turned into SPV_KHR_cooperative_matrix after validation
+// (vk_spirv_coop.h). Workgroup-scope loads take no bounds: M, N and K must be multiples of the
+// tile (whole tiles only). Same argument block as the tiled kernel (vk_matmul.cpp).
+#include <algorithm>
+#include <string>
+
+#include "devices/vulkan/vk_coop_api.h"
+#include "devices/vulkan/vk_device.h"
+#include "devices/vulkan/vk_matmul.h"
+#include "devices/vulkan/vk_shader.h"
+#include "ops/log.h"
+
+namespace kiln::vk {
+
+namespace {
+
+constexpr const char* kExtensions = R"(#extension GL_KHR_memory_scope_semantics : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_EXT_control_flow_attributes : require
+)";
+
+constexpr const char* kBody = R"(
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmU32x4s { uvec4 v[]; };
+layout(local_size_x = WG) in;
+
+void main() {
+  const uint64_t a_base = arg_u64(0), b_base = arg_u64(1), c_base = arg_u64(2);
+  const uint M = arg_u32(3), N = arg_u32(4), K = arg_u32(5), batches = arg_u32(6), nb = arg_u32(7);
+  const uint tiles_m = M / BM, n0 = gl_WorkGroupID.x * BN;
+  // Every loop bound is uniform in the workgroup, as workgroup-scope matrices require.
+  for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
+    uint64_t a_off, b_off;
+    mm_batch_offsets(bz, nb, a_off, b_off);
+    MmU32x4s A = MmU32x4s(a_base + a_off * 2ul);
+    MmU32x4s B = MmU32x4s(b_base + b_off * 2ul);
+    const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * OUT_SIZE;
+    for (uint mt = gl_WorkGroupID.y; mt < tiles_m; mt += gl_NumWorkGroups.y) {
+      const uint m0 = mt * BM;
+      fcoopmatNV<32, gl_ScopeWorkgroup, BM, BN> acc = fcoopmatNV<32, gl_ScopeWorkgroup, BM, BN>(0.0);
+      for (uint k0 = 0u; k0 < K; k0 += BK) {
+        fcoopmatNV<16, gl_ScopeWorkgroup, BM, BK> a;
+        fcoopmatNV<16, gl_ScopeWorkgroup, BK, BN> b;
+        // Offsets and strides in 16-byte words (8 halves).
+        coopMatLoadNV(a, A.v, m0 * (K / 8u) + k0 / 8u, K / 8u, false);
+        coopMatLoadNV(b, B.v, k0 * (N / 8u) + n0 / 8u, N / 8u, false);
+        acc = coopMatMulAddNV(a, b, acc);
+      }
+      STORE_TILE(acc, c_addr, m0 * N + n0, N);
+    }
+  }
+}
+)";
+
+std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
+
+}  // namespace
+
+bool WgCoopConfig::valid_for(const WgCoopShape& s) const {
+  // BK differs from BM and BN, so that A, B and the f16 output tile are three matrix types (the
+  // SPIR-V rewrite gives each type one use).
+  return s.threads != 0 && bm % s.m == 0 && bn % s.n == 0 && bk % s.k == 0 && bk % 8 == 0 && bn % 8 == 0 &&
+         std::max({bm, bn, bk}) <= s.max_dimension && bk != bm && bk != bn;
+}
+
+bool WgCoopConfig::takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) const {
+  return m % bm == 0 && n % bn == 0 && k % bk == 0 && k > 0;
+}
+
+const std::vector<WgCoopConfig>& wg_coop_configs() {
+  static const std::vector<WgCoopConfig> configs = {
+      {"w128x256x32", 128, 256, 32}, {"w128x256x64", 128, 256, 64}, {"w256x128x32", 256, 128, 32},
+      {"w128x128x32", 128, 128, 32}, {"w128x128x64", 128, 128, 64}, {"w256x256x32", 256, 256, 32},
+      {"w64x128x32", 64, 128, 32},
+  };
+  return configs;
+}
+
+std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape& shape, const WgCoopConfig& c,
+                                  DType out) {
+  KILN_CHECK(out == DType::f16 || out == DType::f32, "matmul", "the cooperative-matrix kernel writes f16 or f32");
+  KILN_CHECK(c.valid_for(shape), "matmul", std::string("workgroup cooperative-matrix configuration ") + c.name +
+                                               " does not fit the device's granularity");
+  std::string s = prelude;
+  s.insert(s.find('\n') + 1, kExtensions);
+  s += kKhrCooperativeMatrixMarker;
+  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WG = " + u(shape.threads) + ";\n";
+  if (out == DType::f16) {
+    s += "#define OUT_SIZE 2ul\n";
+    s += "#define STORE_TILE(m, addr, i, stride) { fcoopmatNV<16, gl_ScopeWorkgroup, BM, BN> h = "
+         "fcoopmatNV<16, gl_ScopeWorkgroup, BM, BN>(m); coopMatStoreNV(h, F16s(addr).v, i, stride, false); }\n";
+  } else {
+    s += "#define OUT_SIZE 4ul\n";
+    s += "#define STORE_TILE(m, addr, i, stride) coopMatStoreNV(m, F32s(addr).v, i, stride, false)\n";
+  }
+  s += glsl_matmul_common();
+  s += kBody;
+  return s;
+}
+
+WgCoopShape wg_coop_shape(const VulkanDevice& dev) {
+  const Context& ctx = dev.context();
+  if (!ctx.info().coop_matrix_workgroup) return {};
+  Coop2PropertiesNv props;
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &props;
+  vkGetPhysicalDeviceProperties2(ctx.physical(), &p2);
+  auto query = reinterpret_cast<PfnFlexibleDimensionsNv>(vkGetInstanceProcAddr(
+      ctx.instance().handle(), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  if (!query) return {};
+  std::uint32_t n = 0;
+  if (query(ctx.physical(), &n, nullptr) != VK_SUCCESS || n == 0) return {};
+  std::vector<FlexibleDimensionsNv> entries(n);
+  if (query(ctx.physical(), &n, entries.data()) != VK_SUCCESS) return {};
+  // f16 x f16 -> f32 at workgroup scope; among those, the most invocations (more subgroups to
+  // share a tile) within the device's limits.
+  WgCoopShape best;
+  std::string listed;
+  const auto& limits = ctx.limits();
+  for (const auto& e : entries) {
+    for (std::uint32_t v : {e.MGranularity, e.NGranularity, e.KGranularity}) {
+      listed += ' ';
+      listed += std::to_string(v);
+    }
+    for (std::uint32_t v : {static_cast<std::uint32_t>(e.AType), static_cast<std::uint32_t>(e.BType),
+                            static_cast<std::uint32_t>(e.CType), static_cast<std::uint32_t>(e.ResultType)}) {
+      listed += ',';
+      listed += std::to_string(v);
+    }
+    listed += ", scope ";
+    listed += std::to_string(e.scope);
+    listed += ", threads ";
+    listed += std::to_string(e.workgroupInvocations);
+    listed += ';';
+    if (e.AType != VK_COMPONENT_TYPE_FLOAT16_NV || e.BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+        e.CType != VK_COMPONENT_TYPE_FLOAT32_NV || e.ResultType != VK_COMPONENT_TYPE_FLOAT32_NV ||
+        e.scope != VK_SCOPE_WORKGROUP_NV || e.saturatingAccumulation)
+      continue;
+    const std::uint32_t threads = e.workgroupInvocations;
+    if (threads == 0 || threads > limits.maxComputeWorkGroupInvocations || threads > limits.maxComputeWorkGroupSize[0] ||
+        threads > props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize || threads <= best.threads)
+      continue;
+    best = WgCoopShape{e.MGranularity, e.NGranularity, e.KGranularity, threads,
+                       props.cooperativeMatrixFlexibleDimensionsMaxDimension};
+  }
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("vulkan workgroup cooperative matrix: max workgroup {}, max dimension {}, reserved shared {} B; "
+                   "granularity M N K, types A B C result:{}",
+                   props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize,
+                   props.cooperativeMatrixFlexibleDimensionsMaxDimension,
+                   props.cooperativeMatrixWorkgroupScopeReservedSharedMemory, listed);
+  if (best.m == 0 || best.n == 0 || best.k == 0) return {};
+  return best;
+}
+
+}  // namespace kiln::vk
