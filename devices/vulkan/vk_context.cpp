@@ -106,6 +106,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     info.coop_matrix_workgroup = has_coop_khr && has_coop2 && coop_khr.cooperativeMatrix &&
                                  coop2.cooperativeMatrixWorkgroupScope && coop2.cooperativeMatrixFlexibleDimensions &&
                                  f12.vulkanMemoryModel && f12.shaderFloat16 && f11.storageBuffer16BitAccess;
+    info.coop_matrix_tensor_loads = info.coop_matrix_workgroup && coop2.cooperativeMatrixTensorAddressing;
     info.buffer_device_address = f12.bufferDeviceAddress;
     info.shader_int64 = f2.features.shaderInt64;
     info.storage_8bit = f12.storageBuffer8BitAccess;
@@ -219,6 +220,7 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   Coop2FeaturesNv coop2;
   coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
   coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+  coop2.cooperativeMatrixTensorAddressing = info_.coop_matrix_tensor_loads;
   if (info_.coop_matrix_workgroup) {
     coop_khr.pNext = &coop2;
     coop2.pNext = f12.pNext;

@@ -36,6 +36,7 @@ struct PhysicalDeviceInfo {
   // VK_KHR_cooperative_matrix with VK_NV_cooperative_matrix2's workgroup-scope matrices of
   // flexible dimensions (the driver stages their operands through shared memory).
   bool coop_matrix_workgroup = false;
+  bool coop_matrix_tensor_loads = false;  // and its tensor addressing (OpCooperativeMatrixLoadTensorNV)
   // VK_KHR_pipeline_executable_properties: the driver's statistics of a compiled kernel
   // (registers, shared memory, spills), logged with KILN_LOG=debug.
   bool executable_statistics = false;

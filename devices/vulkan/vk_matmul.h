@@ -111,6 +111,7 @@ CoopShape coop_shape(const VulkanDevice& dev);
 // `threads` invocations. threads == 0 when the device has none.
 struct WgCoopShape {
   std::uint32_t m = 0, n = 0, k = 0, threads = 0, max_dimension = 0;
+  bool tensor_loads = false;  // the device takes tensor loads (cooperativeMatrixTensorAddressing)
 };
 
 // One configuration of the workgroup-scope kernel (vk_matmul_coop_wg.cpp): a BM x BN
@@ -119,6 +120,7 @@ struct WgCoopShape {
 struct WgCoopConfig {
   const char* name;  // stable: the autotune cache on disk stores it
   std::uint32_t bm, bn, bk;
+  bool tensor = false;  // load the tiles as tensors (SPV_NV_tensor_addressing), else as plain matrices
   bool valid_for(const WgCoopShape& s) const;
   bool takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) const;
 };

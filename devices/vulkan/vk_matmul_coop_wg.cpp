@@ -27,7 +27,8 @@ constexpr const char* kExtensions = R"(#extension GL_KHR_memory_scope_semantics 
 )";
 
 constexpr const char* kBody = R"(
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmU32x4s { uvec4 v[]; };
+// Rows start at multiples of 8 halves (K, N multiples of the tiles): 16-byte aligned.
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF16s { float16_t v[]; };
 layout(local_size_x = WG) in;
 
 void main() {
@@ -38,8 +39,8 @@ void main() {
   for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
     uint64_t a_off, b_off;
     mm_batch_offsets(bz, nb, a_off, b_off);
-    MmU32x4s A = MmU32x4s(a_base + a_off * 2ul);
-    MmU32x4s B = MmU32x4s(b_base + b_off * 2ul);
+    MmF16s A = MmF16s(a_base + a_off * 2ul);
+    MmF16s B = MmF16s(b_base + b_off * 2ul);
     const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * OUT_SIZE;
     for (uint mt = gl_WorkGroupID.y; mt < tiles_m; mt += gl_NumWorkGroups.y) {
       const uint m0 = mt * BM;
@@ -47,9 +48,8 @@ void main() {
       for (uint k0 = 0u; k0 < K; k0 += BK) {
         fcoopmatNV<16, gl_ScopeWorkgroup, BM, BK> a;
         fcoopmatNV<16, gl_ScopeWorkgroup, BK, BN> b;
-        // Offsets and strides in 16-byte words (8 halves).
-        coopMatLoadNV(a, A.v, m0 * (K / 8u) + k0 / 8u, K / 8u, false);
-        coopMatLoadNV(b, B.v, k0 * (N / 8u) + n0 / 8u, N / 8u, false);
+        coopMatLoadNV(a, A.v, m0 * K + k0, K, false);
+        coopMatLoadNV(b, B.v, k0 * N + n0, N, false);
         acc = coopMatMulAddNV(a, b, acc);
       }
       STORE_TILE(acc, c_addr, m0 * N + n0, N);
@@ -65,7 +65,7 @@ std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
 bool WgCoopConfig::valid_for(const WgCoopShape& s) const {
   // BK differs from BM and BN, so that A, B and the f16 output tile are three matrix types (the
   // SPIR-V rewrite gives each type one use).
-  return s.threads != 0 && bm % s.m == 0 && bn % s.n == 0 && bk % s.k == 0 && bk % 8 == 0 && bn % 8 == 0 &&
+  return s.threads != 0 && (s.tensor_loads || !tensor) && bm % s.m == 0 && bn % s.n == 0 && bk % s.k == 0 && bk % 8 == 0 && bn % 8 == 0 &&
          std::max({bm, bn, bk}) <= s.max_dimension && bk != bm && bk != bn;
 }
 
@@ -75,9 +75,10 @@ bool WgCoopConfig::takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) cons
 
 const std::vector<WgCoopConfig>& wg_coop_configs() {
   static const std::vector<WgCoopConfig> configs = {
-      {"w128x256x32", 128, 256, 32}, {"w128x256x64", 128, 256, 64}, {"w256x128x32", 256, 128, 32},
-      {"w128x128x32", 128, 128, 32}, {"w128x128x64", 128, 128, 64}, {"w256x256x32", 256, 256, 32},
-      {"w64x128x32", 64, 128, 32},
+      {"wt128x256x32", 128, 256, 32, true}, {"wt128x256x64", 128, 256, 64, true},
+      {"wt256x128x32", 256, 128, 32, true}, {"wt256x128x64", 256, 128, 64, true},
+      {"wt128x128x32", 128, 128, 32, true}, {"wt128x128x64", 128, 128, 64, true},
+      {"w128x256x32", 128, 256, 32},
   };
   return configs;
 }
@@ -91,6 +92,7 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
   s.insert(s.find('\n') + 1, kExtensions);
   s += kKhrCooperativeMatrixMarker;
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WG = " + u(shape.threads) + ";\n";
+  if (c.tensor) s += kTensorLoadsMarker;
   if (out == DType::f16) {
     s += "#define OUT_SIZE 2ul\n";
     s += "#define STORE_TILE(m, addr, i, stride) { fcoopmatNV<16, gl_ScopeWorkgroup, BM, BN> h = "
@@ -147,7 +149,7 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev) {
         threads > props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize || threads <= best.threads)
       continue;
     best = WgCoopShape{e.MGranularity, e.NGranularity, e.KGranularity, threads,
-                       props.cooperativeMatrixFlexibleDimensionsMaxDimension};
+                       props.cooperativeMatrixFlexibleDimensionsMaxDimension, ctx.info().coop_matrix_tensor_loads};
   }
   if (log_enabled(spdlog::level::debug))
     logger().debug("vulkan workgroup cooperative matrix: max workgroup {}, max dimension {}, reserved shared {} B; "

@@ -72,7 +72,8 @@ std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const st
   tools.SetMessageConsumer(consumer);
   if (!tools.Validate(optimized))
     throw Error(kernel_name, "generated SPIR-V does not validate:\n" + tool_log + numbered(source));
-  if (source.find(kKhrCooperativeMatrixMarker) != std::string::npos) return nv_to_khr_cooperative_matrix(optimized);
+  if (source.find(kKhrCooperativeMatrixMarker) != std::string::npos)
+    return nv_to_khr_cooperative_matrix(optimized, source.find(kTensorLoadsMarker) != std::string::npos);
   return optimized;
 }
 

@@ -33,6 +33,17 @@ enum : std::uint32_t {
   kCapCoopNV = 5357,
   kCapCoopKHR = 6022,
   kScopeSubgroup = 3,
+  kScopeWorkgroup = 2,
+  // SPV_NV_tensor_addressing and SPV_NV_cooperative_matrix2's tensor loads.
+  kOpUndef = 1,
+  kOpLoadTensorNV = 5367,
+  kOpTypeTensorLayoutNV = 5370,
+  kOpCreateTensorLayoutNV = 5372,
+  kOpTensorLayoutSetDimensionNV = 5373,
+  kOpTensorLayoutSetStrideNV = 5374,
+  kCapCoopTensorAddressingNV = 5433,
+  kCapTensorAddressingNV = 5439,
+  kClampUndefined = 0,
 };
 enum Use : std::uint32_t { kUseA = 0, kUseB = 1, kUseAccumulator = 2, kUnassigned = 99 };
 enum Layout : std::uint32_t { kRowMajor = 0, kColumnMajor = 1 };
@@ -92,7 +103,7 @@ std::string id_name(std::uint32_t id) { return "%" + std::to_string(id); }
 
 }  // namespace
 
-std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::uint32_t>& module) {
+std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::uint32_t>& module, bool tensor_loads) {
   const char* kOp = "spirv cooperative matrix rewrite";
   KILN_CHECK(module.size() >= 5 && module[0] == 0x07230203u, kOp, "not a SPIR-V module");
   std::vector<Inst> insts;
@@ -108,6 +119,7 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
   // What the rewrite reads: matrix types, value types, constants.
   std::unordered_map<std::uint32_t, std::uint32_t> type_of;      // value id -> type id
   std::unordered_map<std::uint32_t, std::uint32_t> use_of;       // NV matrix type -> Use
+  std::unordered_map<std::uint32_t, std::uint32_t> scope_of;     // NV matrix type -> scope
   std::unordered_map<std::uint32_t, bool> bool_constant;         // id -> value
   std::unordered_map<std::uint32_t, std::uint32_t> uint_constant;  // id -> value (32-bit unsigned)
   std::unordered_map<std::uint32_t, std::uint32_t> constant_id;    // value 0..2 -> an id defined before every matrix type
@@ -127,6 +139,7 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
       const auto scope = uint_constant.find(i[3]);
       KILN_CHECK(scope != uint_constant.end(), kOp, "the scope of matrix type " + id_name(i[1]) + " is no constant");
       workgroup_scope |= scope->second != kScopeSubgroup;
+      scope_of[i[1]] = scope->second;
     }
     if (i.size() >= 3 && defines_typed_value(op)) type_of[i[2]] = i[1];
   }
@@ -161,6 +174,31 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
       constant_id[v] = bound++;
       new_constants.push_back(make(kOpConstant, {uint_type, constant_id[v], v}));
     }
+  // Tensor loads: one 2-d layout type without clamping, an undefined matrix per loaded type (the
+  // load's Object: what elements outside the layout would keep; none are), and the constant 1.
+  std::uint32_t tensor_layout_type = 0, one = 0;
+  std::unordered_map<std::uint32_t, std::uint32_t> undefined_of;  // matrix type -> OpUndef id
+  std::vector<Inst> tensor_types;  // placed after the matrix types
+  if (tensor_loads) {
+    for (const auto& [id, value] : uint_constant)
+      if (value == 1 && one == 0) one = id;
+    if (one == 0) {
+      one = bound++;
+      new_constants.push_back(make(kOpConstant, {uint_type, one, 1}));
+    }
+    tensor_layout_type = bound++;
+    tensor_types.push_back(make(kOpTypeTensorLayoutNV, {tensor_layout_type, constant_id[2], constant_id[kClampUndefined]}));
+    for (const Inst& i : insts)
+      if (opcode(i) == kOpLoadNV && scope_of[i[1]] == kScopeWorkgroup && !undefined_of.count(i[1])) {
+        undefined_of[i[1]] = bound++;
+        tensor_types.push_back(make(kOpUndef, {i[1], undefined_of[i[1]]}));
+      }
+  }
+  // Rows and columns of each matrix type (ids of constants).
+  std::unordered_map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> dims_of;
+  for (const Inst& i : insts)
+    if (opcode(i) == kOpTypeCoopNV) dims_of[i[1]] = {i[4], i[5]};
+
   auto layout = [&](std::uint32_t column_major_id) {
     const auto c = bool_constant.find(column_major_id);
     KILN_CHECK(c != bool_constant.end(), kOp, "a matrix load or store whose layout " + id_name(column_major_id) +
@@ -171,16 +209,30 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
   std::vector<Inst> out;
   out.reserve(insts.size() + 4);
   bool constants_placed = false;
-  for (Inst& i : insts) {
+  std::size_t last_matrix_type = 0;
+  for (std::size_t n = 0; n < insts.size(); ++n)
+    if (opcode(insts[n]) == kOpTypeCoopNV) last_matrix_type = n;
+  for (std::size_t n = 0; n < insts.size(); ++n) {
+    Inst& i = insts[n];
+    // The tensor types follow the last matrix type (they name matrix types).
+    if (n == last_matrix_type + 1)
+      for (Inst& t : tensor_types) out.push_back(std::move(t));
     switch (opcode(i)) {
       case kOpCapability:
-        if (i[1] == kCapCoopNV) i[1] = kCapCoopKHR;
+        if (i[1] == kCapCoopNV) {
+          i[1] = kCapCoopKHR;
+          if (tensor_loads) {
+            out.push_back(make(kOpCapability, {kCapTensorAddressingNV}));
+            out.push_back(make(kOpCapability, {kCapCoopTensorAddressingNV}));
+          }
+        }
         out.push_back(std::move(i));
         break;
       case kOpExtension:
         if (literal_string(i, 1) == "SPV_NV_cooperative_matrix") {
           out.push_back(extension("SPV_KHR_cooperative_matrix"));
           if (workgroup_scope) out.push_back(extension("SPV_NV_cooperative_matrix2"));
+          if (tensor_loads) out.push_back(extension("SPV_NV_tensor_addressing"));
         } else {
           out.push_back(std::move(i));
         }
@@ -195,6 +247,25 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
         break;
       }
       case kOpLoadNV: {  // rt, id, pointer, stride, column-major, memory access...
+        if (tensor_loads && scope_of[i[1]] == kScopeWorkgroup) {
+          // A layout of the matrix's own dimensions and the load's row stride, read from the
+          // load's pointer: the same elements, given to the driver as one tensor tile.
+          KILN_CHECK(!bool_constant[i[5]], kOp, "tensor loads of column-major matrices are not supported");
+          const auto [rows, cols] = dims_of[i[1]];
+          const std::uint32_t l0 = bound++, l1 = bound++, l2 = bound++;
+          out.push_back(make(kOpCreateTensorLayoutNV, {tensor_layout_type, l0}));
+          out.push_back(make(kOpTensorLayoutSetDimensionNV, {tensor_layout_type, l1, l0, rows, cols}));
+          out.push_back(make(kOpTensorLayoutSetStrideNV, {tensor_layout_type, l2, l1, i[4], one}));
+          Inst k = make(kOpLoadTensorNV, {i[1], i[2], i[3], undefined_of[i[1]], l2});
+          if (i.size() > 6)
+            k.insert(k.end(), i.begin() + 6, i.end());  // the memory operand
+          else
+            k.push_back(0);  // MemoryAccess None
+          k.push_back(0);    // TensorAddressingOperands None
+          k[0] = static_cast<std::uint32_t>(k.size()) << 16 | kOpLoadTensorNV;
+          out.push_back(std::move(k));
+          break;
+        }
         Inst k = make(kOpLoadKHR, {i[1], i[2], i[3], layout(i[5]), i[4]});
         k.insert(k.end(), i.begin() + 6, i.end());
         k[0] = static_cast<std::uint32_t>(k.size()) << 16 | kOpLoadKHR;

@@ -23,6 +23,10 @@
 
 namespace kiln::vk {
 
-std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::uint32_t>& module);
+// tensor_loads: each workgroup-scope load becomes a tensor load (SPV_NV_tensor_addressing,
+// OpCooperativeMatrixLoadTensorNV) of a layout with the matrix's dimensions and the load's row
+// stride; row-major loads only.
+std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::uint32_t>& module,
+                                                        bool tensor_loads = false);
 
 }  // namespace kiln::vk

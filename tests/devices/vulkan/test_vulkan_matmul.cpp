@@ -390,21 +390,25 @@ TEST(VulkanMatmul, WorkgroupCooperativeMatrixKernelCompiles) {
   const vk::PhysicalDeviceInfo& info = instance->devices()[static_cast<std::size_t>(best)];
   if (!info.storage_16bit || !info.shader_float16) GTEST_SKIP() << "the prelude needs float16 types";
   vk::VulkanDevice dev(instance, info, 99, "-");
-  const vk::WgCoopShape shape{16, 16, 16, 256, 256};
+  const vk::WgCoopShape shape{16, 16, 16, 256, 256, true};
   for (const vk::WgCoopConfig& c : vk::wg_coop_configs()) {
     ASSERT_TRUE(c.valid_for(shape)) << c.name;
     for (DType out : {DType::f16, DType::f32}) {
       SCOPED_TRACE(std::string(c.name) + " " + dtype_name(out));
       std::vector<std::uint32_t> spirv;
       ASSERT_NO_THROW(spirv = vk::compile_glsl("matmul wg coop", vk::wg_coop_matmul_source(dev.prelude(), shape, c, out)));
-      std::size_t khr_types = 0, nv_ops = 0;
+      std::size_t khr_types = 0, nv_ops = 0, tensor_loads = 0, plain_loads = 0;
       for (std::size_t w = 5; w < spirv.size() && (spirv[w] >> 16) != 0; w += spirv[w] >> 16) {
         const std::uint32_t op = spirv[w] & 0xffff;
         khr_types += op == 4456;
         nv_ops += op >= 5358 && op <= 5362;
+        tensor_loads += op == 5367;
+        plain_loads += op == 4457;
       }
       EXPECT_EQ(khr_types, out == DType::f16 ? 4u : 3u);  // A, B, accumulator (and its f16 copy)
       EXPECT_EQ(nv_ops, 0u);
+      EXPECT_EQ(tensor_loads, c.tensor ? 2u : 0u);
+      EXPECT_EQ(plain_loads, c.tensor ? 0u : 2u);
     }
   }
   // Whole tiles only; granularity and the A/B/output shapes must allow one use per type.
@@ -413,7 +417,8 @@ TEST(VulkanMatmul, WorkgroupCooperativeMatrixKernelCompiles) {
   EXPECT_FALSE(first.takes(first.bm * 3 + 8, first.bn, first.bk));
   EXPECT_FALSE(first.takes(first.bm, first.bn, 0));
   EXPECT_FALSE((vk::WgCoopConfig{"square", 64, 64, 64}.valid_for(shape)));
-  EXPECT_FALSE((vk::WgCoopConfig{"coarse", 128, 128, 32}.valid_for(vk::WgCoopShape{16, 16, 64, 256, 256})));
+  EXPECT_FALSE((vk::WgCoopConfig{"coarse", 128, 128, 32}.valid_for(vk::WgCoopShape{16, 16, 64, 256, 256, true})));
+  EXPECT_FALSE((vk::WgCoopConfig{"tensor", 128, 256, 32, true}.valid_for(vk::WgCoopShape{16, 16, 16, 256, 256})));
   EXPECT_THROW((void)vk::wg_coop_matmul_source(dev.prelude(), vk::WgCoopShape{}, first, DType::f16), Error);
   if (!info.coop_matrix_workgroup) {
     EXPECT_EQ(vk::wg_coop_shape(dev).threads, 0u);

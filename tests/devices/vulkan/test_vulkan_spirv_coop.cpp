@@ -152,6 +152,72 @@ TEST(SpirvCooperativeMatrix, NvBecomesKhrWithUsesAndLayouts) {
   }
 }
 
+// Tensor loads (SPV_NV_tensor_addressing: OpTypeTensorLayoutNV 5370 = Result, Dim, ClampMode;
+// OpCreateTensorLayoutNV 5372; OpTensorLayoutSetDimensionNV 5373 and SetStrideNV 5374 = Result
+// Type, Result, Layout, values...; OpCooperativeMatrixLoadTensorNV 5367 = Result Type, Result,
+// Pointer, Object, TensorLayout, Memory Operand, Tensor Addressing Operands).
+TEST(SpirvCooperativeMatrix, WorkgroupLoadsBecomeTensorLoadsOfTheirTile) {
+  const std::string source = std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + vk::kTensorLoadsMarker + R"(
+void main() {
+  fcoopmatNV<32, gl_ScopeWorkgroup, 64, 128> acc = fcoopmatNV<32, gl_ScopeWorkgroup, 64, 128>(0.0);
+  for (uint k = 0u; k < p.K; k += 32u) {
+    fcoopmatNV<16, gl_ScopeWorkgroup, 64, 32> a;
+    fcoopmatNV<16, gl_ScopeWorkgroup, 32, 128> b;
+    coopMatLoadNV(a, p.a.v, k, p.K, false);
+    coopMatLoadNV(b, p.b.v, k * 96u, 96u, false);
+    acc = coopMatMulAddNV(a, b, acc);
+  }
+  coopMatStoreNV(acc, p.c.v, 0u, 128u, false);
+}
+)";
+  const Module m(vk::compile_glsl("coop rewrite test", source));
+  EXPECT_TRUE(m.with(4457).empty());
+  const auto ext = m.extensions();
+  EXPECT_EQ(std::count(ext.begin(), ext.end(), "SPV_NV_tensor_addressing"), 1);
+  std::vector<std::uint32_t> caps;
+  for (const auto& i : m.with(17)) caps.push_back(i[1]);
+  EXPECT_EQ(std::count(caps.begin(), caps.end(), 5439u), 1);  // TensorAddressingNV
+  EXPECT_EQ(std::count(caps.begin(), caps.end(), 5433u), 1);  // CooperativeMatrixTensorAddressingNV
+
+  const auto layout_types = m.with(5370);
+  ASSERT_EQ(layout_types.size(), 1u);
+  EXPECT_EQ(m.constant.at(layout_types[0][2]), 2u);  // two dimensions
+  EXPECT_EQ(m.constant.at(layout_types[0][3]), 0u);  // no clamping
+  std::map<std::uint32_t, std::vector<std::uint32_t>> by_result;  // value instructions by result id
+  std::map<std::uint32_t, std::size_t> index;
+  for (std::size_t n = 0; n < m.insts.size(); ++n) {
+    const auto& i = m.insts[n];
+    if (i.size() >= 3) by_result[i[2]] = i, index[i[2]] = n;
+  }
+  std::map<std::uint32_t, std::vector<std::uint32_t>> matrix;  // type id -> its instruction
+  for (const auto& t : m.with(4456)) matrix[t[1]] = t;
+  const auto loads = m.with(5367);
+  ASSERT_EQ(loads.size(), 2u);
+  std::vector<std::uint32_t> strides_seen;
+  for (const auto& l : loads) {
+    ASSERT_EQ(l.size(), 9u);  // ..., Aligned 16, tensor operands None
+    EXPECT_EQ(l[6], 2u);
+    EXPECT_EQ(l[7], 16u);
+    EXPECT_EQ(l[8], 0u);
+    const auto& type = matrix.at(l[1]);
+    EXPECT_EQ((by_result.at(l[4])[0] & 0xffff), 1u);  // Object: an OpUndef
+    EXPECT_EQ(by_result.at(l[4])[1], l[1]);           // of the loaded type
+    const auto& stride = by_result.at(l[5]);
+    ASSERT_EQ(stride[0] & 0xffff, 5374u);
+    EXPECT_EQ(stride[1], layout_types[0][1]);
+    EXPECT_EQ(m.constant.at(stride[5]), 1u);  // unit column stride
+    strides_seen.push_back(m.constant.count(stride[4]) ? m.constant.at(stride[4]) : 0u);
+    const auto& dims = by_result.at(stride[3]);
+    ASSERT_EQ(dims[0] & 0xffff, 5373u);
+    EXPECT_EQ(dims[4], type[4]);  // the matrix's rows
+    EXPECT_EQ(dims[5], type[5]);  // and columns
+    EXPECT_EQ(by_result.at(dims[3])[0] & 0xffff, 5372u);
+    EXPECT_LT(index.at(l[5]), index.at(l[2]));
+  }
+  std::sort(strides_seen.begin(), strides_seen.end());
+  EXPECT_EQ(strides_seen, (std::vector<std::uint32_t>{0u, 96u}));  // p.K (a value) for A, 96 for B
+}
+
 TEST(SpirvCooperativeMatrix, AMatrixTypeUsedAsBothOperandsIsRefused) {
   const std::string source = std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + R"(
 void main() {
