@@ -102,6 +102,11 @@ const std::vector<CoopConfig>& coop_configs();
 // multiples of the tiles.
 std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& config, DType out);
 
+// GLSL shared by the cooperative-matrix kernels: OUT_SIZE (bytes per element of C) and the macro
+// `macro`(m, addr, i, stride), which stores the f32 accumulator m (of `scope`, rows x cols) at
+// element i of C at `addr`, converted to f16 where C is f16.
+std::string coop_store_glsl(const char* macro, const char* scope, const char* rows, const char* cols, DType out);
+
 // The f16 x f16 -> f32 subgroup shape the device offers for the cooperative-matrix kernel;
 // m == 0 when it has none (or VK_NV_cooperative_matrix is not enabled).
 CoopShape coop_shape(const VulkanDevice& dev);

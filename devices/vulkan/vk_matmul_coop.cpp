@@ -144,6 +144,14 @@ std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
 
 }  // namespace
 
+std::string coop_store_glsl(const char* macro, const char* scope, const char* rows, const char* cols, DType out) {
+  const std::string m = std::string("#define ") + macro + "(m, addr, i, stride) ";
+  if (out == DType::f32) return "#define OUT_SIZE 4ul\n" + m + "coopMatStoreNV(m, F32s(addr).v, i, stride, false)\n";
+  const std::string half = std::string("fcoopmatNV<16, ") + scope + ", " + rows + ", " + cols + ">";
+  return "#define OUT_SIZE 2ul\n" + m + "{ " + half + " h = " + half +
+         "(m); coopMatStoreNV(h, F16s(addr).v, i, stride, false); }\n";
+}
+
 std::uint32_t CoopConfig::shared_words(CoopShape s) const {
   const std::uint32_t stage = bm * (bk / 8 + 1) + bk * (bn / 8 + 1);
   return std::max(stages * stage, wm * wn * s.m * s.n / 4);
@@ -181,16 +189,9 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, cons
        ", WN = " + u(c.wn) + ";\n";
   s += "#define STAGES " + std::to_string(c.stages) + "\n#define SHARED_WORDS " + std::to_string(c.shared_words(shape)) +
        "\n";
-  if (out == DType::f16) {
-    s += "#define OUT_SIZE 2ul\n";
-    s += "#define STORE_DIRECT(m, addr, i, stride) { fcoopmatNV<16, gl_ScopeSubgroup, LM, LN> h = "
-         "fcoopmatNV<16, gl_ScopeSubgroup, LM, LN>(m); coopMatStoreNV(h, F16s(addr).v, i, stride, false); }\n";
-    s += "#define STORE_ONE(addr, i, x) U16s(addr).v[i] = uint16_t(kiln_f32_to_f16(x))\n";
-  } else {
-    s += "#define OUT_SIZE 4ul\n";
-    s += "#define STORE_DIRECT(m, addr, i, stride) coopMatStoreNV(m, F32s(addr).v, i, stride, false)\n";
-    s += "#define STORE_ONE(addr, i, x) F32s(addr).v[i] = (x)\n";
-  }
+  s += coop_store_glsl("STORE_DIRECT", "gl_ScopeSubgroup", "LM", "LN", out);
+  s += out == DType::f16 ? "#define STORE_ONE(addr, i, x) U16s(addr).v[i] = uint16_t(kiln_f32_to_f16(x))\n"
+                         : "#define STORE_ONE(addr, i, x) F32s(addr).v[i] = (x)\n";
   s += glsl_matmul_common();
   s += kBody;
   return s;

@@ -98,14 +98,7 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
   s += kKhrCooperativeMatrixMarker;
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WG = " + u(shape.threads) + ";\n";
   if (c.tensor) s += kTensorLoadsMarker;
-  if (out == DType::f16) {
-    s += "#define OUT_SIZE 2ul\n";
-    s += "#define STORE_TILE(m, addr, i, stride) { fcoopmatNV<16, gl_ScopeWorkgroup, BM, BN> h = "
-         "fcoopmatNV<16, gl_ScopeWorkgroup, BM, BN>(m); coopMatStoreNV(h, F16s(addr).v, i, stride, false); }\n";
-  } else {
-    s += "#define OUT_SIZE 4ul\n";
-    s += "#define STORE_TILE(m, addr, i, stride) coopMatStoreNV(m, F32s(addr).v, i, stride, false)\n";
-  }
+  s += coop_store_glsl("STORE_TILE", "gl_ScopeWorkgroup", "BM", "BN", out);
   s += glsl_matmul_common();
   s += kBody;
   return s;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 
 #include "devices/vulkan/vk_autotune.h"
@@ -259,7 +260,7 @@ TEST(VulkanMatmul, EveryCooperativeMatrixConfigurationMatchesTheCpu) {
   const int best = vk::best_device_index(instance->devices());
   if (best < 0 || !instance->devices()[static_cast<std::size_t>(best)].coop_matrix_nv)
     GTEST_SKIP() << "no VK_NV_cooperative_matrix on this device (the kernels are compiled by "
-                    "CooperativeMatrixKernelCompiles)";
+                    "VulkanMatmulKernels.CooperativeMatrixKernelCompiles)";
   const auto& configs = vk::coop_configs();
   for (std::size_t i = 0; i < configs.size(); ++i) {
     SCOPED_TRACE(configs[i].name);
@@ -274,7 +275,7 @@ TEST(VulkanMatmul, EveryCooperativeMatrixConfigurationMatchesTheCpu) {
 
 // Every workgroup-scope configuration, forced, on f16 shapes of whole tiles (single, batched,
 // broadcast right operand folded into rows); where the device lacks VK_NV_cooperative_matrix2
-// the kernels are only compiled (WorkgroupCooperativeMatrixKernelCompiles).
+// the kernels are only compiled (VulkanMatmulKernels.WorkgroupCooperativeMatrixKernelCompiles).
 TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
   KILN_REQUIRE_VULKAN();
   auto instance = vk::Instance::get();
@@ -352,16 +353,29 @@ TEST(VulkanMatmul, AutotuneCacheRoundTrip) {
   EXPECT_EQ(vk::size_bucket(4096), 4096u);
 }
 
+// The best device with float16 types (the kernels' prelude needs them), its own, without a disk
+// cache: for compiling kernels that it may not be able to run.
+class VulkanMatmulKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KILN_REQUIRE_VULKAN();
+    instance_ = vk::Instance::get();
+    const int best = vk::best_device_index(instance_->devices());
+    ASSERT_GE(best, 0);
+    info_ = &instance_->devices()[static_cast<std::size_t>(best)];
+    if (!info_->storage_16bit || !info_->shader_float16) GTEST_SKIP() << "the prelude needs float16 types";
+    dev_ = std::make_unique<vk::VulkanDevice>(instance_, *info_, 99, "-");
+  }
+  std::shared_ptr<vk::Instance> instance_;
+  const vk::PhysicalDeviceInfo* info_ = nullptr;
+  std::unique_ptr<vk::VulkanDevice> dev_;
+};
+
 // The tensor-core kernel cannot run here (lavapipe has no cooperative matrices), but glslang
 // must accept it and the validator its SPIR-V, for every shape the kernel may be given.
-TEST(VulkanMatmul, CooperativeMatrixKernelCompiles) {
-  KILN_REQUIRE_VULKAN();
-  auto instance = vk::Instance::get();
-  const int best = vk::best_device_index(instance->devices());
-  ASSERT_GE(best, 0);
-  const vk::PhysicalDeviceInfo& info = instance->devices()[static_cast<std::size_t>(best)];
-  if (!info.storage_16bit || !info.shader_float16) GTEST_SKIP() << "the prelude needs float16 types";
-  vk::VulkanDevice dev(instance, info, 99, "-");
+TEST_F(VulkanMatmulKernels, CooperativeMatrixKernelCompiles) {
+  const vk::PhysicalDeviceInfo& info = *info_;
+  vk::VulkanDevice& dev = *dev_;
   for (const vk::CoopConfig& c : vk::coop_configs()) {
     for (vk::CoopShape s : {vk::CoopShape{16, 16, 16}, vk::CoopShape{16, 8, 16}, vk::CoopShape{16, 8, 8}}) {
       for (DType out : {DType::f16, DType::f32}) {
@@ -382,14 +396,9 @@ TEST(VulkanMatmul, CooperativeMatrixKernelCompiles) {
 
 // The workgroup-scope kernel likewise: compiled, validated and rewritten into KHR form (the
 // rewrite itself is checked in test_vulkan_spirv_coop.cpp) for every configuration.
-TEST(VulkanMatmul, WorkgroupCooperativeMatrixKernelCompiles) {
-  KILN_REQUIRE_VULKAN();
-  auto instance = vk::Instance::get();
-  const int best = vk::best_device_index(instance->devices());
-  ASSERT_GE(best, 0);
-  const vk::PhysicalDeviceInfo& info = instance->devices()[static_cast<std::size_t>(best)];
-  if (!info.storage_16bit || !info.shader_float16) GTEST_SKIP() << "the prelude needs float16 types";
-  vk::VulkanDevice dev(instance, info, 99, "-");
+TEST_F(VulkanMatmulKernels, WorkgroupCooperativeMatrixKernelCompiles) {
+  const vk::PhysicalDeviceInfo& info = *info_;
+  vk::VulkanDevice& dev = *dev_;
   const vk::WgCoopShape shape{16, 16, 16, 256, 256, true};
   for (const vk::WgCoopConfig& c : vk::wg_coop_configs()) {
     ASSERT_TRUE(c.valid_for(shape)) << c.name;

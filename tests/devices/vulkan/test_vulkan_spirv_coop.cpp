@@ -65,23 +65,28 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer F { float v
 layout(push_constant) uniform P { H a; H b; F c; uint K; } p;
 )";
 
-// A (64 x 32) row-major, B (32 x 128) column-major, into a 64 x 128 accumulator.
-constexpr const char* kProduct = R"(
+// A (64 x 32) row-major with stride K, times B (32 x 128) loaded by `b_load`, into a 64 x 128
+// accumulator.
+std::string product(const std::string& b_load) {
+  return R"(
 void main() {
   fcoopmatNV<32, gl_ScopeWorkgroup, 64, 128> acc = fcoopmatNV<32, gl_ScopeWorkgroup, 64, 128>(0.0);
   for (uint k = 0u; k < p.K; k += 32u) {
     fcoopmatNV<16, gl_ScopeWorkgroup, 64, 32> a;
     fcoopmatNV<16, gl_ScopeWorkgroup, 32, 128> b;
     coopMatLoadNV(a, p.a.v, k, p.K, false);
-    coopMatLoadNV(b, p.b.v, k, 96u, true);
+    )" + b_load + R"(
     acc = coopMatMulAddNV(a, b, acc);
   }
   coopMatStoreNV(acc, p.c.v, 0u, 128u, false);
 }
 )";
+}
+const std::string kColumnMajorB = "coopMatLoadNV(b, p.b.v, k, 96u, true);";
+const std::string kRowMajorB = "coopMatLoadNV(b, p.b.v, k * 96u, 96u, false);";
 
 TEST(SpirvCooperativeMatrix, NvBecomesKhrWithUsesAndLayouts) {
-  const std::string source = std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + kProduct;
+  const std::string source = std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + product(kColumnMajorB);
   const Module m(vk::compile_glsl("coop rewrite test", source));
 
   for (std::uint32_t nv = 5357; nv <= 5362; ++nv) EXPECT_TRUE(m.with(nv).empty()) << "NV opcode " << nv << " left";
@@ -157,19 +162,8 @@ TEST(SpirvCooperativeMatrix, NvBecomesKhrWithUsesAndLayouts) {
 // Type, Result, Layout, values...; OpCooperativeMatrixLoadTensorNV 5367 = Result Type, Result,
 // Pointer, Object, TensorLayout, Memory Operand, Tensor Addressing Operands).
 TEST(SpirvCooperativeMatrix, WorkgroupLoadsBecomeTensorLoadsOfTheirTile) {
-  const std::string source = std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + vk::kTensorLoadsMarker + R"(
-void main() {
-  fcoopmatNV<32, gl_ScopeWorkgroup, 64, 128> acc = fcoopmatNV<32, gl_ScopeWorkgroup, 64, 128>(0.0);
-  for (uint k = 0u; k < p.K; k += 32u) {
-    fcoopmatNV<16, gl_ScopeWorkgroup, 64, 32> a;
-    fcoopmatNV<16, gl_ScopeWorkgroup, 32, 128> b;
-    coopMatLoadNV(a, p.a.v, k, p.K, false);
-    coopMatLoadNV(b, p.b.v, k * 96u, 96u, false);
-    acc = coopMatMulAddNV(a, b, acc);
-  }
-  coopMatStoreNV(acc, p.c.v, 0u, 128u, false);
-}
-)";
+  const std::string source =
+      std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + vk::kTensorLoadsMarker + product(kRowMajorB);
   const Module m(vk::compile_glsl("coop rewrite test", source));
   EXPECT_TRUE(m.with(4457).empty());
   const auto ext = m.extensions();
@@ -238,7 +232,7 @@ void main() {
 }
 
 TEST(SpirvCooperativeMatrix, ModulesWithoutTheMarkerAreLeftInNvForm) {
-  const Module m(vk::compile_glsl("coop rewrite test", std::string(kHeader) + kProduct));
+  const Module m(vk::compile_glsl("coop rewrite test", std::string(kHeader) + product(kColumnMajorB)));
   EXPECT_EQ(m.with(4456).size(), 0u);
   EXPECT_EQ(m.with(5358).size(), 3u);
   EXPECT_THROW((void)vk::nv_to_khr_cooperative_matrix({1, 2, 3}), Error);
