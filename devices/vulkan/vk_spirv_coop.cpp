@@ -15,7 +15,6 @@ namespace {
 enum : std::uint32_t {
   kOpExtension = 10,
   kOpCapability = 17,
-  kOpTypeBool = 20,
   kOpTypeInt = 21,
   kOpConstantTrue = 41,
   kOpConstantFalse = 42,
@@ -250,7 +249,8 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
         if (tensor_loads && scope_of[i[1]] == kScopeWorkgroup) {
           // A layout of the matrix's own dimensions and the load's row stride, read from the
           // load's pointer: the same elements, given to the driver as one tensor tile.
-          KILN_CHECK(!bool_constant[i[5]], kOp, "tensor loads of column-major matrices are not supported");
+          KILN_CHECK(layout(i[5]) == constant_id[kRowMajor], kOp,
+                     "tensor loads of column-major matrices are not supported");
           const auto [rows, cols] = dims_of[i[1]];
           const std::uint32_t l0 = bound++, l1 = bound++, l2 = bound++;
           out.push_back(make(kOpCreateTensorLayoutNV, {tensor_layout_type, l0}));
