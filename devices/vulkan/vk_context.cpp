@@ -67,11 +67,12 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
   vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, nullptr);
   std::vector<VkExtensionProperties> exts(n_ext);
   if (n_ext) vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, exts.data());
-  bool has_coop_nv = false, has_exec_props = false, has_coop_khr = false, has_coop2 = false;
+  bool has_coop_nv = false, has_exec_props = false, has_coop_khr = false, has_coop2 = false, has_bf16 = false;
   for (const auto& e : exts) {
     has_coop_nv |= std::string(e.extensionName) == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     has_coop_khr |= std::string(e.extensionName) == kKhrCooperativeMatrixExtension;
     has_coop2 |= std::string(e.extensionName) == kNvCooperativeMatrix2Extension;
+    has_bf16 |= std::string(e.extensionName) == kKhrShaderBfloat16Extension;
     has_exec_props |= std::string(e.extensionName) == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
   }
 
@@ -91,10 +92,15 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     }
     CoopFeaturesKhr coop_khr;
     Coop2FeaturesNv coop2;
+    Bfloat16FeaturesKhr bf16;
     if (has_coop_khr && has_coop2) {
       coop_khr.pNext = &coop2;
       coop2.pNext = f12.pNext;
       f12.pNext = &coop_khr;
+      if (has_bf16) {
+        bf16.pNext = f12.pNext;
+        f12.pNext = &bf16;
+      }
     }
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.pNext = &f12;
@@ -107,6 +113,8 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
                                  coop2.cooperativeMatrixWorkgroupScope && coop2.cooperativeMatrixFlexibleDimensions &&
                                  f12.vulkanMemoryModel && f12.shaderFloat16 && f11.storageBuffer16BitAccess;
     info.coop_matrix_tensor_loads = info.coop_matrix_workgroup && coop2.cooperativeMatrixTensorAddressing;
+    info.coop_matrix_bf16 = info.coop_matrix_workgroup && has_bf16 && bf16.shaderBFloat16Type &&
+                            bf16.shaderBFloat16CooperativeMatrix;
     info.buffer_device_address = f12.bufferDeviceAddress;
     info.shader_int64 = f2.features.shaderInt64;
     info.storage_8bit = f12.storageBuffer8BitAccess;
@@ -227,6 +235,14 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
     f12.pNext = &coop_khr;
     extensions.push_back(kKhrCooperativeMatrixExtension);
     extensions.push_back(kNvCooperativeMatrix2Extension);
+  }
+  Bfloat16FeaturesKhr bf16;
+  bf16.shaderBFloat16Type = VK_TRUE;
+  bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
+  if (info_.coop_matrix_bf16) {
+    bf16.pNext = f12.pNext;
+    f12.pNext = &bf16;
+    extensions.push_back(kKhrShaderBfloat16Extension);
   }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};

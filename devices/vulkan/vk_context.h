@@ -37,6 +37,7 @@ struct PhysicalDeviceInfo {
   // flexible dimensions (the driver stages their operands through shared memory).
   bool coop_matrix_workgroup = false;
   bool coop_matrix_tensor_loads = false;  // and its tensor addressing (OpCooperativeMatrixLoadTensorNV)
+  bool coop_matrix_bf16 = false;          // and bfloat16 matrices (VK_KHR_shader_bfloat16)
   // VK_KHR_pipeline_executable_properties: the driver's statistics of a compiled kernel
   // (registers, shared memory, spills), logged with KILN_LOG=debug.
   bool executable_statistics = false;

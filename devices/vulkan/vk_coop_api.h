@@ -1,5 +1,5 @@
 // devices/vulkan private: the parts of VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2
-// that kiln uses, declared here because Debian 12's Vulkan headers (1.3.239) predate both.
+// (and VK_KHR_shader_bfloat16) that kiln uses, declared here because Debian 12's Vulkan headers (1.3.239) predate both.
 // Values and layouts are those of the Vulkan registry.
 #pragma once
 #include "devices/vulkan/vk_common.h"
@@ -8,11 +8,22 @@ namespace kiln::vk {
 
 inline constexpr const char* kKhrCooperativeMatrixExtension = "VK_KHR_cooperative_matrix";
 inline constexpr const char* kNvCooperativeMatrix2Extension = "VK_NV_cooperative_matrix2";
+inline constexpr const char* kKhrShaderBfloat16Extension = "VK_KHR_shader_bfloat16";
+inline constexpr auto kComponentTypeBfloat16 = static_cast<VkComponentTypeNV>(1000141000);
 
 inline constexpr auto kStructureCoopFeaturesKhr = static_cast<VkStructureType>(1000506000);
 inline constexpr auto kStructureCoop2FeaturesNv = static_cast<VkStructureType>(1000593000);
 inline constexpr auto kStructureFlexibleDimensionsNv = static_cast<VkStructureType>(1000593001);
 inline constexpr auto kStructureCoop2PropertiesNv = static_cast<VkStructureType>(1000593002);
+inline constexpr auto kStructureBfloat16FeaturesKhr = static_cast<VkStructureType>(1000141000);
+
+struct Bfloat16FeaturesKhr {  // VkPhysicalDeviceShaderBfloat16FeaturesKHR
+  VkStructureType sType = kStructureBfloat16FeaturesKhr;
+  void* pNext = nullptr;
+  VkBool32 shaderBFloat16Type = VK_FALSE;
+  VkBool32 shaderBFloat16DotProduct = VK_FALSE;
+  VkBool32 shaderBFloat16CooperativeMatrix = VK_FALSE;
+};
 
 struct CoopFeaturesKhr {  // VkPhysicalDeviceCooperativeMatrixFeaturesKHR
   VkStructureType sType = kStructureCoopFeaturesKhr;

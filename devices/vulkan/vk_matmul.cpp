@@ -111,7 +111,8 @@ struct Plan {
 // What one device remembers between matmuls: its tensor-core shape and the autotuner's choices.
 struct MatmulState {
   CoopShape coop;
-  WgCoopShape wg_coop;
+  WgCoopShape wg_coop, wg_coop_bf16;  // by operand dtype
+  const WgCoopShape& wg_coop_for(DType operands) const { return operands == DType::bf16 ? wg_coop_bf16 : wg_coop; }
   bool software = false;  // no autotuning unless KILN_AUTOTUNE=1
   std::unique_ptr<AutotuneCache> cache;
 };
@@ -125,7 +126,8 @@ MatmulState& state_of(VulkanDevice& dev) {
     s = std::make_unique<MatmulState>();
     const PhysicalDeviceInfo& info = dev.context().info();
     s->coop = coop_shape(dev);
-    s->wg_coop = wg_coop_shape(dev);
+    s->wg_coop = wg_coop_shape(dev, DType::f16);
+    s->wg_coop_bf16 = wg_coop_shape(dev, DType::bf16);
     s->software = info.on_host_cores();
     const std::string& dir = dev.pipelines().directory();
     s->cache = std::make_unique<AutotuneCache>(dir.empty() ? std::string() : dir + "/matmul_autotune.txt",
@@ -204,11 +206,11 @@ class Launcher {
     std::string key;
     SourceFn source;
     if (p.kernel == MatmulKernel::wg_coop) {
-      const WgCoopShape s = state_of(dev_).wg_coop;
+      const WgCoopShape s = state_of(dev_).wg_coop_for(dtype_);
       const WgCoopConfig& c = wg_coop_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
-      key = "matmul/wg_coop/" + std::to_string(s.threads) + "/" + c.name;
-      source = [this, s, &c] { return wg_coop_matmul_source(dev_.prelude(), s, c, DType::f16); };
+      key = "matmul/wg_coop/" + std::string(dtype_name(dtype_)) + "/" + std::to_string(s.threads) + "/" + c.name;
+      source = [this, s, &c] { return wg_coop_matmul_source(dev_.prelude(), s, c, dtype_, dtype_); };
     } else if (p.kernel == MatmulKernel::coop) {
       const CoopShape s = state_of(dev_).coop;
       const CoopConfig& c = coop_configs()[static_cast<std::size_t>(p.index)];
@@ -347,11 +349,12 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
   const auto& configs = tile_configs();
   const auto& coops = coop_configs();
   const auto& wgs = wg_coop_configs();
-  const bool tensor_cores = g_coop_enabled.load() && launcher.dtype() == DType::f16 && g.k > 0 && g.k % 8 == 0 &&
-                            g.n % 8 == 0;
-  const bool coop = tensor_cores && state.coop.m != 0 && default_coop(dev, state.coop) >= 0;
-  const bool wg_coop = tensor_cores && state.wg_coop.threads != 0;
-  auto wg_fits = [&](std::size_t i) { return wg_coop && i < wgs.size() && fits(wgs[i], state.wg_coop, g); };
+  const DType dtype = launcher.dtype();
+  const bool tensor_cores = g_coop_enabled.load() && g.k > 0 && g.k % 8 == 0 && g.n % 8 == 0;
+  const bool coop = tensor_cores && dtype == DType::f16 && state.coop.m != 0 && default_coop(dev, state.coop) >= 0;
+  const WgCoopShape& wg_shape = state.wg_coop_for(dtype);
+  const bool wg_coop = tensor_cores && (dtype == DType::f16 || dtype == DType::bf16) && wg_shape.threads != 0;
+  auto wg_fits = [&](std::size_t i) { return wg_coop && i < wgs.size() && fits(wgs[i], wg_shape, g); };
   if (const int forced = g_forced_wg_coop.load(); forced >= 0 && wg_fits(static_cast<std::size_t>(forced)))
     return Plan{MatmulKernel::wg_coop, forced};
   if (const int forced = g_forced_coop.load(); coop && forced >= 0 && forced < static_cast<int>(coops.size()) &&

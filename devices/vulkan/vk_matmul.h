@@ -104,7 +104,8 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, cons
 
 // GLSL shared by the cooperative-matrix kernels: OUT_SIZE (bytes per element of C) and the macro
 // `macro`(m, addr, i, stride), which stores the f32 accumulator m (of `scope`, rows x cols) at
-// element i of C at `addr`, converted to f16 where C is f16.
+// element i of C at `addr`, converted to 16 bits where C is f16 (or bf16: the matrix types of a
+// bf16 kernel are rewritten from f16, vk_spirv_coop.h).
 std::string coop_store_glsl(const char* macro, const char* scope, const char* rows, const char* cols, DType out);
 
 // The f16 x f16 -> f32 subgroup shape the device offers for the cooperative-matrix kernel;
@@ -131,11 +132,12 @@ struct WgCoopConfig {
 };
 
 const std::vector<WgCoopConfig>& wg_coop_configs();
-WgCoopShape wg_coop_shape(const VulkanDevice& dev);
-// The GLSL of the workgroup-scope kernel for f16 operands (f32 accumulation, output f16 or f32),
-// compiled into SPV_KHR_cooperative_matrix form.
+// For f16 or bf16 operands (f32 accumulators); threads == 0 when the device has none.
+WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands);
+// The GLSL of the workgroup-scope kernel for f16 or bf16 operands (f32 accumulation; output the
+// operands' dtype or f32), compiled into SPV_KHR_cooperative_matrix form.
 std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape& shape, const WgCoopConfig& config,
-                                  DType out);
+                                  DType operands, DType out);
 
 // Test hooks: force one tiled configuration (an index into tile_configs()) or one
 // cooperative-matrix configuration (into coop_configs(); used where the coop path applies) for

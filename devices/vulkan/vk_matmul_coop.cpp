@@ -146,6 +146,8 @@ std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
 
 std::string coop_store_glsl(const char* macro, const char* scope, const char* rows, const char* cols, DType out) {
   const std::string m = std::string("#define ") + macro + "(m, addr, i, stride) ";
+  KILN_CHECK(out == DType::f32 || out == DType::f16 || out == DType::bf16, "matmul",
+             "the cooperative-matrix kernels write f32, f16 or bf16");
   if (out == DType::f32) return "#define OUT_SIZE 4ul\n" + m + "coopMatStoreNV(m, F32s(addr).v, i, stride, false)\n";
   const std::string half = std::string("fcoopmatNV<16, ") + scope + ", " + rows + ", " + cols + ">";
   return "#define OUT_SIZE 2ul\n" + m + "{ " + half + " h = " + half +

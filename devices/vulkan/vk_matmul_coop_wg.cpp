@@ -89,8 +89,11 @@ const std::vector<WgCoopConfig>& wg_coop_configs() {
 }
 
 std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape& shape, const WgCoopConfig& c,
-                                  DType out) {
-  KILN_CHECK(out == DType::f16 || out == DType::f32, "matmul", "the cooperative-matrix kernel writes f16 or f32");
+                                  DType operands, DType out) {
+  KILN_CHECK(operands == DType::f16 || operands == DType::bf16, "matmul",
+             "the workgroup cooperative-matrix kernel takes f16 or bf16 operands");
+  KILN_CHECK(out == operands || out == DType::f32, "matmul",
+             "the workgroup cooperative-matrix kernel writes its operands' dtype or f32");
   KILN_CHECK(c.valid_for(shape), "matmul", std::string("workgroup cooperative-matrix configuration ") + c.name +
                                                " does not fit the device's granularity");
   std::string s = prelude;
@@ -98,15 +101,19 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
   s += kKhrCooperativeMatrixMarker;
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WG = " + u(shape.threads) + ";\n";
   if (c.tensor) s += kTensorLoadsMarker;
+  if (operands == DType::bf16) s += kBf16MatricesMarker;  // written as f16, rewritten
   s += coop_store_glsl("STORE_TILE", "gl_ScopeWorkgroup", "BM", "BN", out);
   s += glsl_matmul_common();
   s += kBody;
   return s;
 }
 
-WgCoopShape wg_coop_shape(const VulkanDevice& dev) {
+WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands) {
   const Context& ctx = dev.context();
   if (!ctx.info().coop_matrix_workgroup) return {};
+  if (operands == DType::bf16 && !ctx.info().coop_matrix_bf16) return {};
+  if (operands != DType::f16 && operands != DType::bf16) return {};
+  const VkComponentTypeNV input = operands == DType::f16 ? VK_COMPONENT_TYPE_FLOAT16_NV : kComponentTypeBfloat16;
   Coop2PropertiesNv props;
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   p2.pNext = &props;
@@ -118,7 +125,7 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev) {
   if (query(ctx.physical(), &n, nullptr) != VK_SUCCESS || n == 0) return {};
   std::vector<FlexibleDimensionsNv> entries(n);
   if (query(ctx.physical(), &n, entries.data()) != VK_SUCCESS) return {};
-  // f16 x f16 -> f32 at workgroup scope; among those, the most invocations (more subgroups to
+  // operands x operands -> f32 at workgroup scope; among those, the most invocations (more subgroups to
   // share a tile) within the device's limits.
   WgCoopShape best;
   std::string listed;
@@ -138,7 +145,7 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev) {
     listed += ", threads ";
     listed += std::to_string(e.workgroupInvocations);
     listed += ';';
-    if (e.AType != VK_COMPONENT_TYPE_FLOAT16_NV || e.BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+    if (e.AType != input || e.BType != input ||
         e.CType != VK_COMPONENT_TYPE_FLOAT32_NV || e.ResultType != VK_COMPONENT_TYPE_FLOAT32_NV ||
         e.scope != VK_SCOPE_WORKGROUP_NV || e.saturatingAccumulation)
       continue;
@@ -149,7 +156,7 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev) {
     best = WgCoopShape{e.MGranularity, e.NGranularity, e.KGranularity, threads,
                        props.cooperativeMatrixFlexibleDimensionsMaxDimension, ctx.info().coop_matrix_tensor_loads};
   }
-  if (log_enabled(spdlog::level::debug))
+  if (log_enabled(spdlog::level::debug) && operands == DType::f16)
     logger().debug("vulkan workgroup cooperative matrix: max workgroup {}, max dimension {}, reserved shared {} B; "
                    "granularity M N K, types A B C result:{}",
                    props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize,

@@ -72,8 +72,12 @@ std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const st
   tools.SetMessageConsumer(consumer);
   if (!tools.Validate(optimized))
     throw Error(kernel_name, "generated SPIR-V does not validate:\n" + tool_log + numbered(source));
-  if (source.find(kKhrCooperativeMatrixMarker) != std::string::npos)
-    return nv_to_khr_cooperative_matrix(optimized, source.find(kTensorLoadsMarker) != std::string::npos);
+  if (source.find(kKhrCooperativeMatrixMarker) != std::string::npos) {
+    CoopRewrite rewrite;
+    rewrite.tensor_loads = source.find(kTensorLoadsMarker) != std::string::npos;
+    rewrite.bf16_matrices = source.find(kBf16MatricesMarker) != std::string::npos;
+    return nv_to_khr_cooperative_matrix(optimized, rewrite);
+  }
   return optimized;
 }
 

@@ -13,6 +13,8 @@ namespace kiln::vk {
 inline constexpr const char* kKhrCooperativeMatrixMarker = "#define KILN_KHR_COOPERATIVE_MATRIX 1\n";
 // With it, workgroup-scope matrix loads also become tensor loads (vk_spirv_coop.h).
 inline constexpr const char* kTensorLoadsMarker = "#define KILN_TENSOR_LOADS 1\n";
+// With it, the kernel's f16 matrices become bf16 ones (vk_spirv_coop.h).
+inline constexpr const char* kBf16MatricesMarker = "#define KILN_BF16_MATRICES 1\n";
 
 std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source);
 

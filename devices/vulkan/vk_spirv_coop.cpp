@@ -43,6 +43,11 @@ enum : std::uint32_t {
   kCapCoopTensorAddressingNV = 5433,
   kCapTensorAddressingNV = 5439,
   kClampUndefined = 0,
+  // SPV_KHR_bfloat16.
+  kOpTypeFloat = 22,
+  kCapBFloat16Type = 5116,
+  kCapBFloat16CooperativeMatrix = 5118,
+  kEncodingBFloat16 = 0,
 };
 enum Use : std::uint32_t { kUseA = 0, kUseB = 1, kUseAccumulator = 2, kUnassigned = 99 };
 enum Layout : std::uint32_t { kRowMajor = 0, kColumnMajor = 1 };
@@ -102,7 +107,9 @@ std::string id_name(std::uint32_t id) { return "%" + std::to_string(id); }
 
 }  // namespace
 
-std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::uint32_t>& module, bool tensor_loads) {
+std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::uint32_t>& module,
+                                                        const CoopRewrite& options) {
+  const bool tensor_loads = options.tensor_loads;
   const char* kOp = "spirv cooperative matrix rewrite";
   KILN_CHECK(module.size() >= 5 && module[0] == 0x07230203u, kOp, "not a SPIR-V module");
   std::vector<Inst> insts;
@@ -122,11 +129,12 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
   std::unordered_map<std::uint32_t, bool> bool_constant;         // id -> value
   std::unordered_map<std::uint32_t, std::uint32_t> uint_constant;  // id -> value (32-bit unsigned)
   std::unordered_map<std::uint32_t, std::uint32_t> constant_id;    // value 0..2 -> an id defined before every matrix type
-  std::uint32_t uint_type = 0;
+  std::uint32_t uint_type = 0, half_type = 0;
   bool workgroup_scope = false, seen_matrix_type = false;
   for (const Inst& i : insts) {
     const std::uint32_t op = opcode(i);
     if (op == kOpTypeInt && i.size() == 4 && i[2] == 32 && i[3] == 0) uint_type = i[1];
+    if (op == kOpTypeFloat && i.size() == 3 && i[2] == 16) half_type = i[1];
     if (op == kOpConstantTrue || op == kOpConstantFalse) bool_constant[i[2]] = op == kOpConstantTrue;
     if (op == kOpConstant && i.size() == 4 && i[1] == uint_type) {
       uint_constant[i[2]] = i[3];
@@ -168,6 +176,12 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
 
   // The unsigned constants the KHR operands need (Use 0..2; layouts 0, 1), made where missing.
   std::vector<Inst> new_constants;
+  // bfloat16: one new scalar type, placed with the new constants (before every matrix type).
+  const std::uint32_t bf16_type = options.bf16_matrices ? bound++ : 0;
+  if (bf16_type) {
+    KILN_CHECK(half_type != 0, kOp, "bf16 matrices asked of a module without 16-bit floats");
+    new_constants.push_back(make(kOpTypeFloat, {bf16_type, 16, kEncodingBFloat16}));
+  }
   for (std::uint32_t v = 0; v <= 2; ++v)
     if (!constant_id.count(v)) {
       constant_id[v] = bound++;
@@ -224,6 +238,10 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
             out.push_back(make(kOpCapability, {kCapTensorAddressingNV}));
             out.push_back(make(kOpCapability, {kCapCoopTensorAddressingNV}));
           }
+          if (bf16_type) {
+            out.push_back(make(kOpCapability, {kCapBFloat16Type}));
+            out.push_back(make(kOpCapability, {kCapBFloat16CooperativeMatrix}));
+          }
         }
         out.push_back(std::move(i));
         break;
@@ -232,6 +250,7 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
           out.push_back(extension("SPV_KHR_cooperative_matrix"));
           if (workgroup_scope) out.push_back(extension("SPV_NV_cooperative_matrix2"));
           if (tensor_loads) out.push_back(extension("SPV_NV_tensor_addressing"));
+          if (bf16_type) out.push_back(extension("SPV_KHR_bfloat16"));
         } else {
           out.push_back(std::move(i));
         }
@@ -242,7 +261,8 @@ std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::u
           constants_placed = true;
         }
         const std::uint32_t use = use_of[i[1]] == kUnassigned ? kUseAccumulator : use_of[i[1]];
-        out.push_back(make(kOpTypeCoopKHR, {i[1], i[2], i[3], i[4], i[5], constant_id[use]}));
+        const std::uint32_t component = bf16_type && i[2] == half_type ? bf16_type : i[2];
+        out.push_back(make(kOpTypeCoopKHR, {i[1], component, i[3], i[4], i[5], constant_id[use]}));
         break;
       }
       case kOpLoadNV: {  // rt, id, pointer, stride, column-major, memory access...

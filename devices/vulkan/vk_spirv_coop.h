@@ -23,10 +23,18 @@
 
 namespace kiln::vk {
 
-// tensor_loads: each workgroup-scope load becomes a tensor load (SPV_NV_tensor_addressing,
-// OpCooperativeMatrixLoadTensorNV) of a layout with the matrix's dimensions and the load's row
-// stride; row-major loads only.
+struct CoopRewrite {
+  // Each workgroup-scope load becomes a tensor load (SPV_NV_tensor_addressing,
+  // OpCooperativeMatrixLoadTensorNV) of a layout with the matrix's dimensions and the load's row
+  // stride; row-major loads only.
+  bool tensor_loads = false;
+  // Every matrix type of 16-bit floats becomes one of bfloat16 (SPV_KHR_bfloat16): glslang 12 has
+  // no bfloat16 type, so a bf16 kernel is written with f16 matrices. Loads and stores move the
+  // same 16 bits; conversions from f32 accumulators round to bfloat16.
+  bool bf16_matrices = false;
+};
+
 std::vector<std::uint32_t> nv_to_khr_cooperative_matrix(const std::vector<std::uint32_t>& module,
-                                                        bool tensor_loads = false);
+                                                        const CoopRewrite& options = {});
 
 }  // namespace kiln::vk

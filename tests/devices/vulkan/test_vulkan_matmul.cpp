@@ -283,12 +283,16 @@ TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
   if (best < 0 || !instance->devices()[static_cast<std::size_t>(best)].coop_matrix_workgroup)
     GTEST_SKIP() << "no workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2) on this device";
   const auto& configs = vk::wg_coop_configs();
+  std::vector<DType> dtypes = {DType::f16};
+  if (instance->devices()[static_cast<std::size_t>(best)].coop_matrix_bf16) dtypes.push_back(DType::bf16);
   for (std::size_t i = 0; i < configs.size(); ++i) {
-    SCOPED_TRACE(configs[i].name);
     vk::force_wg_coop_config(static_cast<int>(i));
-    EXPECT_TRUE(half_matmul_matches(DType::f16, {256, 512}, {512, 512}));
-    EXPECT_TRUE(half_matmul_matches(DType::f16, {2, 512, 128}, {2, 128, 256}));  // batches
-    EXPECT_TRUE(half_matmul_matches(DType::f16, {2, 256, 64}, {64, 256}));       // rows folded
+    for (DType t : dtypes) {
+      SCOPED_TRACE(std::string(configs[i].name) + " " + dtype_name(t));
+      EXPECT_TRUE(half_matmul_matches(t, {256, 512}, {512, 512}));
+      EXPECT_TRUE(half_matmul_matches(t, {2, 512, 128}, {2, 128, 256}));  // batches
+      EXPECT_TRUE(half_matmul_matches(t, {2, 256, 64}, {64, 256}));       // rows folded
+    }
   }
   vk::force_wg_coop_config(-1);
 }
@@ -402,22 +406,27 @@ TEST_F(VulkanMatmulKernels, WorkgroupCooperativeMatrixKernelCompiles) {
   const vk::WgCoopShape shape{16, 16, 16, 256, 256, true};
   for (const vk::WgCoopConfig& c : vk::wg_coop_configs()) {
     ASSERT_TRUE(c.valid_for(shape)) << c.name;
-    for (DType out : {DType::f16, DType::f32}) {
-      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(out));
-      std::vector<std::uint32_t> spirv;
-      ASSERT_NO_THROW(spirv = vk::compile_glsl("matmul wg coop", vk::wg_coop_matmul_source(dev.prelude(), shape, c, out)));
-      std::size_t khr_types = 0, nv_ops = 0, tensor_loads = 0, plain_loads = 0;
-      for (std::size_t w = 5; w < spirv.size() && (spirv[w] >> 16) != 0; w += spirv[w] >> 16) {
-        const std::uint32_t op = spirv[w] & 0xffff;
-        khr_types += op == 4456;
-        nv_ops += op >= 5358 && op <= 5362;
-        tensor_loads += op == 5367;
-        plain_loads += op == 4457;
+    for (DType operands : {DType::f16, DType::bf16}) {
+      for (DType out : {operands, DType::f32}) {
+        SCOPED_TRACE(std::string(c.name) + " " + dtype_name(operands) + " -> " + dtype_name(out));
+        std::vector<std::uint32_t> spirv;
+        ASSERT_NO_THROW(spirv = vk::compile_glsl("matmul wg coop",
+                                                 vk::wg_coop_matmul_source(dev.prelude(), shape, c, operands, out)));
+        std::size_t khr_types = 0, nv_ops = 0, tensor_loads = 0, plain_loads = 0, bf16_types = 0;
+        for (std::size_t w = 5; w < spirv.size() && (spirv[w] >> 16) != 0; w += spirv[w] >> 16) {
+          const std::uint32_t op = spirv[w] & 0xffff;
+          khr_types += op == 4456;
+          nv_ops += op >= 5358 && op <= 5362;
+          tensor_loads += op == 5367;
+          plain_loads += op == 4457;
+          bf16_types += op == 22 && (spirv[w] >> 16) == 4 && spirv[w + 2] == 16 && spirv[w + 3] == 0;
+        }
+        EXPECT_EQ(khr_types, out == DType::f32 ? 3u : 4u);  // A, B, accumulator (and its 16-bit copy)
+        EXPECT_EQ(nv_ops, 0u);
+        EXPECT_EQ(tensor_loads, c.tensor ? 2u : 0u);
+        EXPECT_EQ(plain_loads, c.tensor ? 0u : 2u);
+        EXPECT_EQ(bf16_types, operands == DType::bf16 ? 1u : 0u);  // OpTypeFloat 16 BFloat16KHR
       }
-      EXPECT_EQ(khr_types, out == DType::f16 ? 4u : 3u);  // A, B, accumulator (and its f16 copy)
-      EXPECT_EQ(nv_ops, 0u);
-      EXPECT_EQ(tensor_loads, c.tensor ? 2u : 0u);
-      EXPECT_EQ(plain_loads, c.tensor ? 0u : 2u);
     }
   }
   // Whole tiles only; granularity and the A/B/output shapes must allow one use per type.
@@ -428,9 +437,12 @@ TEST_F(VulkanMatmulKernels, WorkgroupCooperativeMatrixKernelCompiles) {
   EXPECT_FALSE((vk::WgCoopConfig{"square", 64, 64, 64}.valid_for(shape)));
   EXPECT_FALSE((vk::WgCoopConfig{"coarse", 128, 128, 32}.valid_for(vk::WgCoopShape{16, 16, 64, 256, 256, true})));
   EXPECT_FALSE((vk::WgCoopConfig{"tensor", 128, 256, 32, true}.valid_for(vk::WgCoopShape{16, 16, 16, 256, 256})));
-  EXPECT_THROW((void)vk::wg_coop_matmul_source(dev.prelude(), vk::WgCoopShape{}, first, DType::f16), Error);
+  EXPECT_THROW((void)vk::wg_coop_matmul_source(dev.prelude(), vk::WgCoopShape{}, first, DType::f16, DType::f16), Error);
+  EXPECT_THROW((void)vk::wg_coop_matmul_source(dev.prelude(), shape, first, DType::f16, DType::bf16), Error);
+  EXPECT_THROW((void)vk::wg_coop_matmul_source(dev.prelude(), shape, first, DType::f32, DType::f32), Error);
   if (!info.coop_matrix_workgroup) {
-    EXPECT_EQ(vk::wg_coop_shape(dev).threads, 0u);
+    EXPECT_EQ(vk::wg_coop_shape(dev, DType::f16).threads, 0u);
+    EXPECT_EQ(vk::wg_coop_shape(dev, DType::bf16).threads, 0u);
   }
 }
 

@@ -212,6 +212,40 @@ TEST(SpirvCooperativeMatrix, WorkgroupLoadsBecomeTensorLoadsOfTheirTile) {
   EXPECT_EQ(strides_seen, (std::vector<std::uint32_t>{0u, 96u}));  // p.K (a value) for A, 96 for B
 }
 
+// bfloat16 (SPV_KHR_bfloat16: OpTypeFloat 22 = Result, Width, FP Encoding, BFloat16KHR = 0;
+// capabilities BFloat16TypeKHR 5116, BFloat16CooperativeMatrixKHR 5118): the 16-bit matrix types
+// take a new bfloat16 component, the f32 accumulator keeps its own.
+TEST(SpirvCooperativeMatrix, Bf16MatricesReplaceTheHalfOnes) {
+  const std::string source =
+      std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + vk::kBf16MatricesMarker + product(kRowMajorB);
+  const Module m(vk::compile_glsl("coop rewrite test", source));
+  std::uint32_t bf16 = 0, half = 0;
+  for (const auto& i : m.with(22)) {
+    if (i.size() == 4 && i[2] == 16 && i[3] == 0) bf16 = i[1];
+    if (i.size() == 3 && i[2] == 16) half = i[1];
+  }
+  ASSERT_NE(bf16, 0u);
+  EXPECT_NE(half, 0u);  // still there for the buffers' f16 arrays
+  std::size_t bf16_matrices = 0;
+  for (const auto& t : m.with(4456)) {
+    const std::uint32_t use = m.constant.at(t[6]);
+    if (use == 2) {
+      EXPECT_EQ(m.float_width.at(t[2]), 32u);  // the accumulator
+    } else {
+      EXPECT_EQ(t[2], bf16);
+      EXPECT_LT(m.defined_at.at(bf16), m.defined_at.at(t[1]));  // declared before its use
+      ++bf16_matrices;
+    }
+  }
+  EXPECT_EQ(bf16_matrices, 2u);
+  std::vector<std::uint32_t> caps;
+  for (const auto& i : m.with(17)) caps.push_back(i[1]);
+  EXPECT_EQ(std::count(caps.begin(), caps.end(), 5116u), 1);
+  EXPECT_EQ(std::count(caps.begin(), caps.end(), 5118u), 1);
+  const auto ext = m.extensions();
+  EXPECT_EQ(std::count(ext.begin(), ext.end(), "SPV_KHR_bfloat16"), 1);
+}
+
 TEST(SpirvCooperativeMatrix, AMatrixTypeUsedAsBothOperandsIsRefused) {
   const std::string source = std::string(kHeader) + vk::kKhrCooperativeMatrixMarker + R"(
 void main() {
