@@ -9,8 +9,8 @@
 //  - on devices with VK_NV_cooperative_matrix2, a tensor-core kernel on workgroup-scope matrices
 //    (WgCoopConfig), for products whose M, N, K are multiples of its tile, autotuned with the rest.
 // bf16 has no cooperative-matrix type in VK_NV_cooperative_matrix (an H200 lists f16 and 8-bit
-// integer shapes only; bf16 needs VK_KHR_cooperative_matrix with GL_KHR_cooperative_matrix,
-// which glslang 12 lacks, or NV_cooperative_matrix2), so bf16 always takes the tiled kernel.
+// integer shapes only): bf16 takes the workgroup-scope kernel where the device has bfloat16
+// matrices (VK_KHR_shader_bfloat16), else the tiled kernel.
 #pragma once
 #include <cstdint>
 #include <functional>
