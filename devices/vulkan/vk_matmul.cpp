@@ -4,9 +4,10 @@
 // operand's batch strides (0 where it is broadcast) in the argument block:
 //   0 A, 1 B, 2 C, 3 M, 4 N, 5 K, 6 batches, 7 batch dims, then per dim: size, A stride, B stride
 // The kernel for a shape: the configuration that the autotuner picked for the shape class
-// (vk_autotune.h) among the tiled ones and, for f16 where the device has tensor cores (and K, N
-// are multiples of 8), the cooperative-matrix ones (subgroup scope; workgroup scope where the
-// device has VK_NV_cooperative_matrix2 and the tiles divide M, N, K); without autotuning, the first
+// (vk_autotune.h) among the tiled ones and, where the device has tensor cores (and K, N are
+// multiples of 8), the cooperative-matrix ones: subgroup scope for f16; workgroup scope for f16
+// and bf16 where the device has VK_NV_cooperative_matrix2 (and bfloat16 matrices) and the tiles
+// divide M, N, K. Without autotuning, the first
 // cooperative-matrix configuration or a heuristic tiled one. KILN_MATMUL_CONFIG=<name> forces
 // a configuration wherever it applies. KILN_LOG=info prints each autotuning's timings.
 #include "devices/vulkan/vk_matmul.h"

@@ -8,8 +8,9 @@
 // GL_NV_cooperative_matrix, which Debian 12's glslang compiles with a workgroup scope, and turned
 // into SPV_KHR_cooperative_matrix (and tensor loads) after validation (vk_spirv_coop.h).
 // bf16 operands: the same GLSL with f16 matrices, given a bfloat16 component by the rewrite
-// (glslang 12 has no bfloat16 type). Workgroup-scope loads here take no bounds: M, N and K must be multiples of the tile (whole
-// tiles only). Same argument block as the tiled kernel (vk_matmul.cpp).
+// (glslang 12 has no bfloat16 type). Workgroup-scope loads here take no bounds: M, N and K must
+// be multiples of the tile (whole tiles only). Same argument block as the tiled kernel
+// (vk_matmul.cpp).
 #include <algorithm>
 #include <string>
 
@@ -25,7 +26,6 @@ namespace {
 
 constexpr const char* kExtensions = R"(#extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
-#extension GL_EXT_control_flow_attributes : require
 )";
 
 constexpr const char* kBody = R"(
