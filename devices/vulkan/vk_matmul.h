@@ -127,6 +127,7 @@ struct WgCoopConfig {
   const char* name;  // stable: the autotune cache on disk stores it
   std::uint32_t bm, bn, bk;
   bool tensor = false;  // load the tiles as tensors (SPV_NV_tensor_addressing), else as plain matrices
+  std::uint32_t unroll = 1;  // BK steps per trip of the k loop (then one at a time for the rest)
   bool valid_for(const WgCoopShape& s) const;
   bool takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) const;
 };

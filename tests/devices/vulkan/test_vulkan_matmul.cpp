@@ -292,6 +292,7 @@ TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
       EXPECT_TRUE(half_matmul_matches(t, {256, 512}, {512, 512}));
       EXPECT_TRUE(half_matmul_matches(t, {2, 512, 128}, {2, 128, 256}));  // batches
       EXPECT_TRUE(half_matmul_matches(t, {2, 256, 64}, {64, 256}));       // rows folded
+      EXPECT_TRUE(half_matmul_matches(t, {256, 192}, {192, 256}));        // unrolled trips and a remainder
     }
   }
   vk::force_wg_coop_config(-1);
@@ -423,8 +424,10 @@ TEST_F(VulkanMatmulKernels, WorkgroupCooperativeMatrixKernelCompiles) {
         }
         EXPECT_EQ(khr_types, out == DType::f32 ? 3u : 4u);  // A, B, accumulator (and its 16-bit copy)
         EXPECT_EQ(nv_ops, 0u);
-        EXPECT_EQ(tensor_loads, c.tensor ? 2u : 0u);
-        EXPECT_EQ(plain_loads, c.tensor ? 0u : 2u);
+        // Two loads per step: UNROLL steps per trip, and one more step for the remainder.
+        const std::size_t loads = 2u * (c.unroll + (c.unroll > 1 ? 1u : 0u));
+        EXPECT_EQ(tensor_loads, c.tensor ? loads : 0u);
+        EXPECT_EQ(plain_loads, c.tensor ? 0u : loads);
         EXPECT_EQ(bf16_types, operands == DType::bf16 ? 1u : 0u);  // OpTypeFloat 16 BFloat16KHR
       }
     }
