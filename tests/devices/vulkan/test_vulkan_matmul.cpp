@@ -292,7 +292,8 @@ TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
       EXPECT_TRUE(half_matmul_matches(t, {256, 512}, {512, 512}));
       EXPECT_TRUE(half_matmul_matches(t, {2, 512, 128}, {2, 128, 256}));  // batches
       EXPECT_TRUE(half_matmul_matches(t, {2, 256, 64}, {64, 256}));       // rows folded
-      EXPECT_TRUE(half_matmul_matches(t, {256, 192}, {192, 256}));        // unrolled trips and a remainder
+      EXPECT_TRUE(half_matmul_matches(t, {256, 192}, {192, 256}));        // fewer steps than a trip
+      EXPECT_TRUE(half_matmul_matches(t, {256, 320}, {320, 256}));        // a whole trip, then single steps
     }
   }
   vk::force_wg_coop_config(-1);
