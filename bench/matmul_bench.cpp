@@ -1,7 +1,8 @@
 // matmul_N: C = A @ B for square f32 matrices, beside OpenBLAS's cblas_sgemm called directly on
 // the same shapes in the same process (the target is kiln within 5% of it). report.py folds each
 // "matmul_N/openblas" run into matmul_N's line as the "openblas" field. On a GPU the same ids
-// time the device (no OpenBLAS twin), plus matmul_4096_f16 and matmul_4096_bf16: inputs cast on
+// time the device (no OpenBLAS twin), plus matmul_4096_f16 and matmul_4096_bf16 (and _4000_, a
+// size that is no whole number of the tensor-core kernels' tiles): inputs cast on
 // the device before the timed loop, f32 accumulation, a result of the inputs' dtype.
 #include <cblas.h>
 
@@ -73,6 +74,9 @@ void register_matmul(Device device) {
   if (cpu) return;
   apply(benchmark::RegisterBenchmark("matmul_4096_f16", kiln_matmul, device, 4096, DType::f16), gpu_policy);
   apply(benchmark::RegisterBenchmark("matmul_4096_bf16", kiln_matmul, device, 4096, DType::bf16), gpu_policy);
+  // Not whole tiles of the workgroup-scope kernel (4000 = 31.25 x 128): its padded copies.
+  apply(benchmark::RegisterBenchmark("matmul_4000_f16", kiln_matmul, device, 4000, DType::f16), gpu_policy);
+  apply(benchmark::RegisterBenchmark("matmul_4000_bf16", kiln_matmul, device, 4000, DType::bf16), gpu_policy);
 }
 
 }  // namespace kiln::bench

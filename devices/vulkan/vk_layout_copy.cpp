@@ -57,6 +57,7 @@ uint kiln_div(uint n, uint magic, uint shifts) {
 const char* raw_pointer_type(std::size_t bytes) {
   switch (bytes) {
     case 1: return "U8s";
+    case 2: return "U16s";  // f16 and bf16 (devices with 16-bit storage only)
     case 4: return "U32s";
     case 8: return "I64s";
     default: throw Error("vulkan", "no raw element type of " + std::to_string(bytes) + " bytes");
@@ -65,7 +66,8 @@ const char* raw_pointer_type(std::size_t bytes) {
 
 const char* raw_value_type(std::size_t bytes) {
   switch (bytes) {
-    case 1: return "uint";
+    case 1:
+    case 2:
     case 4: return "uint";
     case 8: return "int64_t";
     default: throw Error("vulkan", "no raw element type of " + std::to_string(bytes) + " bytes");
@@ -74,12 +76,13 @@ const char* raw_value_type(std::size_t bytes) {
 
 std::string raw_load(std::size_t bytes, const std::string& ptr, const std::string& index) {
   const std::string e = ptr + ".v[" + index + "]";
-  return bytes == 1 ? "uint(" + e + ")" : e;
+  return bytes <= 2 ? "uint(" + e + ")" : e;
 }
 
 std::string raw_store(std::size_t bytes, const std::string& ptr, const std::string& index, const std::string& value) {
   const std::string e = ptr + ".v[" + index + "] = ";
-  return bytes == 1 ? e + "uint8_t(" + value + ");" : e + value + ";";
+  if (bytes == 1) return e + "uint8_t(" + value + ");";
+  return bytes == 2 ? e + "uint16_t(" + value + ");" : e + value + ";";
 }
 
 std::uint64_t raw_word(double value, DType t) {

@@ -4,7 +4,8 @@
 // src[src_offset + sum c_d * src_stride_d] to dst[dst_offset + sum c_d * dst_stride_d]. Source
 // strides may be 0 (expand, repeat) or negative (flip); a dim may also carry bounds [lo, hi)
 // outside of which the element is the fill word instead (pad). Elements move as raw 1-, 4- or
-// 8-byte words, so every dtype shares one kernel per (element size, rank).
+// 8-byte words (2-byte ones for f16 and bf16), so every dtype shares one kernel per (element
+// size, rank).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -53,8 +54,9 @@ struct FastDiv {
 // GLSL: uint kiln_div(uint n, uint magic, uint shifts) with FastDiv's constants.
 const char* glsl_fast_div();
 
-// GLSL pointer type for raw elements of `bytes` (U8s, U32s, I64s), the type a kernel holds such
-// an element in (uint for bytes: 8-bit storage allows no 8-bit arithmetic), a load of ptr[index]
+// GLSL pointer type for raw elements of `bytes` (U8s, U16s, U32s, I64s), the type a kernel holds
+// such an element in (uint for bytes and 16-bit words: narrow storage allows no narrow
+// arithmetic), a load of ptr[index]
 // as that type and a store of it.
 const char* raw_pointer_type(std::size_t bytes);
 const char* raw_value_type(std::size_t bytes);

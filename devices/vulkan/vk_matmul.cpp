@@ -24,6 +24,7 @@
 
 #include "devices/vulkan/vk_autotune.h"
 #include "devices/vulkan/vk_device.h"
+#include "devices/vulkan/vk_layout_copy.h"
 #include "ops/log.h"
 #include "ops/registry.h"
 
@@ -93,8 +94,9 @@ Geometry geometry(const OpIr& op) {
 }
 
 // A kernel choice: a tiled configuration (index into tile_configs()), a subgroup-scope
-// cooperative-matrix one (into coop_configs()) or a workgroup-scope one (wg_coop_configs()).
-enum class MatmulKernel { tiled, coop, wg_coop };
+// cooperative-matrix one (into coop_configs()) or a workgroup-scope one (wg_coop_configs()),
+// also on copies of the operands padded with zeros to whole tiles (wg_coop_padded).
+enum class MatmulKernel { tiled, coop, wg_coop, wg_coop_padded };
 
 struct Plan {
   MatmulKernel kernel = MatmulKernel::tiled;
@@ -104,6 +106,7 @@ struct Plan {
     switch (kernel) {
       case MatmulKernel::coop: return coop_configs()[i].name;
       case MatmulKernel::wg_coop: return wg_coop_configs()[i].name;
+      case MatmulKernel::wg_coop_padded: return std::string("p") + wg_coop_configs()[i].name;
       default: return tile_configs()[i].name;
     }
   }
@@ -157,6 +160,47 @@ bool fits(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
   return c.valid_for(s) && c.takes(g.m, g.n, g.k);
 }
 
+// Products the workgroup-scope kernel takes once A and B are copied into buffers padded with
+// zeros to whole tiles, and C is copied out of one: a single matrix pair (no batch dims), any
+// M, N, K. The copies cost two reads and writes of the operands and one of C; the padding costs
+// its share of the product. Worth it where the alternative is much slower: bf16, whose other
+// kernel is the tiled one (8x slower than the workgroup-scope kernel on the H200), up to 4x the
+// work; f16, whose subgroup-scope kernel is 1.55x slower there, up to 1.3x.
+std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
+
+Geometry padded_geometry(const Geometry& g, const WgCoopConfig& c) {
+  Geometry p;
+  p.m = round_up(g.m, c.bm);
+  p.n = round_up(g.n, c.bn);
+  p.k = round_up(g.k, c.bk);
+  return p;
+}
+
+bool pads(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
+  if (!c.tensor || !c.valid_for(s) || g.batches != 1 || g.dims != 0 || g.k == 0 || c.takes(g.m, g.n, g.k)) return false;
+  const Geometry p = padded_geometry(g, c);
+  constexpr std::uint64_t kMax32 = 0xffffffffull;
+  return p.m * p.k <= kMax32 && p.k * p.n <= kMax32 && p.m * p.n <= kMax32;
+}
+
+double padded_work(const Geometry& g, const WgCoopConfig& c) {
+  const Geometry p = padded_geometry(g, c);
+  return static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) /
+         (static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k));
+}
+
+// The padded plan worth a try for this product, or -1: the configuration that pads least (the
+// first listed among equals), when its extra work stays within the dtype's bound.
+int padded_config(const WgCoopShape& s, const Geometry& g, DType dtype) {
+  const auto& wgs = wg_coop_configs();
+  int best = -1;
+  for (std::size_t i = 0; i < wgs.size(); ++i)
+    if (pads(wgs[i], s, g) && (best < 0 || padded_work(g, wgs[i]) < padded_work(g, wgs[static_cast<std::size_t>(best)])))
+      best = static_cast<int>(i);
+  const double bound = dtype == DType::bf16 ? 4.0 : 1.3;
+  return best >= 0 && padded_work(g, wgs[static_cast<std::size_t>(best)]) <= bound ? best : -1;
+}
+
 // Without autotuning: the first configuration that fits.
 int default_coop(const VulkanDevice& dev, CoopShape s) {
   const auto& configs = coop_configs();
@@ -202,6 +246,7 @@ class Launcher {
   }
 
   void run(const Plan& p) {
+    if (p.kernel == MatmulKernel::wg_coop_padded) return run_padded(p.index);
     if (args_.size() == 0) fill_args();
     std::uint32_t bm, bn;
     std::string key;
@@ -242,6 +287,59 @@ class Launcher {
   const TileVariant& variant() const { return variant_; }
 
  private:
+  // The padded copies of one configuration's plan, kept across runs (the autotuner's).
+  struct Padded {
+    int index = -1;
+    Geometry g;
+    BufferPtr a, b, c;
+    std::unique_ptr<Launcher> launcher;
+  };
+
+  // A and B into zero-padded whole tiles, the workgroup-scope kernel, C out of its padded copy.
+  void run_padded(int index) {
+    const WgCoopConfig& config = wg_coop_configs()[static_cast<std::size_t>(index)];
+    if (!padded_ || padded_->index != index) {
+      padded_ = std::make_unique<Padded>();
+      padded_->index = index;
+      padded_->g = padded_geometry(g_, config);
+      const Geometry& p = padded_->g;
+      const std::size_t e = dtype_size(dtype_);
+      padded_->a = dev_.memory().allocate(static_cast<std::size_t>(p.m * p.k) * e);
+      padded_->b = dev_.memory().allocate(static_cast<std::size_t>(p.k * p.n) * e);
+      padded_->c = dev_.memory().allocate(static_cast<std::size_t>(p.m * p.n) * e);
+      padded_->launcher =
+          std::make_unique<Launcher>(dev_, op_, padded_->a.get(), padded_->b.get(), padded_->c.get(), padded_->g);
+    }
+    const Geometry& p = padded_->g;
+    copy_matrix(a_, g_.m, g_.k, g_.k, padded_->a.get(), p.m, p.k);
+    copy_matrix(b_, g_.k, g_.n, g_.n, padded_->b.get(), p.k, p.n);
+    padded_->launcher->run(Plan{MatmulKernel::wg_coop, index});
+    ensure_output();
+    copy_matrix(padded_->c.get(), g_.m, g_.n, p.n, c_, g_.m, g_.n);
+  }
+
+  // The rows x cols matrix at src (row stride src_stride) into the dst_rows x dst_cols one at
+  // dst, zeros where src has no element.
+  void copy_matrix(const Buffer* src, std::uint64_t rows, std::uint64_t cols, std::uint64_t src_stride, const Buffer* dst,
+                   std::uint64_t dst_rows, std::uint64_t dst_cols) {
+    StridedCopy copy;
+    copy.src = src;
+    copy.dst = dst;
+    copy.elem_bytes = dtype_size(dtype_);
+    const auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+    copy.push_bounded_dim(i(dst_rows), i(src_stride), i(dst_cols), 0, i(rows));
+    copy.push_bounded_dim(i(dst_cols), 1, 1, 0, i(cols));
+    run_strided_copy(dev_, "matmul", copy);
+  }
+
+  // Without C (autotuner timing of a product whose C an epilogue replaces): a scratch C.
+  void ensure_output() {
+    if (!c_ && !epilogue_) {
+      scratch_ = dev_.memory().allocate(static_cast<std::size_t>(g_.m * g_.n * g_.batches) * dtype_size(dtype_));
+      c_ = scratch_.get();
+    }
+  }
+
   void fill_args() {
     // An empty operand (K = 0) has no memory; the kernel never reads it then.
     const Buffer* operands[2] = {a_, b_};
@@ -251,10 +349,7 @@ class Launcher {
       else
         args_.buffer(*operands[i]);
     }
-    if (!c_ && !epilogue_) {
-      scratch_ = dev_.memory().allocate(static_cast<std::size_t>(g_.m * g_.n * g_.batches) * dtype_size(dtype_));
-      c_ = scratch_.get();
-    }
+    ensure_output();
     args_.address(c_ ? VulkanDevice::address(*c_) : 0);
     args_.u64(g_.m).u64(g_.n).u64(g_.k).u64(g_.batches).u64(static_cast<std::uint64_t>(g_.dims));
     for (int d = 0; d < g_.dims; ++d) args_.u64(g_.size[d]).u64(g_.a_stride[d]).u64(g_.b_stride[d]);
@@ -271,6 +366,7 @@ class Launcher {
   TileVariant variant_;
   BufferPtr scratch_;
   LaunchArgs args_;
+  std::unique_ptr<Padded> padded_;
 };
 
 // Seconds per run of each candidate, by the host clock around complete submissions. Every
@@ -354,10 +450,17 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
   const bool tensor_cores = g_coop_enabled.load() && g.k > 0 && g.k % 8 == 0 && g.n % 8 == 0;
   const bool coop = tensor_cores && dtype == DType::f16 && state.coop.m != 0 && default_coop(dev, state.coop) >= 0;
   const WgCoopShape& wg_shape = state.wg_coop_for(dtype);
-  const bool wg_coop = tensor_cores && (dtype == DType::f16 || dtype == DType::bf16) && wg_shape.threads != 0;
+  const bool wg_available = g_coop_enabled.load() && (dtype == DType::f16 || dtype == DType::bf16) && wg_shape.threads != 0;
+  const bool wg_coop = tensor_cores && wg_available;
   auto wg_fits = [&](std::size_t i) { return wg_coop && i < wgs.size() && fits(wgs[i], wg_shape, g); };
-  if (const int forced = g_forced_wg_coop.load(); forced >= 0 && wg_fits(static_cast<std::size_t>(forced)))
-    return Plan{MatmulKernel::wg_coop, forced};
+  // Padded copies take any K and N (the copies make them multiples of the tile).
+  const int padded = wg_available ? padded_config(wg_shape, g, dtype) : -1;
+  if (const int forced = g_forced_wg_coop.load(); forced >= 0) {
+    // Forced (tests): the configuration, padded where it does not take the product as it is.
+    if (wg_fits(static_cast<std::size_t>(forced))) return Plan{MatmulKernel::wg_coop, forced};
+    if (wg_available && static_cast<std::size_t>(forced) < wgs.size() && pads(wgs[static_cast<std::size_t>(forced)], wg_shape, g))
+      return Plan{MatmulKernel::wg_coop_padded, forced};
+  }
   if (const int forced = g_forced_coop.load(); coop && forced >= 0 && forced < static_cast<int>(coops.size()) &&
                                                fits(dev, coops[static_cast<std::size_t>(forced)], state.coop))
     return Plan{MatmulKernel::coop, forced};
@@ -367,6 +470,8 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
   auto named = [&](std::string_view name) -> std::optional<Plan> {
     for (std::size_t i = 0; i < wgs.size(); ++i)
       if (wgs[i].name == name && wg_fits(i)) return Plan{MatmulKernel::wg_coop, static_cast<int>(i)};
+    if (padded >= 0 && Plan{MatmulKernel::wg_coop_padded, padded}.name() == name)
+      return Plan{MatmulKernel::wg_coop_padded, padded};
     for (std::size_t i = 0; coop && i < coops.size(); ++i)
       if (coops[i].name == name && fits(dev, coops[i], state.coop)) return Plan{MatmulKernel::coop, static_cast<int>(i)};
     for (std::size_t i = 0; i < configs.size(); ++i)
@@ -378,10 +483,11 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
     if (auto plan = named(env)) return *plan;
   if (!autotune_enabled(state.software)) {
     // Without timing, as measured on the H200: a workgroup-scope configuration with tensor loads
-    // (listed fastest first; 1.6x the subgroup kernel), else the subgroup kernel, else a
-    // workgroup-scope one with plain loads (2.5x slower than the subgroup kernel, 2x faster than
-    // the tiled one), else the tiled kernel.
+    // (listed fastest first; 1.6x the subgroup kernel), or one on padded copies, else the
+    // subgroup kernel, else a workgroup-scope one with plain loads (2.5x slower than the
+    // subgroup kernel, 2x faster than the tiled one), else the tiled kernel.
     for (bool tensor : {true, false}) {
+      if (!tensor && padded >= 0) return Plan{MatmulKernel::wg_coop_padded, padded};
       if (!tensor && coop) return Plan{MatmulKernel::coop, default_coop(dev, state.coop)};
       for (std::size_t i = 0; i < wgs.size(); ++i)
         if (wgs[i].tensor == tensor && wg_fits(i)) return Plan{MatmulKernel::wg_coop, static_cast<int>(i)};
@@ -395,6 +501,7 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
   std::vector<Plan> candidates;
   for (std::size_t i = 0; i < wgs.size(); ++i)
     if (wg_fits(i)) candidates.push_back(Plan{MatmulKernel::wg_coop, static_cast<int>(i)});
+  if (padded >= 0) candidates.push_back(Plan{MatmulKernel::wg_coop_padded, padded});
   for (std::size_t i = 0; coop && i < coops.size(); ++i)
     if (fits(dev, coops[i], state.coop)) candidates.push_back(Plan{MatmulKernel::coop, static_cast<int>(i)});
   for (std::size_t i = 0; i < configs.size(); ++i)

@@ -12,6 +12,7 @@
 
 #include "devices/vulkan/vk_autotune.h"
 #include "devices/vulkan/vk_device.h"
+#include "devices/vulkan/vk_layout_copy.h"
 #include "devices/vulkan/vk_matmul.h"
 #include "devices/vulkan/vk_shader.h"
 #include "vulkan_test_support.h"
@@ -294,6 +295,10 @@ TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
       EXPECT_TRUE(half_matmul_matches(t, {2, 256, 64}, {64, 256}));       // rows folded
       EXPECT_TRUE(half_matmul_matches(t, {256, 192}, {192, 256}));        // fewer steps than a trip
       EXPECT_TRUE(half_matmul_matches(t, {256, 320}, {320, 256}));        // a whole trip, then single steps
+      // Not whole tiles: the configuration on copies padded with zeros.
+      EXPECT_TRUE(half_matmul_matches(t, {200, 136}, {136, 264}));
+      EXPECT_TRUE(half_matmul_matches(t, {2, 100, 70}, {70, 130}));  // rows folded; K, N not multiples of 8
+      EXPECT_TRUE(half_matmul_matches(t, {2, 100, 72}, {2, 72, 136}));  // batched: not padded, the usual kernel
     }
   }
   vk::force_wg_coop_config(-1);
@@ -376,6 +381,40 @@ class VulkanMatmulKernels : public ::testing::Test {
   const vk::PhysicalDeviceInfo* info_ = nullptr;
   std::unique_ptr<vk::VulkanDevice> dev_;
 };
+
+// The padded matmul copies f16 / bf16 operands into zero-padded whole tiles as raw 16-bit words
+// (the strided copy of vk_layout_copy.h): a 3 x 5 matrix into a 4 x 8 one and back out.
+TEST_F(VulkanMatmulKernels, StridedCopyPadsSixteenBitWords) {
+  vk::VulkanDevice& dev = *dev_;
+  std::vector<std::uint16_t> src(15);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint16_t>(0x8000u + i * 257u);
+  BufferPtr a = dev.memory().allocate(src.size() * 2), padded = dev.memory().allocate(32 * 2),
+            back = dev.memory().allocate(src.size() * 2);
+  dev.write(*a, src.data(), src.size() * 2);
+  vk::StridedCopy in;
+  in.src = a.get();
+  in.dst = padded.get();
+  in.elem_bytes = 2;
+  in.fill = 0;
+  in.push_bounded_dim(4, 5, 8, 0, 3);
+  in.push_bounded_dim(8, 1, 1, 0, 5);
+  vk::run_strided_copy(dev, "matmul", in);
+  vk::StridedCopy out;
+  out.src = padded.get();
+  out.dst = back.get();
+  out.elem_bytes = 2;
+  out.push_dim(3, 8, 5);
+  out.push_dim(5, 1, 1);
+  vk::run_strided_copy(dev, "matmul", out);
+  dev.synchronize();
+  std::vector<std::uint16_t> got(32), round_trip(15);
+  dev.read(*padded, got.data(), got.size() * 2);
+  dev.read(*back, round_trip.data(), round_trip.size() * 2);
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t c = 0; c < 8; ++c)
+      EXPECT_EQ(got[r * 8 + c], r < 3 && c < 5 ? src[r * 5 + c] : 0u) << r << "," << c;
+  EXPECT_EQ(round_trip, src);
+}
 
 // The tensor-core kernel cannot run here (lavapipe has no cooperative matrices), but glslang
 // must accept it and the validator its SPIR-V, for every shape the kernel may be given.
