@@ -297,6 +297,7 @@ class Launcher {
 
   // A and B into zero-padded whole tiles, the workgroup-scope kernel, C out of its padded copy.
   void run_padded(int index) {
+    KILN_CHECK(!epilogue_, "matmul", "no fused epilogue for the cooperative-matrix kernels");
     const WgCoopConfig& config = wg_coop_configs()[static_cast<std::size_t>(index)];
     if (!padded_ || padded_->index != index) {
       padded_ = std::make_unique<Padded>();
