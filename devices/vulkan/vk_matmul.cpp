@@ -312,24 +312,23 @@ class Launcher {
           std::make_unique<Launcher>(dev_, op_, padded_->a.get(), padded_->b.get(), padded_->c.get(), padded_->g);
     }
     const Geometry& p = padded_->g;
-    copy_matrix(a_, g_.m, g_.k, g_.k, padded_->a.get(), p.m, p.k);
-    copy_matrix(b_, g_.k, g_.n, g_.n, padded_->b.get(), p.k, p.n);
+    const auto u = [](std::uint64_t v) { return static_cast<std::uint32_t>(v); };  // pads() checked
+    pad_matrix16(dev_, *a_, u(g_.m), u(g_.k), u(g_.k), *padded_->a, u(p.m), u(p.k));
+    pad_matrix16(dev_, *b_, u(g_.k), u(g_.n), u(g_.n), *padded_->b, u(p.k), u(p.n));
     padded_->launcher->run(Plan{MatmulKernel::wg_coop, index});
     ensure_output();
-    copy_matrix(padded_->c.get(), g_.m, g_.n, p.n, c_, g_.m, g_.n);
+    copy_out(padded_->c.get(), g_.m, g_.n, p.n, c_);
   }
 
-  // The rows x cols matrix at src (row stride src_stride) into the dst_rows x dst_cols one at
-  // dst, zeros where src has no element.
-  void copy_matrix(const Buffer* src, std::uint64_t rows, std::uint64_t cols, std::uint64_t src_stride, const Buffer* dst,
-                   std::uint64_t dst_rows, std::uint64_t dst_cols) {
+  // The top-left rows x cols of the padded C (row stride src_stride) into C.
+  void copy_out(const Buffer* src, std::uint64_t rows, std::uint64_t cols, std::uint64_t src_stride, const Buffer* dst) {
     StridedCopy copy;
     copy.src = src;
     copy.dst = dst;
     copy.elem_bytes = dtype_size(dtype_);
     const auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
-    copy.push_bounded_dim(i(dst_rows), i(src_stride), i(dst_cols), 0, i(rows));
-    copy.push_bounded_dim(i(dst_cols), 1, 1, 0, i(cols));
+    copy.push_dim(i(rows), i(src_stride), i(cols));
+    copy.push_dim(i(cols), 1, 1);
     run_strided_copy(dev_, "matmul", copy);
   }
 

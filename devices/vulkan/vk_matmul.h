@@ -140,6 +140,12 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands);
 std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape& shape, const WgCoopConfig& config,
                                   DType operands, DType out);
 
+// The rows x cols matrix of 16-bit words at src (row stride src_stride) into the dst_rows x
+// dst_cols one at dst, zeros outside it (dst_cols a multiple of 8; both buffers 16-byte
+// aligned): the padded operands of the workgroup-scope kernel (vk_matmul_pad.cpp).
+void pad_matrix16(VulkanDevice& dev, const Buffer& src, std::uint32_t rows, std::uint32_t cols, std::uint32_t src_stride,
+                  const Buffer& dst, std::uint32_t dst_rows, std::uint32_t dst_cols);
+
 // Test hooks: force one tiled configuration (an index into tile_configs()) or one
 // cooperative-matrix configuration (into coop_configs(); used where the coop path applies) for
 // every matmul, or -1 for the normal choice; disable the cooperative-matrix path.

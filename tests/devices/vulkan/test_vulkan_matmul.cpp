@@ -382,38 +382,42 @@ class VulkanMatmulKernels : public ::testing::Test {
   std::unique_ptr<vk::VulkanDevice> dev_;
 };
 
-// The padded matmul copies f16 / bf16 operands into zero-padded whole tiles as raw 16-bit words
-// (the strided copy of vk_layout_copy.h): a 3 x 5 matrix into a 4 x 8 one and back out.
-TEST_F(VulkanMatmulKernels, StridedCopyPadsSixteenBitWords) {
+// The padded matmul copies f16 / bf16 operands into zero-padded whole tiles (pad_matrix16: eight
+// words per thread, vector loads where a source row is 16-byte aligned) and its result out with
+// the 16-bit strided copy: a 3 x 5 matrix (rows unaligned) and a 2 x 16 one of row stride 24
+// (aligned) into padded ones, checked word by word, and the first back out.
+TEST_F(VulkanMatmulKernels, PaddedOperandCopiesMoveSixteenBitWords) {
   vk::VulkanDevice& dev = *dev_;
-  std::vector<std::uint16_t> src(15);
-  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint16_t>(0x8000u + i * 257u);
-  BufferPtr a = dev.memory().allocate(src.size() * 2), padded = dev.memory().allocate(32 * 2),
-            back = dev.memory().allocate(src.size() * 2);
-  dev.write(*a, src.data(), src.size() * 2);
-  vk::StridedCopy in;
-  in.src = a.get();
-  in.dst = padded.get();
-  in.elem_bytes = 2;
-  in.fill = 0;
-  in.push_bounded_dim(4, 5, 8, 0, 3);
-  in.push_bounded_dim(8, 1, 1, 0, 5);
-  vk::run_strided_copy(dev, "matmul", in);
-  vk::StridedCopy out;
-  out.src = padded.get();
-  out.dst = back.get();
-  out.elem_bytes = 2;
-  out.push_dim(3, 8, 5);
-  out.push_dim(5, 1, 1);
-  vk::run_strided_copy(dev, "matmul", out);
-  dev.synchronize();
-  std::vector<std::uint16_t> got(32), round_trip(15);
-  dev.read(*padded, got.data(), got.size() * 2);
-  dev.read(*back, round_trip.data(), round_trip.size() * 2);
-  for (std::size_t r = 0; r < 4; ++r)
-    for (std::size_t c = 0; c < 8; ++c)
-      EXPECT_EQ(got[r * 8 + c], r < 3 && c < 5 ? src[r * 5 + c] : 0u) << r << "," << c;
-  EXPECT_EQ(round_trip, src);
+  struct Case {
+    std::uint32_t rows, cols, stride, dst_rows, dst_cols;
+  };
+  for (const Case c : {Case{3, 5, 5, 4, 8}, Case{2, 16, 24, 3, 24}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols));
+    std::vector<std::uint16_t> src(static_cast<std::size_t>(c.rows) * c.stride);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint16_t>(0x8000u + i * 257u);
+    const std::size_t padded_words = static_cast<std::size_t>(c.dst_rows) * c.dst_cols;
+    BufferPtr a = dev.memory().allocate(src.size() * 2), padded = dev.memory().allocate(padded_words * 2);
+    dev.write(*a, src.data(), src.size() * 2);
+    vk::pad_matrix16(dev, *a, c.rows, c.cols, c.stride, *padded, c.dst_rows, c.dst_cols);
+    const std::size_t out_words = static_cast<std::size_t>(c.rows) * c.cols;
+    BufferPtr back = dev.memory().allocate(out_words * 2);
+    vk::StridedCopy out;
+    out.src = padded.get();
+    out.dst = back.get();
+    out.elem_bytes = 2;
+    out.push_dim(c.rows, c.dst_cols, c.cols);
+    out.push_dim(c.cols, 1, 1);
+    vk::run_strided_copy(dev, "matmul", out);
+    dev.synchronize();
+    std::vector<std::uint16_t> got(padded_words), round_trip(out_words);
+    dev.read(*padded, got.data(), got.size() * 2);
+    dev.read(*back, round_trip.data(), round_trip.size() * 2);
+    for (std::size_t r = 0; r < c.dst_rows; ++r)
+      for (std::size_t k = 0; k < c.dst_cols; ++k)
+        EXPECT_EQ(got[r * c.dst_cols + k], r < c.rows && k < c.cols ? src[r * c.stride + k] : 0u) << r << "," << k;
+    for (std::size_t r = 0; r < c.rows; ++r)
+      for (std::size_t k = 0; k < c.cols; ++k) EXPECT_EQ(round_trip[r * c.cols + k], src[r * c.stride + k]) << r << "," << k;
+  }
 }
 
 // The tensor-core kernel cannot run here (lavapipe has no cooperative matrices), but glslang
