@@ -160,12 +160,8 @@ bool fits(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
   return c.valid_for(s) && c.takes(g.m, g.n, g.k);
 }
 
-// Products the workgroup-scope kernel takes once A and B are copied into buffers padded with
-// zeros to whole tiles, and C is copied out of one: a single matrix pair (no batch dims), any
-// M, N, K. The copies cost two reads and writes of the operands and one of C; the padding costs
-// its share of the product. Worth it where the alternative is much slower: bf16, whose other
-// kernel is the tiled one (8x slower than the workgroup-scope kernel on the H200), up to 4x the
-// work; f16, whose subgroup-scope kernel is 1.55x slower there, up to 1.3x.
+// Padded plans (see padded_wg_coop_config in vk_matmul.h). The copies cost two reads and writes
+// of the operands and one of C; the padding costs its share of the product.
 std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
 
 Geometry padded_geometry(const Geometry& g, const WgCoopConfig& c) {
@@ -183,22 +179,22 @@ bool pads(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
   return p.m * p.k <= kMax32 && p.k * p.n <= kMax32 && p.m * p.n <= kMax32;
 }
 
-double padded_work(const Geometry& g, const WgCoopConfig& c) {
-  const Geometry p = padded_geometry(g, c);
-  return static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) /
-         (static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k));
-}
-
-// The padded plan worth a try for this product, or -1: the configuration that pads least (the
-// first listed among equals), when its extra work stays within the dtype's bound.
 int padded_config(const WgCoopShape& s, const Geometry& g, DType dtype) {
   const auto& wgs = wg_coop_configs();
   int best = -1;
-  for (std::size_t i = 0; i < wgs.size(); ++i)
-    if (pads(wgs[i], s, g) && (best < 0 || padded_work(g, wgs[i]) < padded_work(g, wgs[static_cast<std::size_t>(best)])))
-      best = static_cast<int>(i);
+  double best_work = 0;
+  for (std::size_t i = 0; i < wgs.size(); ++i) {
+    if (!pads(wgs[i], s, g)) continue;
+    const Geometry p = padded_geometry(g, wgs[i]);
+    const double work = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+    if (best < 0 || work < best_work) best = static_cast<int>(i), best_work = work;
+  }
+  // bf16's other kernel is the tiled one (8x slower than the workgroup-scope kernel on the
+  // H200); f16's is the subgroup-scope one (1.55x slower there).
   const double bound = dtype == DType::bf16 ? 4.0 : 1.3;
-  return best >= 0 && padded_work(g, wgs[static_cast<std::size_t>(best)]) <= bound ? best : -1;
+  return best >= 0 && best_work <= bound * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k)
+             ? best
+             : -1;
 }
 
 // Without autotuning: the first configuration that fits.
@@ -554,6 +550,12 @@ void matmul_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* a, co
   const Plan plan = choose(dev, state_of(dev), plain, g);
   KILN_CHECK(plan.kernel == MatmulKernel::tiled, "matmul", "no fused epilogue for the cooperative-matrix kernels");
   Launcher(dev, op, a, b, c, g, &epilogue).run(plan);
+}
+
+int padded_wg_coop_config(const WgCoopShape& shape, std::uint64_t m, std::uint64_t n, std::uint64_t k, DType operands) {
+  Geometry g;
+  g.m = m, g.n = n, g.k = k;
+  return padded_config(shape, g, operands);
 }
 
 void force_tile_config(int index) { g_forced_tile.store(index); }

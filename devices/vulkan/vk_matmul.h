@@ -140,6 +140,13 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands);
 std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape& shape, const WgCoopConfig& config,
                                   DType operands, DType out);
 
+// f16 / bf16 products of one matrix pair that are no whole tiles may run the workgroup-scope
+// kernel on copies of A and B padded with zeros to whole tiles, C copied out of a padded result
+// (tensor-load configurations only). The configuration that pads least (the first listed among
+// equals), or -1 where none pads or the padded work exceeds 1.3x the product's (f16) or 4x
+// (bf16): the padded plan the autotuner tries beside the others.
+int padded_wg_coop_config(const WgCoopShape& shape, std::uint64_t m, std::uint64_t n, std::uint64_t k, DType operands);
+
 // The rows x cols matrix of 16-bit words at src (row stride src_stride) into the dst_rows x
 // dst_cols one at dst, zeros outside it (dst_cols a multiple of 8; both buffers 16-byte
 // aligned): the padded operands of the workgroup-scope kernel (vk_matmul_pad.cpp).

@@ -295,13 +295,38 @@ TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
       EXPECT_TRUE(half_matmul_matches(t, {2, 256, 64}, {64, 256}));       // rows folded
       EXPECT_TRUE(half_matmul_matches(t, {256, 192}, {192, 256}));        // fewer steps than a trip
       EXPECT_TRUE(half_matmul_matches(t, {256, 320}, {320, 256}));        // a whole trip, then single steps
-      // Not whole tiles: the configuration on copies padded with zeros.
+      // Not whole tiles: a tensor-load configuration runs on copies padded with zeros (the plain-
+      // load one takes the usual kernel; which plan applies: PaddedPlansPadLeastWithinTheirBound).
       EXPECT_TRUE(half_matmul_matches(t, {200, 136}, {136, 264}));
       EXPECT_TRUE(half_matmul_matches(t, {2, 100, 70}, {70, 130}));  // rows folded; K, N not multiples of 8
       EXPECT_TRUE(half_matmul_matches(t, {2, 100, 72}, {2, 72, 136}));  // batched: not padded, the usual kernel
     }
   }
   vk::force_wg_coop_config(-1);
+}
+
+// Which padded plan a product gets (no device needed): the tensor-load configuration that pads
+// least, within 1.3x the work for f16 and 4x for bf16; none for whole tiles or without tensor
+// loads. Work counted by hand from the configurations' tiles.
+TEST(VulkanMatmul, PaddedPlansPadLeastWithinTheirBound) {
+  const vk::WgCoopShape tensor{32, 32, 16, 256, 1024, true}, plain{32, 32, 16, 256, 1024, false};
+  const auto& wgs = vk::wg_coop_configs();
+  auto name = [&](int i) { return i < 0 ? std::string("none") : std::string(wgs[static_cast<std::size_t>(i)].name); };
+  // 4000^3: 128 x 256 x 32 pads to 4096 x 4096 x 4000 (1.049x), as 256 x 128 does; listed first.
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 4000, 4000, 4000, DType::f16)), "wt128x256x32u8");
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 4000, 4000, 4000, DType::bf16)), "wt128x256x32u8");
+  // N = 4224 (33 x 128): tiles 128 columns wide leave N whole (4096 x 4224) and beat 4352
+  // columns of 256; 256 x 128 and 128 x 128 tie there, and 256 x 128 is listed first.
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 4000, 4224, 4000, DType::f16)), "wt256x128x32u8");
+  // 200 x 264 x 136: at best 256 x 384 x 160 (256 x 128 x 32, or 128 x 128 x 32), 2.19x: bf16 only.
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 200, 264, 136, DType::f16)), "none");
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 200, 264, 136, DType::bf16)), "wt256x128x32u8");
+  // 10 x 10 x 10: 128 x 128 x 32 is 5,243x the work.
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 10, 10, 10, DType::bf16)), "none");
+  // Whole tiles take the kernel as they are; no tensor loads, no padded plan.
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 4096, 4096, 4096, DType::f16)), "none");
+  EXPECT_EQ(name(vk::padded_wg_coop_config(plain, 4000, 4000, 4000, DType::bf16)), "none");
+  EXPECT_EQ(name(vk::padded_wg_coop_config(tensor, 4000, 4000, 0, DType::bf16)), "none");
 }
 
 TEST(VulkanMatmul, HalfTypesAreRejectedOnTheCpuAtTheCallSite) {
