@@ -12,6 +12,7 @@
 // integer shapes only): bf16 takes the workgroup-scope kernel where the device has bfloat16
 // matrices (VK_KHR_shader_bfloat16), else the tiled kernel.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -112,12 +113,22 @@ std::string coop_store_glsl(const char* macro, const char* scope, const char* ro
 // m == 0 when it has none (or VK_NV_cooperative_matrix is not enabled).
 CoopShape coop_shape(const VulkanDevice& dev);
 
+// One workgroup size the device lists for workgroup-scope matrices, and the granularity of the
+// tile dimensions at that size.
+struct WgCoopGranularity {
+  std::uint32_t m = 0, n = 0, k = 0, threads = 0;
+};
+
 // The workgroup-scope f16 x f16 -> f32 matrices a device offers (VK_NV_cooperative_matrix2):
 // tile dimensions must be multiples of m, n, k and at most max_dimension; a workgroup has
-// `threads` invocations. threads == 0 when the device has none.
+// `threads` invocations (the most the device lists). threads == 0 when the device has none.
 struct WgCoopShape {
   std::uint32_t m = 0, n = 0, k = 0, threads = 0, max_dimension = 0;
   bool tensor_loads = false;  // the device takes tensor loads (cooperativeMatrixTensorAddressing)
+  // The smaller workgroup sizes the device lists for the same types (threads == 0: none).
+  std::array<WgCoopGranularity, 4> smaller{};
+  // The granularity at `invocations` (0: the default, `threads`); threads == 0 where not listed.
+  WgCoopGranularity at(std::uint32_t invocations) const;
 };
 
 // One configuration of the workgroup-scope kernel (vk_matmul_coop_wg.cpp): a BM x BN
@@ -128,6 +139,7 @@ struct WgCoopConfig {
   std::uint32_t bm, bn, bk;
   bool tensor = false;  // load the tiles as tensors (SPV_NV_tensor_addressing), else as plain matrices
   std::uint32_t unroll = 1;  // BK steps per trip of the k loop (then one at a time for the rest)
+  std::uint32_t threads = 0;  // invocations per workgroup; 0: the most the device lists
   bool valid_for(const WgCoopShape& s) const;
   bool takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) const;
 };
@@ -142,9 +154,10 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
 
 // f16 / bf16 products of one matrix pair that are no whole tiles may run the workgroup-scope
 // kernel on copies of A and B padded with zeros to whole tiles, C copied out of a padded result
-// (tensor-load configurations only). The configuration that pads least (the first listed among
-// equals), or -1 where none pads or the padded work exceeds 1.3x the product's (f16) or 4x
-// (bf16): the padded plan the autotuner tries beside the others.
+// (tensor-load configurations only), where the padded work is at most 1.3x the product's (f16)
+// or 4x (bf16). The autotuner tries every such configuration; this is the one taken without
+// timing: the first listed (the fastest) whose padded work is within 5% of the least, or -1
+// where none pads within the bound.
 int padded_wg_coop_config(const WgCoopShape& shape, std::uint64_t m, std::uint64_t n, std::uint64_t k, DType operands);
 
 // The rows x cols matrix of 16-bit words at src (row stride src_stride) into the dst_rows x

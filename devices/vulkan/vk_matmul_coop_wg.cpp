@@ -76,11 +76,20 @@ std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
 
 }  // namespace
 
+WgCoopGranularity WgCoopShape::at(std::uint32_t invocations) const {
+  if (threads == 0) return {};
+  if (invocations == 0 || invocations == threads) return {m, n, k, threads};
+  for (const WgCoopGranularity& g : smaller)
+    if (g.threads == invocations) return g;
+  return {};
+}
+
 bool WgCoopConfig::valid_for(const WgCoopShape& s) const {
   // BK differs from BM and BN, so that A, B and the f16 output tile are three matrix types (the
   // SPIR-V rewrite gives each type one use).
-  return s.threads != 0 && (s.tensor_loads || !tensor) && bm % s.m == 0 && bn % s.n == 0 && bk % s.k == 0 && bk % 8 == 0 && bn % 8 == 0 &&
-         std::max({bm, bn, bk}) <= s.max_dimension && bk != bm && bk != bn;
+  const WgCoopGranularity g = s.at(threads);
+  return g.threads != 0 && (s.tensor_loads || !tensor) && bm % g.m == 0 && bn % g.n == 0 && bk % g.k == 0 &&
+         bk % 8 == 0 && bn % 8 == 0 && std::max({bm, bn, bk}) <= s.max_dimension && bk != bm && bk != bn;
 }
 
 bool WgCoopConfig::takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) const {
@@ -88,19 +97,26 @@ bool WgCoopConfig::takes(std::uint64_t m, std::uint64_t n, std::uint64_t k) cons
 }
 
 const std::vector<WgCoopConfig>& wg_coop_configs() {
-  // Measured on an H200 (4096^3, f16 and bf16 alike, autotuner times): tensor loads with the
-  // strides provably aligned, 8 steps per trip: 128 x 256 x 32 0.52-0.54 ms (1 step per trip
-  // 0.79, 4 steps 0.59, 16 steps 0.52-0.53), 256 x 128 0.59, BK = 64 with 4 steps 0.56, 256 x 256
-  // 1.71 (spills), BK = 16 0.81; plain loads 2.07-2.15 in every form. The hand-staged subgroup
-  // kernel: 0.82-0.84. Tried, not kept: the next step's tiles loaded before this step's product
-  // (2.5 ms), workgroups walking groups of 4 or 8 row tiles (no change), tensor loads as slices
-  // of one whole-operand layout, so that the layout stays the same across steps (2.7 ms).
+  // Listed fastest first, as measured on an H200 (4096^3, f16 and bf16 alike). The driver gives
+  // every configuration all 255 registers and stages one BK step of A and B in shared memory
+  // (its pipeline statistics), so what hides the loads' latency is a second workgroup on the
+  // SM: 128 x 128 x 64 at 128 invocations (two fit an SM) 0.474-0.493 ms with 4 steps per trip
+  // (2 steps 0.489-0.494, 8 steps 0.577-0.606), against 0.52-0.56 for the best at 256
+  // invocations (128 x 256 x 32, one per SM). Tensor loads with the strides provably aligned;
+  // plain loads 2.07-2.42 in every form. The hand-staged subgroup kernel: 0.82-0.84. Tried, not
+  // kept: the next step's tiles loaded before this step's product (2.5 ms), workgroups walking
+  // groups of 4 or 8 row tiles (no change), tensor loads as slices of one whole-operand layout
+  // (2.7 ms), A and B read through descriptor-bound storage buffers instead of addresses
+  // (0.524-0.563 against 0.534-0.553: no change), 128 x 128 x 32 at 256 invocations (0.80).
   static const std::vector<WgCoopConfig> configs = {
-      {"wt128x256x32u8", 128, 256, 32, true, 8},
-      {"wt256x128x32u8", 256, 128, 32, true, 8},
-      {"wt128x256x64u4", 128, 256, 64, true, 4},
-      {"wt128x128x32u8", 128, 128, 32, true, 8},
-      {"w128x256x32u8", 128, 256, 32, false, 8},
+      {"wt128x128x64u4t128", 128, 128, 64, true, 4, 128},  // 0.474-0.493 ms
+      {"wt128x256x32u8", 128, 256, 32, true, 8},           // 0.52-0.56
+      {"wt128x128x32u8t128", 128, 128, 32, true, 8, 128},  // 0.542-0.559
+      {"wt128x256x64u4", 128, 256, 64, true, 4},           // 0.55-0.57
+      {"wt64x256x32u8t128", 64, 256, 32, true, 8, 128},    // 0.566-0.581
+      {"wt256x128x32u8", 256, 128, 32, true, 8},           // 0.59-0.60
+      {"wt64x128x32u8t64", 64, 128, 32, true, 8, 64},      // 0.595-0.615
+      {"w128x256x32u8", 128, 256, 32, false, 8},           // 2.07-2.42: for drivers without tensor loads
   };
   return configs;
 }
@@ -116,7 +132,7 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
   std::string s = prelude;
   s.insert(s.find('\n') + 1, kExtensions);
   s += kKhrCooperativeMatrixMarker;
-  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WG = " + u(shape.threads) +
+  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WG = " + u(shape.at(c.threads).threads) +
        ";\n#define UNROLL " + std::to_string(c.unroll) + "\n";
   if (c.tensor) s += kTensorLoadsMarker;
   if (operands == DType::bf16) s += kBf16MatricesMarker;  // written as f16, rewritten
@@ -146,6 +162,7 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands) {
   // operands x operands -> f32 at workgroup scope; among those, the most invocations (more subgroups to
   // share a tile) within the device's limits.
   WgCoopShape best;
+  std::vector<WgCoopGranularity> sizes;
   std::string listed;
   const auto& limits = ctx.limits();
   for (const auto& e : entries) {
@@ -169,10 +186,20 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands) {
       continue;
     const std::uint32_t threads = e.workgroupInvocations;
     if (threads == 0 || threads > limits.maxComputeWorkGroupInvocations || threads > limits.maxComputeWorkGroupSize[0] ||
-        threads > props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize || threads <= best.threads)
+        threads > props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize)
       continue;
-    best = WgCoopShape{e.MGranularity, e.NGranularity, e.KGranularity, threads,
-                       props.cooperativeMatrixFlexibleDimensionsMaxDimension, ctx.info().coop_matrix_tensor_loads};
+    sizes.push_back({e.MGranularity, e.NGranularity, e.KGranularity, threads});
+  }
+  // The most invocations (more subgroups to share a tile) by default; some smaller sizes beside.
+  std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.threads > b.threads; });
+  std::size_t smaller = 0;
+  for (const WgCoopGranularity& g : sizes) {
+    if (best.threads == 0) {
+      best = WgCoopShape{g.m, g.n, g.k, g.threads, props.cooperativeMatrixFlexibleDimensionsMaxDimension,
+                         ctx.info().coop_matrix_tensor_loads};
+    } else if (g.threads < (smaller ? best.smaller[smaller - 1].threads : best.threads) && smaller < best.smaller.size()) {
+      best.smaller[smaller++] = g;
+    }
   }
   if (log_enabled(spdlog::level::debug) && operands == DType::f16)
     logger().debug("vulkan workgroup cooperative matrix: max workgroup {}, max dimension {}, reserved shared {} B; "
