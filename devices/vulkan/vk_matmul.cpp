@@ -327,8 +327,14 @@ class Launcher {
     copy_out(padded_->c.get(), g_.m, g_.n, p.n, c_);
   }
 
-  // The top-left rows x cols of the padded C (row stride src_stride) into C.
+  // The top-left rows x cols of the padded C (row stride src_stride) into C: where C's rows are
+  // whole 16-byte vectors, the padding copy with nothing to pad (eight words per thread), else the
+  // strided copy (one word per thread).
   void copy_out(const Buffer* src, std::uint64_t rows, std::uint64_t cols, std::uint64_t src_stride, const Buffer* dst) {
+    if (cols % 8 == 0) {
+      const auto u = [](std::uint64_t v) { return static_cast<std::uint32_t>(v); };  // pads() checked
+      return pad_matrix16(dev_, *src, u(rows), u(cols), u(src_stride), *dst, u(rows), u(cols));
+    }
     StridedCopy copy;
     copy.src = src;
     copy.dst = dst;

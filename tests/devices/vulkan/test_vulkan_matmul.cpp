@@ -433,8 +433,9 @@ class VulkanMatmulKernels : public ::testing::Test {
 
 // The padded matmul copies f16 / bf16 operands into zero-padded whole tiles (pad_matrix16: eight
 // words per thread, vector loads where a source row is 16-byte aligned) and its result out with
-// the 16-bit strided copy: a 3 x 5 matrix (rows unaligned) and a 2 x 16 one of row stride 24
-// (aligned) into padded ones, checked word by word, and the first back out.
+// the 16-bit strided copy, or with pad_matrix16 itself where C's rows are whole 16-byte vectors:
+// a 3 x 5 matrix (rows unaligned) and a 2 x 16 one of row stride 24 (aligned) into padded ones,
+// checked word by word, and both back out (the second both ways).
 TEST_F(VulkanMatmulKernels, PaddedOperandCopiesMoveSixteenBitWords) {
   vk::VulkanDevice& dev = *dev_;
   struct Case {
@@ -466,6 +467,15 @@ TEST_F(VulkanMatmulKernels, PaddedOperandCopiesMoveSixteenBitWords) {
         EXPECT_EQ(got[r * c.dst_cols + k], r < c.rows && k < c.cols ? src[r * c.stride + k] : 0u) << r << "," << k;
     for (std::size_t r = 0; r < c.rows; ++r)
       for (std::size_t k = 0; k < c.cols; ++k) EXPECT_EQ(round_trip[r * c.cols + k], src[r * c.stride + k]) << r << "," << k;
+    // Rows of whole vectors come back out through the padding copy itself, nothing to pad.
+    if (c.cols % 8 == 0) {
+      BufferPtr vector_back = dev.memory().allocate(out_words * 2);
+      vk::pad_matrix16(dev, *padded, c.rows, c.cols, c.dst_cols, *vector_back, c.rows, c.cols);
+      dev.synchronize();
+      std::vector<std::uint16_t> vector_trip(out_words);
+      dev.read(*vector_back, vector_trip.data(), vector_trip.size() * 2);
+      EXPECT_EQ(vector_trip, round_trip);
+    }
   }
 }
 
