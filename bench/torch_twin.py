@@ -24,7 +24,8 @@ Policy = collections.namedtuple("Policy", "min_time repetitions iterations", def
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
 GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
 # Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
-GPU_ONLY = {"matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16"}
+GPU_ONLY = {"matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16", "matmul_batched_f16",
+            "matmul_batched_bf16"}
 
 
 def gelu_fused(dev):
@@ -83,10 +84,14 @@ def sum_squares(dev):
     return lambda: (x * x).sum().item()
 
 
-def matmul(n, dtype=torch.float32):
+def matmul(n, dtype=torch.float32, batches=None, k=None):
+    """n x n @ n x n, or with batches: batches x (n x k @ k x n)."""
     def setup(dev):
         # Inputs drawn in f32 and cast (outside the timed loop), as kiln's benchmark does.
-        a, b = torch.randn(n, n, device=dev).to(dtype), torch.randn(n, n, device=dev).to(dtype)
+        lead = () if batches is None else (batches,)
+        kk = n if k is None else k
+        a = torch.randn(*lead, n, kk, device=dev).to(dtype)
+        b = torch.randn(*lead, kk, n, device=dev).to(dtype)
         return lambda: a @ b
     return setup
 
@@ -150,6 +155,10 @@ WORKLOADS = {
     "matmul_4096_bf16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.bfloat16)),
     "matmul_4000_f16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.float16)),
     "matmul_4000_bf16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.bfloat16)),
+    "matmul_batched_f16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,
+                           matmul(2000, torch.float16, batches=16, k=1000)),
+    "matmul_batched_bf16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,
+                            matmul(2000, torch.bfloat16, batches=16, k=1000)),
 }
 
 

@@ -164,19 +164,29 @@ bool fits(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
 // of the operands and one of C; the padding costs its share of the product.
 std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
 
+// The product on padded copies: each operand's matrices padded, as many as it has and in the
+// same order, so its batch strides count padded matrices.
 Geometry padded_geometry(const Geometry& g, const WgCoopConfig& c) {
-  Geometry p;
+  Geometry p = g;
   p.m = round_up(g.m, c.bm);
   p.n = round_up(g.n, c.bn);
   p.k = round_up(g.k, c.bk);
+  for (int d = 0; d < g.dims; ++d) {
+    p.a_stride[d] = g.a_stride[d] / (g.m * g.k) * (p.m * p.k);
+    p.b_stride[d] = g.b_stride[d] / (g.k * g.n) * (p.k * p.n);
+  }
   return p;
 }
 
 bool pads(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
-  if (!c.tensor || !c.valid_for(s) || g.batches != 1 || g.dims != 0 || g.k == 0 || c.takes(g.m, g.n, g.k)) return false;
+  if (!c.tensor || !c.valid_for(s) || g.m == 0 || g.n == 0 || g.k == 0 || c.takes(g.m, g.n, g.k)) return false;
+  // Batch strides of whole matrices (always so for contiguous operands; broadcast ones are 0).
+  for (int d = 0; d < g.dims; ++d)
+    if (g.a_stride[d] % (g.m * g.k) != 0 || g.b_stride[d] % (g.k * g.n) != 0) return false;
+  // Every element of every padded operand (at least its original) within 32-bit indices.
   const Geometry p = padded_geometry(g, c);
   constexpr std::uint64_t kMax32 = 0xffffffffull;
-  return p.m * p.k <= kMax32 && p.k * p.n <= kMax32 && p.m * p.n <= kMax32;
+  return g.batches <= kMax32 / (p.m * p.k) && g.batches <= kMax32 / (p.k * p.n) && g.batches <= kMax32 / (p.m * p.n);
 }
 
 // The configurations that pad a product within the bound, in their listed order (fastest first),
@@ -262,7 +272,8 @@ class Launcher {
       const WgCoopShape s = state_of(dev_).wg_coop_for(dtype_);
       const WgCoopConfig& c = wg_coop_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
-      key = "matmul/wg_coop/" + std::string(dtype_name(dtype_)) + "/" + std::to_string(s.at(c.threads).threads) + "/" + c.name;
+      key = "matmul/wg_coop/" + std::string(dtype_name(dtype_)) + "/" + std::to_string(s.at(c.threads).threads) + "/" +
+            c.name;
       source = [this, s, &c] { return wg_coop_matmul_source(dev_.prelude(), s, c, dtype_, dtype_); };
     } else if (p.kernel == MatmulKernel::coop) {
       const CoopShape s = state_of(dev_).coop;
@@ -312,37 +323,38 @@ class Launcher {
       padded_->g = padded_geometry(g_, config);
       const Geometry& p = padded_->g;
       const std::size_t e = dtype_size(dtype_);
-      padded_->a = dev_.memory().allocate(static_cast<std::size_t>(p.m * p.k) * e);
-      padded_->b = dev_.memory().allocate(static_cast<std::size_t>(p.k * p.n) * e);
-      padded_->c = dev_.memory().allocate(static_cast<std::size_t>(p.m * p.n) * e);
+      padded_->a = dev_.memory().allocate(static_cast<std::size_t>(matrices(0) * p.m * p.k) * e);
+      padded_->b = dev_.memory().allocate(static_cast<std::size_t>(matrices(1) * p.k * p.n) * e);
+      padded_->c = dev_.memory().allocate(static_cast<std::size_t>(g_.batches * p.m * p.n) * e);
       padded_->launcher =
           std::make_unique<Launcher>(dev_, op_, padded_->a.get(), padded_->b.get(), padded_->c.get(), padded_->g);
     }
     const Geometry& p = padded_->g;
     const auto u = [](std::uint64_t v) { return static_cast<std::uint32_t>(v); };  // pads() checked
-    pad_matrix16(dev_, *a_, u(g_.m), u(g_.k), u(g_.k), *padded_->a, u(p.m), u(p.k));
-    pad_matrix16(dev_, *b_, u(g_.k), u(g_.n), u(g_.n), *padded_->b, u(p.k), u(p.n));
+    pad_matrix16(dev_, *a_, u(g_.m), u(g_.k), u(g_.k), *padded_->a, u(p.m), u(p.k), u(matrices(0)));
+    pad_matrix16(dev_, *b_, u(g_.k), u(g_.n), u(g_.n), *padded_->b, u(p.k), u(p.n), u(matrices(1)));
     padded_->launcher->run(Plan{MatmulKernel::wg_coop, index});
     ensure_output();
-    copy_out(padded_->c.get(), g_.m, g_.n, p.n, c_);
-  }
-
-  // The top-left rows x cols of the padded C (row stride src_stride) into C: where C's rows are
-  // whole 16-byte vectors, the padding copy with nothing to pad (eight words per thread), else the
-  // strided copy (one word per thread).
-  void copy_out(const Buffer* src, std::uint64_t rows, std::uint64_t cols, std::uint64_t src_stride, const Buffer* dst) {
-    if (cols % 8 == 0) {
-      const auto u = [](std::uint64_t v) { return static_cast<std::uint32_t>(v); };  // pads() checked
-      return pad_matrix16(dev_, *src, u(rows), u(cols), u(src_stride), *dst, u(rows), u(cols));
-    }
+    // The top-left m x n of each padded C into C: where C's rows are whole 16-byte vectors, the
+    // padding copy with nothing to pad (eight words per thread), else the strided copy (one).
+    if (g_.n % 8 == 0)
+      return pad_matrix16(dev_, *padded_->c, u(g_.m), u(g_.n), u(p.n), *c_, u(g_.m), u(g_.n), u(g_.batches),
+                          u(p.m * p.n));
     StridedCopy copy;
-    copy.src = src;
-    copy.dst = dst;
+    copy.src = padded_->c.get();
+    copy.dst = c_;
     copy.elem_bytes = dtype_size(dtype_);
     const auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
-    copy.push_dim(i(rows), i(src_stride), i(cols));
-    copy.push_dim(i(cols), 1, 1);
+    copy.push_dim(i(g_.batches), i(p.m * p.n), i(g_.m * g_.n));
+    copy.push_dim(i(g_.m), i(p.n), i(g_.n));
+    copy.push_dim(i(g_.n), 1, 1);
     run_strided_copy(dev_, "matmul", copy);
+  }
+
+  // The matrices operand i holds (fewer than the batches where it is broadcast).
+  std::uint64_t matrices(int i) const {
+    const std::uint64_t words = i == 0 ? g_.m * g_.k : g_.k * g_.n;
+    return static_cast<std::uint64_t>(op_.inputs[static_cast<std::size_t>(i)].numel()) / words;
   }
 
   // Without C (autotuner timing of a product whose C an epilogue replaces): a scratch C.

@@ -162,9 +162,12 @@ int padded_wg_coop_config(const WgCoopShape& shape, std::uint64_t m, std::uint64
 
 // The rows x cols matrix of 16-bit words at src (row stride src_stride) into the dst_rows x
 // dst_cols one at dst, zeros outside it (dst_cols a multiple of 8; both buffers 16-byte
-// aligned): the padded operands of the workgroup-scope kernel (vk_matmul_pad.cpp).
+// aligned): the padded operands of the workgroup-scope kernel (vk_matmul_pad.cpp). `matrices`
+// such matrices, src_matrix_stride words apart at src (0: rows x src_stride), one after
+// another at dst. Every index fits 32 bits.
 void pad_matrix16(VulkanDevice& dev, const Buffer& src, std::uint32_t rows, std::uint32_t cols, std::uint32_t src_stride,
-                  const Buffer& dst, std::uint32_t dst_rows, std::uint32_t dst_cols);
+                  const Buffer& dst, std::uint32_t dst_rows, std::uint32_t dst_cols, std::uint32_t matrices = 1,
+                  std::uint32_t src_matrix_stride = 0);
 
 // Test hooks: force one tiled configuration (an index into tile_configs()) or one
 // cooperative-matrix configuration (into coop_configs(); used where the coop path applies) for

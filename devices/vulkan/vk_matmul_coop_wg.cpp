@@ -132,8 +132,8 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
   std::string s = prelude;
   s.insert(s.find('\n') + 1, kExtensions);
   s += kKhrCooperativeMatrixMarker;
-  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WG = " + u(shape.at(c.threads).threads) +
-       ";\n#define UNROLL " + std::to_string(c.unroll) + "\n";
+  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) +
+       ", WG = " + u(shape.at(c.threads).threads) + ";\n#define UNROLL " + std::to_string(c.unroll) + "\n";
   if (c.tensor) s += kTensorLoadsMarker;
   if (operands == DType::bf16) s += kBf16MatricesMarker;  // written as f16, rewritten
   s += coop_store_glsl("STORE_TILE", "gl_ScopeWorkgroup", "BM", "BN", out);
@@ -159,8 +159,7 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands) {
   if (query(ctx.physical(), &n, nullptr) != VK_SUCCESS || n == 0) return {};
   std::vector<FlexibleDimensionsNv> entries(n);
   if (query(ctx.physical(), &n, entries.data()) != VK_SUCCESS) return {};
-  // operands x operands -> f32 at workgroup scope; among those, the most invocations (more subgroups to
-  // share a tile) within the device's limits.
+  // operands x operands -> f32 at workgroup scope, within the device's limits.
   WgCoopShape best;
   std::vector<WgCoopGranularity> sizes;
   std::string listed;
@@ -194,12 +193,12 @@ WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands) {
   std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.threads > b.threads; });
   std::size_t smaller = 0;
   for (const WgCoopGranularity& g : sizes) {
-    if (best.threads == 0) {
+    const std::uint32_t last = smaller ? best.smaller[smaller - 1].threads : best.threads;
+    if (best.threads == 0)
       best = WgCoopShape{g.m, g.n, g.k, g.threads, props.cooperativeMatrixFlexibleDimensionsMaxDimension,
                          ctx.info().coop_matrix_tensor_loads};
-    } else if (g.threads < (smaller ? best.smaller[smaller - 1].threads : best.threads) && smaller < best.smaller.size()) {
+    else if (g.threads < last && smaller < best.smaller.size())  // one entry per size
       best.smaller[smaller++] = g;
-    }
   }
   if (log_enabled(spdlog::level::debug) && operands == DType::f16)
     logger().debug("vulkan workgroup cooperative matrix: max workgroup {}, max dimension {}, reserved shared {} B; "

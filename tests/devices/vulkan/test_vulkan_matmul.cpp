@@ -296,10 +296,14 @@ TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
       EXPECT_TRUE(half_matmul_matches(t, {256, 192}, {192, 256}));        // fewer steps than a trip
       EXPECT_TRUE(half_matmul_matches(t, {256, 320}, {320, 256}));        // a whole trip, then single steps
       // Not whole tiles: a tensor-load configuration runs on copies padded with zeros (the plain-
-      // load one takes the usual kernel; which plan applies: PaddedPlansPadLeastWithinTheirBound).
+      // load one takes the usual kernel; which plan applies: PaddedPlansPadLittleWithinTheirBound).
       EXPECT_TRUE(half_matmul_matches(t, {200, 136}, {136, 264}));
       EXPECT_TRUE(half_matmul_matches(t, {2, 100, 70}, {70, 130}));  // rows folded; K, N not multiples of 8
-      EXPECT_TRUE(half_matmul_matches(t, {2, 100, 72}, {2, 72, 136}));  // batched: not padded, the usual kernel
+      EXPECT_TRUE(half_matmul_matches(t, {2, 100, 72}, {2, 72, 136}));  // batched: every matrix padded
+      // Broadcast batch dims: A's 3 matrices and B's 2 padded once each; C's 6 copied out word by
+      // word (N = 130) and as vectors (N = 136).
+      EXPECT_TRUE(half_matmul_matches(t, {3, 1, 60, 40}, {2, 40, 130}));
+      EXPECT_TRUE(half_matmul_matches(t, {3, 1, 60, 40}, {2, 40, 136}));
     }
   }
   vk::force_wg_coop_config(-1);
@@ -476,6 +480,48 @@ TEST_F(VulkanMatmulKernels, PaddedOperandCopiesMoveSixteenBitWords) {
       dev.read(*vector_back, vector_trip.data(), vector_trip.size() * 2);
       EXPECT_EQ(vector_trip, round_trip);
     }
+  }
+}
+
+// Batched padded products copy every matrix of an operand (src_matrix_stride words apart) into
+// consecutive padded ones, and C's matrices back out: 3 matrices of 3 x 5 (unaligned) into 3 of
+// 4 x 8; 2 of 2 x 16, row stride 24 and 56 words apart (aligned, a gap between them), into 2 of
+// 3 x 24, and back out into 2 of 2 x 16 through the padding copy itself.
+TEST_F(VulkanMatmulKernels, PaddedCopiesMoveEveryMatrixOfABatch) {
+  vk::VulkanDevice& dev = *dev_;
+  struct Case {
+    std::uint32_t matrices, rows, cols, stride, matrix_stride, dst_rows, dst_cols;
+  };
+  for (const Case c : {Case{3, 3, 5, 5, 15, 4, 8}, Case{2, 2, 16, 24, 56, 3, 24}}) {
+    SCOPED_TRACE(std::to_string(c.matrices) + "x" + std::to_string(c.rows) + "x" + std::to_string(c.cols));
+    std::vector<std::uint16_t> src(static_cast<std::size_t>(c.matrices) * c.matrix_stride);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint16_t>(0x4000u + i * 263u);
+    const std::size_t per_matrix = static_cast<std::size_t>(c.dst_rows) * c.dst_cols;
+    BufferPtr a = dev.memory().allocate(src.size() * 2), padded = dev.memory().allocate(c.matrices * per_matrix * 2);
+    dev.write(*a, src.data(), src.size() * 2);
+    vk::pad_matrix16(dev, *a, c.rows, c.cols, c.stride, *padded, c.dst_rows, c.dst_cols, c.matrices, c.matrix_stride);
+    std::vector<std::uint16_t> got(c.matrices * per_matrix);
+    dev.synchronize();
+    dev.read(*padded, got.data(), got.size() * 2);
+    for (std::size_t m = 0; m < c.matrices; ++m)
+      for (std::size_t r = 0; r < c.dst_rows; ++r)
+        for (std::size_t k = 0; k < c.dst_cols; ++k)
+          EXPECT_EQ(got[m * per_matrix + r * c.dst_cols + k],
+                    r < c.rows && k < c.cols ? src[m * c.matrix_stride + r * c.stride + k] : 0u)
+              << m << "," << r << "," << k;
+    if (c.cols % 8 != 0) continue;
+    const std::size_t out_words = static_cast<std::size_t>(c.matrices) * c.rows * c.cols;
+    BufferPtr back = dev.memory().allocate(out_words * 2);
+    vk::pad_matrix16(dev, *padded, c.rows, c.cols, c.dst_cols, *back, c.rows, c.cols, c.matrices,
+                     static_cast<std::uint32_t>(per_matrix));
+    std::vector<std::uint16_t> out(out_words);
+    dev.synchronize();
+    dev.read(*back, out.data(), out.size() * 2);
+    for (std::size_t m = 0; m < c.matrices; ++m)
+      for (std::size_t r = 0; r < c.rows; ++r)
+        for (std::size_t k = 0; k < c.cols; ++k)
+          EXPECT_EQ(out[(m * c.rows + r) * c.cols + k], src[m * c.matrix_stride + r * c.stride + k])
+              << m << "," << r << "," << k;
   }
 }
 
