@@ -7,7 +7,8 @@
 //    devices that expose VK_NV_cooperative_matrix with an f16 x f16 -> f32 shape; several
 //    configurations (CoopConfig), autotuned together with the tiled ones;
 //  - on devices with VK_NV_cooperative_matrix2, a tensor-core kernel on workgroup-scope matrices
-//    (WgCoopConfig), for products whose M, N, K are multiples of its tile, autotuned with the rest.
+//    (WgCoopConfig), for products whose M, N, K are multiples of its tile, or on copies of the
+//    operands padded to whole tiles (padded_wg_coop_config), autotuned with the rest.
 // bf16 has no cooperative-matrix type in VK_NV_cooperative_matrix (an H200 lists f16 and 8-bit
 // integer shapes only): bf16 takes the workgroup-scope kernel where the device has bfloat16
 // matrices (VK_KHR_shader_bfloat16), else the tiled kernel.
