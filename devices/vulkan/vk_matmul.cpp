@@ -199,23 +199,24 @@ std::vector<int> padded_configs(const WgCoopShape& s, const Geometry& g, DType d
   // H200); f16's is the subgroup-scope one (1.55x slower there).
   const double bound = (dtype == DType::bf16 ? 4.0 : 1.3) * static_cast<double>(g.m) * static_cast<double>(g.n) *
                        static_cast<double>(g.k);
-  std::vector<std::pair<int, double>> within;
-  double least = 0;
+  std::vector<int> within;  // listed order
+  std::vector<double> work;
   for (std::size_t i = 0; i < wgs.size(); ++i) {
     if (!pads(wgs[i], s, g)) continue;
     const Geometry p = padded_geometry(g, wgs[i]);
-    const double work = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
-    if (work > bound) continue;
-    within.emplace_back(static_cast<int>(i), work);
-    if (least == 0 || work < least) least = work;
+    const double w = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+    if (w > bound) continue;
+    within.push_back(static_cast<int>(i));
+    work.push_back(w);
   }
-  std::vector<int> out;
-  if (within.empty()) return out;
-  for (const auto& [i, work] : within)
-    if (out.empty() && work <= 1.05 * least) out.push_back(i);
-  for (const auto& [i, work] : within)
-    if (i != out.front()) out.push_back(i);
-  return out;
+  if (within.empty()) return within;
+  const double least = *std::min_element(work.begin(), work.end());
+  const std::size_t pick = static_cast<std::size_t>(
+      std::find_if(work.begin(), work.end(), [&](double w) { return w <= 1.05 * least; }) - work.begin());
+  // The pick first, the others after it in their listed order.
+  std::rotate(within.begin(), within.begin() + static_cast<std::ptrdiff_t>(pick),
+              within.begin() + static_cast<std::ptrdiff_t>(pick) + 1);
+  return within;
 }
 
 // Without autotuning: the first configuration that fits.
