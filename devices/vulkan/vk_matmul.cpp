@@ -285,13 +285,15 @@ class Launcher {
     } else {
       const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
-      key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (variant_.vec_a ? "/va" : "/sa") +
-            (variant_.vec_b ? "/vb" : "/sb");
+      TileVariant v = variant_;
+      v.whole = v.vec_a && v.vec_b && g_.k > 0 && g_.m % c.bm == 0 && g_.n % c.bn == 0 && g_.k % c.bk == 0;
+      key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (v.vec_a ? "/va" : "/sa") +
+            (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "");
       if (epilogue_) {
         key += "/fused/";
         key += epilogue_->key;
       }
-      source = [this, &c] { return tiled_matmul_source(dev_.prelude(), c, variant_, epilogue_); };
+      source = [this, &c, v] { return tiled_matmul_source(dev_.prelude(), c, v, epilogue_); };
     }
     const auto& max = dev_.context().limits().maxComputeWorkGroupCount;
     const std::uint64_t gx = (g_.n + bn - 1) / bn, gy = (g_.m + bm - 1) / bm;

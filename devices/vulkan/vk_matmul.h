@@ -42,11 +42,13 @@ struct TileConfig {
 const std::vector<TileConfig>& tile_configs();
 
 // How the kernel reads and writes memory for one shape: vector access needs K % 4 == 0 for A and
-// N % 4 == 0 for B and C.
+// N % 4 == 0 for B and C; whole tiles (M, N and K multiples of the configuration's tile, with
+// vector access) need no bounds checks.
 struct TileVariant {
   DType dtype = DType::f32;  // of A, B and C
   bool vec_a = false;
   bool vec_b = false;
+  bool whole = false;
 };
 
 // GLSL both matmul kernels share: mm_batch_offsets (A's and B's element offsets for an output

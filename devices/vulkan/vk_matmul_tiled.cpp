@@ -58,7 +58,9 @@ std::string access_macros(DType t) {
 std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue) {
   std::string s;
   s += "vec4 load_a(PTR1 A, PTR4 A4, uint M, uint K, uint row, uint k) {\n  vec4 r = vec4(0.0);\n";
-  if (v.vec_a) {
+  if (v.whole) {
+    s += "  r = LOAD4(A4, row * K + k);\n";
+  } else if (v.vec_a) {
     s += "  if (row < M && k < K) r = LOAD4(A4, row * K + k);\n";
   } else {
     s += "  if (row < M) {\n    uint i = row * K + k;\n";
@@ -67,7 +69,9 @@ std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue)
   }
   s += "  return r;\n}\n";
   s += "vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {\n  vec4 r = vec4(0.0);\n";
-  if (v.vec_b) {
+  if (v.whole) {
+    s += "  r = LOAD4(B4, k * N + col);\n";
+  } else if (v.vec_b) {
     s += "  if (k < K && col < N) r = LOAD4(B4, k * N + col);\n";
   } else {
     s += "  if (k < K) {\n    uint i = k * N + col;\n";
@@ -76,7 +80,9 @@ std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue)
   }
   s += "  return r;\n}\n";
   s += "void store_c(PTR1 C, PTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
-  if (v.vec_b) {
+  if (v.whole) {
+    s += "  STORE4(C4, row * N + col, x);\n";
+  } else if (v.vec_b) {
     s += "  if (col < N) STORE4(C4, row * N + col, x);\n";
   } else {
     s += "  uint i = row * N + col;\n";
@@ -182,7 +188,9 @@ void main() {
 #endif
       [[unroll]] for (uint i = 0u; i < TM; ++i) {
         const uint row = m0 + i * TY + ty;
+#if !WHOLE_TILES
         if (row >= M) continue;
+#endif
         [[unroll]] for (uint g = 0u; g < TN / 4u; ++g)
           STORE_C(C, C4, N, row, n0 + (g * TX + tx) * 4u, acc[i * (TN / 4u) + g]);
       }
@@ -201,7 +209,8 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer MmU32x2s { uvec2 v[]; };\n";
   s += access_macros(v.dtype);
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", TM = " + u(c.tm) +
-       ", TN = " + u(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) + "\n";
+       ", TN = " + u(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) + "\n#define WHOLE_TILES " +
+       (v.whole ? "1" : "0") + "\n";
   // The first element of the current batch of C (for an epilogue's flat index).
   s += "uint mm_c_first;\n";
   if (epilogue) s += "#define MM_EPILOGUE 1\n" + epilogue->glsl();

@@ -115,6 +115,8 @@ TEST(VulkanMatmul, EveryTileConfigurationMatchesTheCpu) {
     EXPECT_TRUE(matmul_same_as_cpu({130, 36}, {36, 68}));           // vec4 A and B, ragged tiles
     EXPECT_TRUE(matmul_same_as_cpu({2, 1, 9, 12}, {1, 3, 12, 8}));  // broadcast batches
     EXPECT_TRUE(matmul_same_as_cpu({5, 0}, {0, 6}));                // K = 0 writes zeros
+    EXPECT_TRUE(matmul_same_as_cpu({2, 256, 64}, {2, 64, 256}));    // whole tiles: no bounds checks
+    EXPECT_TRUE(matmul_same_as_cpu({128, 0}, {0, 128}));            // whole tiles but K = 0
   }
   vk::force_tile_config(-1);
 }
@@ -248,6 +250,7 @@ TEST(VulkanMatmul, EveryTileConfigurationHandlesHalfTypes) {
     vk::force_tile_config(static_cast<int>(i));
     EXPECT_TRUE(half_matmul_matches(DType::f16, {33, 20}, {20, 40}));
     EXPECT_TRUE(half_matmul_matches(DType::bf16, {35, 21}, {21, 19}));
+    EXPECT_TRUE(half_matmul_matches(DType::f16, {128, 32}, {32, 256}));  // whole tiles
   }
   vk::force_tile_config(-1);
 }
