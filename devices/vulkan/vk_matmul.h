@@ -34,8 +34,13 @@ struct TileConfig {
   const char* name;  // stable: the autotune cache on disk stores it
   std::uint32_t bm, bn, bk, tm, tn;
   std::uint32_t stages = 1;
+  bool a_k_major = false;
   std::uint32_t threads() const { return (bm / tm) * (bn / tn); }
-  std::uint32_t shared_bytes() const { return stages * 16 * (bm * (bk / 4 + 1) + bk * (bn / 4)); }
+  // A's tile has one vec4 of padding per row (row-major) or per k (k-major).
+  std::uint32_t shared_bytes() const {
+    const std::uint32_t a_vec4s = a_k_major ? bk * (bm / 4 + 1) : bm * (bk / 4 + 1);
+    return stages * 16 * (a_vec4s + bk * (bn / 4));
+  }
 };
 
 // Every configuration, in a fixed order (the first is the default for large products).
