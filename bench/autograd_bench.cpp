@@ -2,7 +2,14 @@
 // computed on 2 threads at once (each with its own handles to the parameters) and summed, against
 // the same two halves on one thread. The figure is the speedup of 2 threads over 1 (report.py
 // reads the "speedup" counter); each iteration times both, alternating, to share noise.
+//
+// grad_threads_streams (a GPU opened with two streams, KILN_VULKAN_QUEUES=2): the same, but the
+// second thread works on the GPU's second stream, with its own copy of the parameters there (made
+// once, as a data-parallel replica would be); its gradients come back with `to` before the sum.
+#include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <exception>
 #include <thread>
 #include <vector>
@@ -33,14 +40,16 @@ Gradients one_thread(const std::vector<Tensor>& params, const std::vector<Tensor
   return total;
 }
 
-Gradients two_threads(const std::vector<Tensor>& params, const std::vector<Tensor>& shards) {
+// Thread t takes shard t with the parameters replicas[t] (all on one device, or a copy per
+// stream); the sum is keyed by replicas[0], on its device.
+Gradients two_threads(const std::vector<std::vector<Tensor>>& replicas, const std::vector<Tensor>& shards) {
   std::vector<Gradients> g(shards.size());
   std::vector<std::exception_ptr> errors(shards.size());
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < shards.size(); ++t)
     threads.emplace_back([&, t] {
       try {
-        g[t] = shard_gradients(params, shards[t]);
+        g[t] = shard_gradients(replicas[t], shards[t]);
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -48,24 +57,38 @@ Gradients two_threads(const std::vector<Tensor>& params, const std::vector<Tenso
   for (auto& th : threads) th.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  Gradients total;
-  for (const Gradients& x : g) total += x;
+  Gradients total = g[0];
+  for (std::size_t t = 1; t < shards.size(); ++t) {
+    if (replicas[t][0].id() == replicas[0][0].id()) {
+      total += g[t];
+      continue;
+    }
+    for (std::size_t i = 0; i < replicas[0].size(); ++i)
+      total.accumulate(replicas[0][i].id(), to(g[t].get(replicas[t][i]), replicas[0][i].device()));
+  }
   return total;
 }
 
-void grad_threads(benchmark::State& state, Device device) {
+// `second`: where the second thread works (the device itself, or its GPU's second stream).
+void grad_threads(benchmark::State& state, Device device, Device second) {
   Generator gen(3);
   const TensorOptions opts{DType::f32, device};
   const std::vector<Tensor> params = {mul(randn(Shape{784, 512}, gen, opts), 0.035), zeros(Shape{512}, opts),
                                       mul(randn(Shape{512, 512}, gen, opts), 0.044), zeros(Shape{512}, opts),
                                       mul(randn(Shape{512, 10}, gen, opts), 0.044),  zeros(Shape{10}, opts)};
   const std::vector<Tensor> shards = chunk(randn(Shape{128, 784}, gen, opts), 2, 0);
+  std::vector<std::vector<Tensor>> replicas = {params, params};
+  std::vector<Tensor> thread_shards = shards;
+  if (second != device) {
+    for (Tensor& p : replicas[1]) p = to(p, second);
+    thread_shards[1] = to(shards[1], second);
+  }
   auto finish = [&](const Gradients& g) {
     for (const Tensor& p : params) g.get(p).to_vector<float>().get();
   };
   try {
     finish(one_thread(params, shards));
-    finish(two_threads(params, shards));
+    finish(two_threads(replicas, thread_shards));
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());  // e.g. no backward rules in this build
     return;
@@ -76,7 +99,7 @@ void grad_threads(benchmark::State& state, Device device) {
     auto t0 = Clock::now();
     finish(one_thread(params, shards));
     auto t1 = Clock::now();
-    finish(two_threads(params, shards));
+    finish(two_threads(replicas, thread_shards));
     auto t2 = Clock::now();
     serial += std::chrono::duration<double>(t1 - t0).count();
     parallel += std::chrono::duration<double>(t2 - t1).count();
@@ -87,15 +110,31 @@ void grad_threads(benchmark::State& state, Device device) {
   state.counters["two_threads_ms"] = 1e3 * parallel / static_cast<double>(state.iterations());
 }
 
+// The device's GPU's second stream: the next Vulkan device, when both names say they are
+// streams of one GPU ("vulkan:0 (NAME, stream 1 of 2 on queue 0)", "vulkan:1 (NAME, stream 2 ...").
+std::optional<Device> second_stream(Device device) {
+  if (device.kind != DeviceKind::vulkan) return std::nullopt;
+  const Device next = Device::vulkan(device.index + 1);
+  const std::vector<Device> all = devices();
+  if (std::find(all.begin(), all.end(), next) == all.end()) return std::nullopt;
+  auto gpu = [](const std::string& name) {
+    const std::size_t open = name.find(" ("), stream = name.rfind(", stream ");
+    return open == std::string::npos || stream == std::string::npos ? std::string() : name.substr(open, stream - open);
+  };
+  const std::string a = gpu(device_name(device)), b = gpu(device_name(next));
+  if (a.empty() || a != b) return std::nullopt;
+  return next;
+}
+
 }  // namespace
 
 void register_autograd(Device device) {
-  benchmark::RegisterBenchmark("grad_threads", grad_threads, device)
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond)
-      ->Repetitions(5)
-      ->ReportAggregatesOnly(true)
-      ->MinTime(0.5);
+  auto timed = [](benchmark::internal::Benchmark* b) {
+    b->UseManualTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true)->MinTime(0.5);
+  };
+  timed(benchmark::RegisterBenchmark("grad_threads", grad_threads, device, device));
+  if (const std::optional<Device> second = second_stream(device))
+    timed(benchmark::RegisterBenchmark("grad_threads_streams", grad_threads, device, *second));
 }
 
 }  // namespace kiln::bench

@@ -24,7 +24,7 @@ Policy = collections.namedtuple("Policy", "min_time repetitions iterations", def
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
 GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
 # Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
-GPU_ONLY = {"matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16", "matmul_batched_f16",
+GPU_ONLY = {"grad_threads_streams", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16", "matmul_batched_f16",
             "matmul_batched_bf16"}
 
 
@@ -96,10 +96,11 @@ def matmul(n, dtype=torch.float32, batches=None, k=None):
     return setup
 
 
-def grad_threads_pair(dev):
+def grad_threads_pair(dev, streams=False):
     """grad_threads: per-module gradients of the MLP 784-512-512-10, batch 128 split in two, on one
     Python thread (the halves in turn) and on two (one half each; PyTorch releases the GIL in
-    its kernels and in backward). Returns (one_thread, two_threads) functions."""
+    its kernels and in backward). Returns (one_thread, two_threads) functions. With `streams`
+    (grad_threads_streams, CUDA) each of the two threads works on a CUDA stream of its own."""
     import threading
     g = torch.Generator().manual_seed(3)
     sizes = (784, 512, 512, 10)
@@ -107,6 +108,7 @@ def grad_threads_pair(dev):
     for i, o in zip(sizes, sizes[1:]):
         params += [(torch.randn(i, o, generator=g) / i ** 0.5).to(dev), torch.zeros(o, device=dev)]
     shards = torch.randn(128, 784, generator=g).to(dev).chunk(2)
+    side = [torch.cuda.Stream() for _ in shards] if streams else []
 
     def shard_grads(x):
         ps = [p.detach().requires_grad_() for p in params]
@@ -126,19 +128,27 @@ def grad_threads_pair(dev):
         out = [None] * len(shards)
 
         def work(i):
-            out[i] = shard_grads(shards[i])
+            if streams:
+                with torch.cuda.stream(side[i]):
+                    out[i] = shard_grads(shards[i])
+            else:
+                out[i] = shard_grads(shards[i])
         threads = [threading.Thread(target=work, args=(i,)) for i in range(len(shards))]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        if streams:
+            for st in side:
+                torch.cuda.current_stream().wait_stream(st)
         return [a + b for a, b in zip(*out)]
     return one_thread, two_threads
 
 
 # The figure is a ratio: speedup of two Python threads over one, with torch's intra-op threads
 # at 1 so that the two threads are the only parallelism.
-SPEEDUPS = {"grad_threads": (Policy(0.5, 5), grad_threads_pair)}
+SPEEDUPS = {"grad_threads": (Policy(0.5, 5), grad_threads_pair),
+            "grad_threads_streams": (Policy(0.5, 5), lambda dev: grad_threads_pair(dev, streams=True))}
 
 # id -> (unit, work per iteration, policy, setup(device) returning the function one iteration calls)
 WORKLOADS = {

@@ -37,7 +37,7 @@ Engine::Engine() {
     rt->executor = std::make_unique<Executor>(*rt->backend);
     runtimes_.push_back(std::move(rt));
   }
-  scheduler_ = std::make_unique<Scheduler>();
+  scheduler_ = std::make_unique<Scheduler>(runtimes_.size());
   for (auto& r : runtimes_) scheduler_->attach(r->stream, *r->executor);
   g_alive.store(true, std::memory_order_release);
   if (log_enabled(spdlog::level::info)) logger().info("engine started with {} device(s)", runtimes_.size());

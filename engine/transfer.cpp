@@ -2,9 +2,9 @@
 // source's read delivers. That wait cannot deadlock, not even for two opposite transfers: the
 // read is submitted before the upload, so every upload waits only for a read that its own
 // submitting thread queued earlier, and a stream runs its messages in submission order — a
-// chain of waits always ends at a read that needs nothing but its own stream. (The scheduler's
-// arena has one worker per core, and each blocked upload holds one; with more devices than
-// cores a transfer could wait for a worker, never forever for another blocked upload.)
+// chain of waits always ends at a read that needs nothing but its own stream. (Each blocked
+// upload holds one of the scheduler's workers; the arena has at least one per stream, so the
+// stream of that read always finds a worker.)
 #include "engine/transfer.h"
 
 #include <future>

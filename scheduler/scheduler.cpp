@@ -110,22 +110,26 @@ class StreamRunner {
 
 using DrainNode = tbb::flow::function_node<tbb::flow::continue_msg, tbb::flow::continue_msg, tbb::flow::queueing>;
 
-int worker_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+int worker_count(std::size_t streams) {
+  return static_cast<int>(std::max<std::size_t>({1, std::thread::hardware_concurrency(), streams}));
+}
 
 }  // namespace
 
 struct Scheduler::Impl {
   // The arena reserves no slot for an external thread: user threads wait on futures, so every
   // core must be available to TBB workers.
-  tbb::global_control workers{tbb::global_control::max_allowed_parallelism,
-                              static_cast<std::size_t>(worker_count() + 1)};
-  tbb::task_arena arena{worker_count(), 0};
+  explicit Impl(std::size_t streams)
+      : workers(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(worker_count(streams) + 1)),
+        arena(worker_count(streams), 0) {}
+  tbb::global_control workers;
+  tbb::task_arena arena;
   std::unique_ptr<tbb::flow::graph> graph;
   std::vector<std::unique_ptr<StreamRunner>> runners;
   std::vector<std::unique_ptr<DrainNode>> nodes;
 };
 
-Scheduler::Scheduler() : impl_(std::make_unique<Impl>()) {
+Scheduler::Scheduler(std::size_t streams) : impl_(std::make_unique<Impl>(streams)) {
   impl_->arena.execute([&] { impl_->graph = std::make_unique<tbb::flow::graph>(); });
 }
 

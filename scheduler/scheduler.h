@@ -13,7 +13,10 @@ namespace kiln {
 
 class Scheduler {
  public:
-  Scheduler();
+  // `streams`: how many streams will be attached. The arena gets a worker per core and at
+  // least one per stream: a step may block (an upload waiting for another stream's read, see
+  // kiln::to), and with fewer workers than streams every worker could be blocked so.
+  explicit Scheduler(std::size_t streams);
   ~Scheduler();  // waits for the graph to go idle
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

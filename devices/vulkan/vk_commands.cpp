@@ -17,7 +17,7 @@ void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccess
                        0, nullptr, 0, nullptr);
 }
 
-CommandStream::CommandStream(const Context& ctx) : ctx_(ctx) {
+CommandStream::CommandStream(const Context& ctx, std::uint32_t stream) : ctx_(ctx), stream_(stream) {
   VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   ci.queueFamilyIndex = ctx.queue_family();
@@ -34,7 +34,8 @@ CommandStream::~CommandStream() {
   } catch (...) {
     // A lost device at teardown: nothing left to wait for.
   }
-  vkDeviceWaitIdle(ctx_.device());
+  // Only this stream's queue: another device may share the context (and be submitting).
+  ctx_.wait_queue_idle(stream_);
 }
 
 void CommandStream::check_alive() const {
@@ -150,7 +151,7 @@ void CommandStream::submit() {
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &f.cb;
-  const VkResult r = vkQueueSubmit(ctx_.queue(), 1, &si, f.fence.get());
+  const VkResult r = ctx_.submit(stream_, si, f.fence.get());
   if (r != VK_SUCCESS) {
     lost_ = lost_ || r == VK_ERROR_DEVICE_LOST;
     vkResetCommandBuffer(f.cb, 0);

@@ -39,7 +39,8 @@ class CommandStream {
   static constexpr std::uint32_t kMaxInFlight = 8;    // submissions before the host waits
   static constexpr std::uint64_t kHostBlockBytes = 4ull << 20;
 
-  explicit CommandStream(const Context& ctx);
+  // Submits through the queue of stream `stream` of the context (Context::queue_of).
+  explicit CommandStream(const Context& ctx, std::uint32_t stream = 0);
   ~CommandStream();  // waits for submitted work
   CommandStream(const CommandStream&) = delete;
   CommandStream& operator=(const CommandStream&) = delete;
@@ -88,6 +89,7 @@ class CommandStream {
   void wait(Frame& frame);
 
   const Context& ctx_;
+  const std::uint32_t stream_;
   Owned<VkCommandPool> pool_;
   std::unique_ptr<Frame> recording_;
   std::deque<std::unique_ptr<Frame>> in_flight_;

@@ -1,5 +1,6 @@
 #include "devices/vulkan/vk_context.h"
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -59,6 +60,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     if (info.compute_queue_family == UINT32_MAX || !(flags & VK_QUEUE_GRAPHICS_BIT)) info.compute_queue_family = f;
   }
   if (info.compute_queue_family != UINT32_MAX) {
+    info.compute_queue_count = families[info.compute_queue_family].queueCount;
     info.timestamp_valid_bits = families[info.compute_queue_family].timestampValidBits;
     info.timestamp_period_ns = props.limits.timestampPeriod;
   }
@@ -189,7 +191,7 @@ int best_device_index(const std::vector<PhysicalDeviceInfo>& devices) {
   return best;
 }
 
-Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info)
+Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info, std::uint32_t queues)
     : instance_(std::move(instance)), info_(info) {
   KILN_CHECK(info_.usable(), "vulkan", info_.name + " " + info_.why_unusable());
   vkGetPhysicalDeviceProperties(info_.handle, &props_);
@@ -200,11 +202,12 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   vkGetPhysicalDeviceProperties2(info_.handle, &p2);
   max_allocation_ = m3.maxMemoryAllocationSize;
 
-  const float priority = 1.0f;
+  const std::uint32_t queue_count = std::max(1u, std::min(queues, info_.compute_queue_count));
+  const std::vector<float> priorities(queue_count, 1.0f);
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = info_.compute_queue_family;
-  qci.queueCount = 1;
-  qci.pQueuePriorities = &priority;
+  qci.queueCount = queue_count;
+  qci.pQueuePriorities = priorities.data();
 
   // Enable exactly what kernels may use and the device has.
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -267,13 +270,28 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   dci.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   dci.ppEnabledExtensionNames = extensions.empty() ? nullptr : extensions.data();
   check(vkCreateDevice(info_.handle, &dci, nullptr, &device_), "vkCreateDevice");
-  vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
+  for (std::uint32_t q = 0; q < queue_count; ++q) {
+    queues_.push_back(std::make_unique<Queue>());
+    vkGetDeviceQueue(device_, info_.compute_queue_family, q, &queues_.back()->handle);
+  }
   if (log_enabled(spdlog::level::debug))
     logger().debug(
-        "vulkan: opened {} ({}), 8-bit storage {}, 16-bit storage {}, float16 {}, NV cooperative matrix {}, "
-        "workgroup-scope cooperative matrix {}",
-        info_.name, info_.type_name(), info_.storage_8bit, info_.storage_16bit, info_.shader_float16,
-        info_.coop_matrix_nv, info_.coop_matrix_workgroup);
+        "vulkan: opened {} ({}), {} of {} compute queue(s) asked for ({} in the family), 8-bit storage {}, "
+        "16-bit storage {}, float16 {}, NV cooperative matrix {}, workgroup-scope cooperative matrix {}",
+        info_.name, info_.type_name(), queue_count, queues, info_.compute_queue_count, info_.storage_8bit,
+        info_.storage_16bit, info_.shader_float16, info_.coop_matrix_nv, info_.coop_matrix_workgroup);
+}
+
+VkResult Context::submit(std::uint32_t stream, const VkSubmitInfo& si, VkFence fence) const {
+  Queue& q = *queues_[queue_of(stream)];
+  std::lock_guard lock(q.mutex);
+  return vkQueueSubmit(q.handle, 1, &si, fence);
+}
+
+void Context::wait_queue_idle(std::uint32_t stream) const {
+  Queue& q = *queues_[queue_of(stream)];
+  std::lock_guard lock(q.mutex);
+  vkQueueWaitIdle(q.handle);
 }
 
 Context::~Context() {

@@ -1,10 +1,11 @@
 // devices/vulkan private: the Vulkan instance (one per process), the physical devices it sees,
-// and a Context per logical device: the VkDevice, its compute queue, and the features and
+// and a Context per logical device: the VkDevice, its compute queues, and the features and
 // limits that kernels depend on. bufferDeviceAddress and shaderInt64 are required (kernels
 // address memory through 64-bit pointers); 8/16-bit storage and float16 are reported.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct PhysicalDeviceInfo {
   std::uint32_t vendor_id = 0, device_id = 0;
   std::uint64_t device_local_bytes = 0;  // largest device-local heap
   std::uint32_t compute_queue_family = UINT32_MAX;
+  std::uint32_t compute_queue_count = 0;  // queues in that family
   bool buffer_device_address = false;  // required
   bool shader_int64 = false;           // required
   bool storage_8bit = false;           // bool tensors need it
@@ -71,17 +73,27 @@ class Instance {
 // else anything usable; -1 when none is usable.
 int best_device_index(const std::vector<PhysicalDeviceInfo>& devices);
 
+// Several kiln devices may share one Context (KILN_VULKAN_QUEUES): each submits through its own
+// queue where the family has enough, else streams share queues round-robin. A VkQueue needs
+// external synchronization, so submissions go through submit(), which locks the queue's mutex
+// (uncontended when every stream has a queue of its own).
 class Context {
  public:
-  Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info);
+  // Opens min(queues, the family's count) compute queues, at least one.
+  Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info, std::uint32_t queues = 1);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
   VkDevice device() const { return device_; }
   VkPhysicalDevice physical() const { return info_.handle; }
-  VkQueue queue() const { return queue_; }
   std::uint32_t queue_family() const { return info_.compute_queue_family; }
+  std::uint32_t queue_count() const { return static_cast<std::uint32_t>(queues_.size()); }
+  // The queue that stream `stream` submits to.
+  std::uint32_t queue_of(std::uint32_t stream) const { return stream % queue_count(); }
+  // vkQueueSubmit / vkQueueWaitIdle on stream `stream`'s queue, holding that queue's lock.
+  VkResult submit(std::uint32_t stream, const VkSubmitInfo& si, VkFence fence) const;
+  void wait_queue_idle(std::uint32_t stream) const;
   const PhysicalDeviceInfo& info() const { return info_; }
   const Instance& instance() const { return *instance_; }
   const VkPhysicalDeviceLimits& limits() const { return props_.limits; }
@@ -104,7 +116,11 @@ class Context {
   std::uint64_t max_allocation_ = 0;
   bool captures_statistics_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
-  VkQueue queue_ = VK_NULL_HANDLE;
+  struct Queue {
+    VkQueue handle = VK_NULL_HANDLE;
+    mutable std::mutex mutex;
+  };
+  std::vector<std::unique_ptr<Queue>> queues_;
 };
 
 }  // namespace kiln::vk

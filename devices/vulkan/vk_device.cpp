@@ -10,16 +10,29 @@
 namespace kiln::vk {
 
 VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& pinfo, int index,
-                           std::string cache_dir) {
-  info_.name = "vulkan:" + std::to_string(index) + " (" + pinfo.name + ")";
+                           std::string cache_dir, std::uint32_t streams)
+    : VulkanDevice(std::make_shared<Context>(std::move(instance), pinfo, streams), nullptr, 0, streams, index,
+                   std::move(cache_dir)) {}
+
+VulkanDevice::VulkanDevice(const VulkanDevice& first, std::uint32_t stream, int index)
+    : VulkanDevice(first.ctx_, first.pipelines_, stream, first.streams_, index, {}) {}
+
+VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<PipelineCache> pipelines,
+                           std::uint32_t stream, std::uint32_t streams, int index, std::string cache_dir)
+    : ctx_(std::move(context)), streams_(streams) {
+  const PhysicalDeviceInfo& pinfo = ctx_->info();
+  info_.name = "vulkan:" + std::to_string(index) + " (" + pinfo.name;
+  if (streams > 1)
+    info_.name += ", stream " + std::to_string(stream + 1) + " of " + std::to_string(streams) + " on queue " +
+                  std::to_string(ctx_->queue_of(stream));
+  info_.name += ")";
   info_.kind = "vulkan";
   info_.type = pinfo.on_host_cores() ? "software" : pinfo.type_name();  // lavapipe: not the CPU device
   info_.memory_bytes = pinfo.device_local_bytes;
   info_.on_host_cores = pinfo.on_host_cores();
-  ctx_ = std::make_unique<Context>(std::move(instance), pinfo);
-  commands_ = std::make_unique<CommandStream>(*ctx_);
+  commands_ = std::make_unique<CommandStream>(*ctx_, stream);
   flags_ = std::make_unique<HostFlags>(*ctx_);
-  pipelines_ = std::make_unique<PipelineCache>(*ctx_, std::move(cache_dir));
+  pipelines_ = pipelines ? std::move(pipelines) : std::make_shared<PipelineCache>(*ctx_, std::move(cache_dir));
   error_flag_ = allocate_buffer(*ctx_, 16, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
   std::memset(error_flag_.mapped, 0, 16);
   auto allocator = std::make_unique<DeviceAllocator>(*ctx_);
@@ -231,6 +244,25 @@ bool VulkanDevice::supports(DType t) const {
 
 namespace kiln {
 
+namespace {
+
+// KILN_VULKAN_QUEUES=n: n kiln devices per GPU, each with its own stream and, where the GPU's
+// compute family has n queues, its own queue (so their work can overlap on the GPU).
+std::uint32_t streams_per_gpu() {
+  constexpr long kMax = 64;
+  const char* env = std::getenv("KILN_VULKAN_QUEUES");
+  if (!env || !*env) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end || n < 1 || n > kMax) {
+    logger().warn("KILN_VULKAN_QUEUES={} is not a count from 1 to {}; using 1", env, kMax);
+    return 1;
+  }
+  return static_cast<std::uint32_t>(n);
+}
+
+}  // namespace
+
 std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices() {
   std::vector<std::unique_ptr<DeviceBackend>> out;
   if (const char* env = std::getenv("KILN_VULKAN"); env && std::string(env) == "0") {
@@ -259,9 +291,17 @@ std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices() {
     }
   };
   std::stable_sort(usable.begin(), usable.end(), [&](auto* a, auto* b) { return rank(a) < rank(b); });
+  const std::uint32_t streams = streams_per_gpu();
   for (const auto* d : usable) {
     try {
-      out.push_back(std::make_unique<vk::VulkanDevice>(instance, *d, static_cast<int>(out.size())));
+      // Opened together: a GPU that fails to open adds no device at all.
+      const int first_index = static_cast<int>(out.size());
+      auto first = std::make_unique<vk::VulkanDevice>(instance, *d, first_index, std::string(), streams);
+      std::vector<std::unique_ptr<DeviceBackend>> gpu;
+      for (std::uint32_t s = 1; s < streams; ++s)
+        gpu.push_back(std::make_unique<vk::VulkanDevice>(*first, s, first_index + static_cast<int>(s)));
+      out.push_back(std::move(first));
+      for (auto& g : gpu) out.push_back(std::move(g));
     } catch (const std::exception& e) {
       if (log_enabled(spdlog::level::debug)) logger().debug("vulkan: cannot open {}: {}", d->name, e.what());
     }

@@ -1,5 +1,6 @@
-// devices/vulkan private: the Vulkan device behind DeviceBackend. It owns the context, the
-// memory pool (over DeviceAllocator), the command stream, the pipeline cache, a device-side
+// devices/vulkan private: the Vulkan device behind DeviceBackend, one per stream of a GPU. It
+// shares the context and the pipeline cache with the GPU's other streams and owns the
+// memory pool (over DeviceAllocator), the command stream, a device-side
 // error flag and the host flag records of index checks; kernels (vk_kernels.h) run through
 // launch()/dispatch(). Only the device's scheduler thread calls it, except memory() and the
 // pipeline cache, which lock.
@@ -17,8 +18,14 @@ namespace kiln::vk {
 
 class VulkanDevice final : public DeviceBackend {
  public:
+  // Opens the GPU with `streams` compute queues (as many as its family has) and is its first
+  // stream; the others are made from it with the constructor below.
   VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& info, int index,
-               std::string cache_dir = {});
+               std::string cache_dir = {}, std::uint32_t streams = 1);
+  // Stream `stream` of first's GPU: a kiln device with a command stream, memory pool and host
+  // flags of its own, sharing the VkDevice, the queues (Context::queue_of), the pipelines and the
+  // matmul autotuner's choices.
+  VulkanDevice(const VulkanDevice& first, std::uint32_t stream, int index);
   ~VulkanDevice() override;
 
   const DeviceInfo& info() const override { return info_; }
@@ -62,14 +69,17 @@ class VulkanDevice final : public DeviceBackend {
   const std::string& prelude() const { return prelude_; }
 
  private:
+  VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<PipelineCache> pipelines, std::uint32_t stream,
+               std::uint32_t streams, int index, std::string cache_dir);
   // Throws the error a kernel raised through kiln_raise (after the work completed).
   void check_error_flag();
 
   DeviceInfo info_;
-  std::unique_ptr<Context> ctx_;
+  std::shared_ptr<Context> ctx_;
+  std::uint32_t streams_ = 1;
   std::unique_ptr<CommandStream> commands_;
   std::unique_ptr<HostFlags> flags_;
-  std::unique_ptr<PipelineCache> pipelines_;
+  std::shared_ptr<PipelineCache> pipelines_;
   BufferAllocation error_flag_;
   VkDeviceAddress error_record_ = 0;  // where kernels raise errors now, when not error_flag_
   std::unique_ptr<MemoryPool> pool_;

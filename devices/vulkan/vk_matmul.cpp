@@ -112,7 +112,8 @@ struct Plan {
   }
 };
 
-// What one device remembers between matmuls: its tensor-core shape and the autotuner's choices.
+// What one GPU remembers between matmuls: its tensor-core shape and the autotuner's choices
+// (one per context: the streams of a GPU share them).
 struct MatmulState {
   CoopShape coop;
   WgCoopShape wg_coop, wg_coop_bf16;  // by operand dtype
@@ -123,9 +124,9 @@ struct MatmulState {
 
 MatmulState& state_of(VulkanDevice& dev) {
   static std::mutex mutex;
-  static std::unordered_map<const VulkanDevice*, std::unique_ptr<MatmulState>> states;
+  static std::unordered_map<const Context*, std::unique_ptr<MatmulState>> states;
   std::lock_guard lock(mutex);
-  auto& s = states[&dev];
+  auto& s = states[&dev.context()];
   if (!s) {
     s = std::make_unique<MatmulState>();
     const PhysicalDeviceInfo& info = dev.context().info();

@@ -37,7 +37,7 @@ TEST(VulkanDevice, ListsTypeAndMemoryBestFirst) {
     // The same physical device as the driver lists it (by name), with its largest local heap.
     const vk::PhysicalDeviceInfo* info = nullptr;
     for (const auto& candidate : instance->devices())
-      if (p.name.find("(" + candidate.name + ")") != std::string::npos) info = &candidate;
+      if (p.name.find("(" + candidate.name) != std::string::npos) info = &candidate;
     ASSERT_NE(info, nullptr) << p.name;
     EXPECT_EQ(p.memory_bytes, info->device_local_bytes) << p.name;
     EXPECT_GT(p.memory_bytes, 0u) << p.name;
