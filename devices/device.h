@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "memory/memory.h"
+#include "ops/error.h"
 #include "ops/fused_expr.h"
 #include "ops/ir.h"
 
@@ -87,6 +88,14 @@ class DeviceBackend {
   virtual std::uint64_t full_waits() const { return 0; }
   // Turns that measuring on or off (set_device_timing); a no-op where nothing is measured.
   virtual void set_timing(bool) {}
+  // Devices whose buffers are one memory (the streams of a GPU) give the same non-null key;
+  // kiln::to between them copies buffer to buffer on the device (copy_from_peer).
+  virtual const void* memory_domain() const { return nullptr; }
+  // Copies `bytes` of `src`, a buffer of another device of this memory domain whose writes have
+  // completed, into `dst`. `src` stays alive (through `keep`, which owns it) until the copy has run.
+  virtual void copy_from_peer(const Buffer& src, Buffer& dst, std::size_t bytes, std::shared_ptr<void> keep) {
+    throw Error("to", info().name + " shares memory with no other device");
+  }
 };
 
 std::unique_ptr<DeviceBackend> make_cpu_device();

@@ -23,6 +23,9 @@ struct EngineCounters {
   std::uint64_t fused_kernels = 0;      // fused kernels launched
   std::uint64_t plan_cache_hits = 0;    // fused kernels reused from the cache (same structure)
   std::uint64_t plan_cache_misses = 0;  // fused kernels compiled
+  // Tensors that kiln::to brought here from a device of the same memory (another stream of the
+  // GPU) by a copy on the device, not through the host.
+  std::uint64_t peer_copies = 0;
   // Nanoseconds the device spent on completed work, timed by the device itself (Vulkan
   // timestamps around each submission: free of host-side noise), while device timing is on
   // (set_device_timing); 0 on the CPU.

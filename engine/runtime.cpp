@@ -46,6 +46,15 @@ Engine::Engine() {
 Engine::~Engine() {
   g_alive.store(false, std::memory_order_release);
   scheduler_.reset();
+  // Every device's work done before any device goes: a device may hold another's buffer until
+  // a copy from it has run (kiln::to between streams of a GPU).
+  for (auto& r : runtimes_) {
+    try {
+      r->backend->synchronize();
+    } catch (...) {
+      // A lost device: nothing left to wait for.
+    }
+  }
 }
 
 DeviceRuntime& Engine::runtime(Device device, const char* op) {
@@ -107,6 +116,7 @@ EngineCounters counters(Device device) {
   out.fused_kernels = c.fused_kernels.load();
   out.plan_cache_hits = c.plan_cache_hits.load();
   out.plan_cache_misses = c.plan_cache_misses.load();
+  out.peer_copies = c.peer_copies.load();
   out.device_busy_ns = rt.backend->busy_ns();
   out.device_waits = rt.backend->full_waits();
   return out;

@@ -1,4 +1,6 @@
-// kiln::to. The destination's upload waits (on its scheduler thread) for the bytes that the
+// kiln::to. Between devices of one memory (the streams of a GPU) the source hands over the
+// value's buffer once it is written and the destination copies it on the device; otherwise the
+// bytes travel through the host. Either way the destination's upload waits (on its scheduler thread) for the bytes that the
 // source's read delivers. That wait cannot deadlock, not even for two opposite transfers: the
 // read is submitted before the upload, so every upload waits only for a read that its own
 // submitting thread queued earlier, and a stream runs its messages in submission order — a
@@ -31,6 +33,23 @@ class Transfer final : public Completion, public PendingHostData {
   std::shared_future<std::shared_ptr<const std::vector<std::byte>>> future_;
 };
 
+// Between devices of one memory (streams of a GPU): the source's buffer itself, once written.
+class BufferTransfer final : public Completion, public PendingBuffer {
+ public:
+  BufferTransfer() : future_(promise_.get_future().share()) {}
+  bool takes_buffer() const override { return true; }
+  void complete_buffer(std::shared_ptr<void> buffer) override { promise_.set_value(std::move(buffer)); }
+  void complete(const std::byte*, std::size_t) override {
+    promise_.set_exception(std::make_exception_ptr(Error("to", "the source sent bytes, not its buffer (internal error)")));
+  }
+  void fail(std::exception_ptr e) override { promise_.set_exception(e); }
+  std::shared_ptr<void> wait() const override { return future_.get(); }
+
+ private:
+  std::promise<std::shared_ptr<void>> promise_;
+  std::shared_future<std::shared_ptr<void>> future_;
+};
+
 }  // namespace
 
 Tensor to(Tensor x, Device device) {
@@ -40,12 +59,19 @@ Tensor to(Tensor x, Device device) {
   KILN_CHECK(dst.backend->supports(x.dtype()), "to",
              std::string(dtype_name(x.dtype())) + " is not supported on " + dst.backend->info().name + " (tensor " +
                  dtype_name(x.dtype()) + x.shape().str() + "): f16 and bf16 need a Vulkan device with 16-bit storage");
-  auto transfer = std::make_shared<Transfer>();
-  detail::submit_read(x, "to", x.dtype(), transfer);
-
+  DeviceRuntime& src = Engine::get().runtime(x.device(), "to");
+  const void* domain = src.backend->memory_domain();
   OpIr op;
   op.kind = OpKind::upload;
-  op.pending_data = transfer;
+  if (domain && domain == dst.backend->memory_domain()) {
+    auto transfer = std::make_shared<BufferTransfer>();
+    detail::submit_read(x, "to", x.dtype(), transfer);
+    op.pending_buffer = transfer;
+  } else {
+    auto transfer = std::make_shared<Transfer>();
+    detail::submit_read(x, "to", x.dtype(), transfer);
+    op.pending_data = transfer;
+  }
   TensorIr meta{Engine::get().new_id(), x.shape(), x.dtype(), TensorStatus::NotInit};
   Tensor out(std::make_shared<detail::TensorState>(meta.id, meta.shape, meta.dtype, device));
   op.outputs.push_back(meta);

@@ -59,6 +59,11 @@ class Completion {
   virtual ~Completion() = default;
   virtual void complete(const std::byte* data, std::size_t bytes) = 0;
   virtual void fail(std::exception_ptr error) = 0;
+  // A read for kiln::to between devices that share memory (streams of one GPU) takes the value's
+  // buffer itself, once the device has finished writing it, instead of its bytes. The buffer is
+  // opaque at this level (the executor hands over its kiln::Buffer).
+  virtual bool takes_buffer() const { return false; }
+  virtual void complete_buffer(std::shared_ptr<void>) {}
 };
 
 // The bytes of an upload that another device is still producing (kiln::to): wait() blocks
@@ -67,6 +72,14 @@ class PendingHostData {
  public:
   virtual ~PendingHostData() = default;
   virtual std::shared_ptr<const std::vector<std::byte>> wait() const = 0;
+};
+
+// The buffer of an upload from another device of the same memory (Completion::takes_buffer):
+// wait() blocks until the producer hands it over, or throws the producer's error.
+class PendingBuffer {
+ public:
+  virtual ~PendingBuffer() = default;
+  virtual std::shared_ptr<void> wait() const = 0;
 };
 
 // The tensors of a message: inline up to two (almost every op), so building one allocates nothing.
@@ -80,6 +93,7 @@ struct OpIr {
   OpAttrs attrs;
   std::shared_ptr<const std::vector<std::byte>> host_data;  // upload
   std::shared_ptr<const PendingHostData> pending_data;       // upload from another device
+  std::shared_ptr<const PendingBuffer> pending_buffer;       // ... of the same memory
   std::shared_ptr<Completion> completion;                   // read, sync
 };
 

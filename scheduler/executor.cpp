@@ -191,9 +191,11 @@ void Executor::run_read(OpIr& op) {
     // with what a failed op left may raise errors of its own), and it stays with the value.
     std::exception_ptr error;
     const std::size_t bytes = op.inputs[0].bytes();
-    std::vector<std::byte> host(bytes);
+    const bool hand_over = op.completion->takes_buffer();  // to a device of the same memory
+    std::vector<std::byte> host(hand_over ? 0 : bytes);
     try {
-      device_.read(*slot->buffer, host.data(), bytes);
+      if (hand_over) device_.synchronize();  // the buffer's writes are done before the other copies it
+      else device_.read(*slot->buffer, host.data(), bytes);
     } catch (...) {
       error = std::current_exception();
     }
@@ -202,6 +204,7 @@ void Executor::run_read(OpIr& op) {
       if (!error) slot->checks.reset();
     }
     if (error) op.completion->fail(error);
+    else if (hand_over) op.completion->complete_buffer(slot->buffer);
     else op.completion->complete(host.data(), bytes);
   }
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
@@ -280,9 +283,17 @@ void Executor::run_compute(OpIr& op) {
 
     if (!info.view) {
       if (op.kind == OpKind::upload) {
-        // From another device: wait for the bytes (see kiln::to for why this cannot deadlock).
-        if (op.pending_data) op.host_data = op.pending_data->wait();
-        device_.write(*out[0], op.host_data->data(), op.outputs[0].bytes());
+        // From another device: wait for the bytes, or for the buffer of a device of the same
+        // memory (see kiln::to for why this cannot deadlock).
+        if (op.pending_buffer) {
+          std::shared_ptr<void> src = op.pending_buffer->wait();
+          const Buffer& b = *static_cast<const Buffer*>(src.get());
+          device_.copy_from_peer(b, *out[0], op.outputs[0].bytes(), std::move(src));
+          counters_.peer_copies.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          if (op.pending_data) op.host_data = op.pending_data->wait();
+          device_.write(*out[0], op.host_data->data(), op.outputs[0].bytes());
+        }
       } else {
         std::unique_ptr<DeferredCheck> deferred;
         const KernelArgs args{std::span<Buffer* const>(in, op.inputs.size()),

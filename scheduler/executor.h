@@ -25,6 +25,7 @@ struct ExecutorCounters {
   std::atomic<std::uint64_t> fused_kernels{0};     // fused kernels launched
   std::atomic<std::uint64_t> plan_cache_hits{0};   // fused kernels found compiled
   std::atomic<std::uint64_t> plan_cache_misses{0};  // ... and compiled first
+  std::atomic<std::uint64_t> peer_copies{0};        // uploads copied from a device of the same memory
 };
 
 class Executor {

@@ -203,6 +203,7 @@ void CommandStream::retire(std::unique_ptr<Frame> frame) {
   for (auto& b : frame->host)
     if (b->alloc.size <= 4 * kHostBlockBytes && idle_host_.size() < 16) idle_host_.push_back(std::move(b));
   frame->host.clear();
+  frame->kept.clear();
   frame->commands = 0;
   idle_frames_.push_back(std::move(frame));
 }

@@ -52,6 +52,9 @@ class CommandStream {
 
   // Mapped host memory that stays valid until the work recorded so far has completed.
   HostSlice host_alloc(std::uint64_t bytes, std::uint64_t align = 16);
+  // Keeps `object` alive until the work recorded so far has completed (another stream's buffer
+  // that a recorded copy reads).
+  void retain(std::shared_ptr<void> object) { current().kept.push_back(std::move(object)); }
 
   // Submits what is recorded; does not wait.
   void submit();
@@ -79,6 +82,7 @@ class CommandStream {
     Owned<VkFence> fence;
     std::vector<std::unique_ptr<HostBlock>> host;
     std::uint32_t commands = 0;
+    std::vector<std::shared_ptr<void>> kept;  // retain()
     Owned<VkQueryPool> timestamps;  // [start, end] of the submission, created when first timed
     bool timed = false;             // this submission writes the timestamps
     bool submitted = false;

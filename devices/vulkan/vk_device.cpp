@@ -69,6 +69,18 @@ void VulkanDevice::write(Buffer& dst, const void* src, std::size_t bytes) {
   commands_->done_command();
 }
 
+// The source's stream waited for its writes before handing `src` over (Executor::run_read),
+// so a copy on this stream's queue reads them; the queues are of one family, so the buffer
+// needs no ownership transfer.
+void VulkanDevice::copy_from_peer(const Buffer& src, Buffer& dst, std::size_t bytes, std::shared_ptr<void> keep) {
+  if (!bytes) return;
+  VkCommandBuffer cb = commands_->begin_command();
+  VkBufferCopy region{src.block().offset, dst.block().offset, bytes};
+  vkCmdCopyBuffer(cb, DeviceAllocator::buffer_of(src.block()), DeviceAllocator::buffer_of(dst.block()), 1, &region);
+  commands_->retain(std::move(keep));
+  commands_->done_command();
+}
+
 void VulkanDevice::read(const Buffer& src, void* dst, std::size_t bytes) {
   if (!bytes) return synchronize();
   const HostSlice staging = commands_->host_alloc(bytes);

@@ -41,6 +41,8 @@ class VulkanDevice final : public DeviceBackend {
   std::uint64_t busy_ns() const override { return commands_->busy_ns(); }
   std::uint64_t full_waits() const override { return commands_->finishes(); }
   void set_timing(bool enabled) override { commands_->set_timing(enabled); }
+  const void* memory_domain() const override { return ctx_.get(); }
+  void copy_from_peer(const Buffer& src, Buffer& dst, std::size_t bytes, std::shared_ptr<void> keep) override;
 
   // Kernels dispatched between begin_raising() and end_raising() raise their errors (kiln_raise)
   // into a host flag record of their own (vk_host_flags.h) instead of the device-wide flag;

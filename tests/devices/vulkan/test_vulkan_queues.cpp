@@ -78,13 +78,25 @@ TEST(VulkanQueues, ThreadsOnTwoStreamsComputeGradientsAtOnce) {
   }
 }
 
+// `to` between the streams copies on the GPU (peer_copies counts it), for every dtype, and the
+// source may overwrite its value in place afterwards without changing the copy.
 TEST(VulkanQueues, ToMovesBetweenStreamsAndMixingThemIsAnError) {
   KILN_REQUIRE_TWO_STREAMS();
+  const std::uint64_t peer_before = counters(kSecond).peer_copies;
   const Tensor x = arange(0, 1000, 1, {DType::f32});
-  const Tensor on_first = mul(to(x, kFirst), 3.0);
+  Tensor on_first = mul(to(x, kFirst), 3.0);
   const Tensor on_second = to(on_first, kSecond);
   EXPECT_EQ(on_second.device(), kSecond);
+  const Tensor overwritten = add(std::move(on_first), 5.0);  // may reuse on_first's buffer
   EXPECT_TRUE(close(host_values(add(on_second, 1.0)), host_values(add(mul(x, 3.0), 1.0)), {}));
+  EXPECT_TRUE(close(host_values(overwritten), host_values(add(mul(x, 3.0), 5.0)), {}));
+  for (DType t : {DType::i64, DType::bool_, DType::f16}) {
+    const Tensor y = cast(to(arange(0, 37, 1, {DType::i64}), kFirst), t);
+    EXPECT_TRUE(close(host_values(cast(to(y, kSecond), DType::f32)), host_values(cast(y, DType::f32)), {}))
+        << dtype_name(t);
+  }
+  EXPECT_EQ(counters(kSecond).peer_copies - peer_before, 4u);
+  on_first = mul(to(x, kFirst), 3.0);
   try {
     (void)add(on_first, on_second);
     FAIL() << "expected an error";
@@ -96,12 +108,14 @@ TEST(VulkanQueues, ToMovesBetweenStreamsAndMixingThemIsAnError) {
   }
 }
 
-// A failure on one stream reaches its own futures only: the other stream keeps serving.
+// A failure on one stream reaches its own futures (and what `to` takes from them) only: the
+// other stream keeps serving.
 TEST(VulkanQueues, AFailureOnOneStreamLeavesTheOtherServing) {
   KILN_REQUIRE_TWO_STREAMS();
   const Tensor huge = full(Shape{1ll << 38}, 1.0, {DType::f32, kFirst});  // 1 TiB
   const Tensor fine = add(full(Shape{5}, 2.0, {DType::f32, kSecond}), 1.0);
   EXPECT_THROW((void)huge.to_vector<float>().get(), Error);
+  EXPECT_THROW((void)to(huge, kSecond).to_vector<float>().get(), Error);  // the failure travels
   EXPECT_TRUE(close(host_values(fine), std::vector<double>(5, 3.0), {}));
   EXPECT_TRUE(close(host_values(add(full(Shape{3}, 1.0, {DType::f32, kFirst}), 1.0)), std::vector<double>(3, 2.0), {}));
 }
