@@ -8,9 +8,9 @@
 // once, as a data-parallel replica would be); its gradients come back with `to` before the sum.
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <string>
-#include <exception>
 #include <thread>
 #include <vector>
 
@@ -40,8 +40,8 @@ Gradients one_thread(const std::vector<Tensor>& params, const std::vector<Tensor
   return total;
 }
 
-// Thread t takes shard t with the parameters replicas[t] (all on one device, or a copy per
-// stream); the sum is keyed by replicas[0], on its device.
+// Thread t takes shard t with the parameters replicas[t] (the same handles, or a copy on another
+// stream); the sum is keyed by replicas[0], on its device (`to` is the identity there).
 Gradients two_threads(const std::vector<std::vector<Tensor>>& replicas, const std::vector<Tensor>& shards) {
   std::vector<Gradients> g(shards.size());
   std::vector<std::exception_ptr> errors(shards.size());
@@ -58,14 +58,9 @@ Gradients two_threads(const std::vector<std::vector<Tensor>>& replicas, const st
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   Gradients total = g[0];
-  for (std::size_t t = 1; t < shards.size(); ++t) {
-    if (replicas[t][0].id() == replicas[0][0].id()) {
-      total += g[t];
-      continue;
-    }
+  for (std::size_t t = 1; t < shards.size(); ++t)
     for (std::size_t i = 0; i < replicas[0].size(); ++i)
       total.accumulate(replicas[0][i].id(), to(g[t].get(replicas[t][i]), replicas[0][i].device()));
-  }
   return total;
 }
 

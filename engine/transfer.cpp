@@ -1,10 +1,11 @@
 // kiln::to. Between devices of one memory (the streams of a GPU) the source hands over the
 // value's buffer once it is written and the destination copies it on the device; otherwise the
-// bytes travel through the host. Either way the destination's upload waits (on its scheduler thread) for the bytes that the
-// source's read delivers. That wait cannot deadlock, not even for two opposite transfers: the
-// read is submitted before the upload, so every upload waits only for a read that its own
-// submitting thread queued earlier, and a stream runs its messages in submission order — a
-// chain of waits always ends at a read that needs nothing but its own stream. (Each blocked
+// bytes travel through the host. Either way the destination's upload waits (on its scheduler
+// thread) for what the source's read delivers. That wait cannot deadlock, not even for two
+// opposite transfers: the read is submitted before the upload, so every upload waits only for a
+// read that its own submitting thread queued earlier, and a stream runs its messages in
+// submission order — a chain of waits always ends at a read that needs nothing but its own
+// stream. (Each blocked
 // upload holds one of the scheduler's workers; the arena has at least one per stream, so the
 // stream of that read always finds a worker.)
 #include "engine/transfer.h"

@@ -42,7 +42,10 @@ TEST(VulkanQueues, ListsOneDevicePerStreamOfAGpu) {
   const std::uint32_t queues = std::min(2u, info->compute_queue_count);
   EXPECT_NE(p0.name.find("stream 1 of 2 on queue 0)"), std::string::npos) << p0.name;
   EXPECT_NE(p1.name.find("stream 2 of 2 on queue " + std::to_string(1 % queues) + ")"), std::string::npos) << p1.name;
-  EXPECT_EQ(best_device().kind == DeviceKind::vulkan ? best_device() : kFirst, kFirst);
+  // The best GPU is its first stream (lavapipe, a software device, is never the best device).
+  if (best_device().kind == DeviceKind::vulkan) {
+    EXPECT_EQ(best_device(), kFirst);
+  }
 }
 
 // A small module's forward and backward on the given device: loss = sum(gelu(x @ w) * y).
