@@ -1,6 +1,8 @@
 // Shape rules of the elementwise family (unary, binary, where, clamp, cast). Shapes broadcast
 // NumPy-style; dtypes follow ops/elementwise_rules.h. Everything PyTorch rejects for a dtype
-// (abs of bool, bool subtraction, ...) is rejected here, on the caller's thread.
+// (abs of bool, bool subtraction, ...) is rejected here, on the caller's thread. Every dtype is
+// accepted: f16 and bf16 exist on some Vulkan devices only, and the submission rejects them on
+// the others (engine/submit.cpp), naming the device.
 #include <cmath>
 
 #include "ops/elementwise_rules.h"
@@ -9,13 +11,6 @@
 namespace kiln {
 
 namespace {
-
-void check_cpu_dtype(const OpIr& op, const TensorIr& t) {
-  KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64 || t.dtype == DType::bool_, op_name(op.kind),
-             "input " + describe(t) +
-                 ": only f32, i64 and bool are supported (f16/bf16 are reserved for the "
-                 "Vulkan device's storage and matmul paths)");
-}
 
 // Computing these in the given dtype is not defined (PyTorch rejects them as well).
 void check_compute_dtype(const OpIr& op, DType compute) {
@@ -63,12 +58,9 @@ TensorIr result(const OpIr& op, const Shape& shape) {
 
 void unary_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
-  check_cpu_dtype(op, op.inputs[0]);
   out.push_back(result(op, op.inputs[0].shape));
 }
 
-// Casts also convert to and from f16/bf16 (storage types of some devices: the submission checks
-// that the device has them).
 void cast_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   out.push_back(result(op, op.inputs[0].shape));
@@ -76,7 +68,6 @@ void cast_rule(const OpIr& op, TensorList& out) {
 
 void clamp_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
-  check_cpu_dtype(op, op.inputs[0]);
   const auto& f = op.attrs.ints;
   KILN_CHECK(f.size() == 2 && (f[0] != 0 || f[1] != 0), "clamp",
              "at least one of min and max must be given (input " + describe(op.inputs[0]) + ")");
@@ -86,7 +77,6 @@ void clamp_rule(const OpIr& op, TensorList& out) {
 void binary_rule(const OpIr& op, TensorList& out) {
   const bool scalar_form = op.attrs.scalar_side != ScalarSide::None;
   check_arity(op, scalar_form ? 1 : 2);
-  for (const TensorIr& t : op.inputs) check_cpu_dtype(op, t);
   const Shape shape =
       scalar_form ? op.inputs[0].shape : broadcast_shapes(op_name(op.kind), op.inputs[0].shape, op.inputs[1].shape);
   out.push_back(result(op, shape));
@@ -94,7 +84,6 @@ void binary_rule(const OpIr& op, TensorList& out) {
 
 void where_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 3);
-  for (const TensorIr& t : op.inputs) check_cpu_dtype(op, t);
   KILN_CHECK(op.inputs[0].dtype == DType::bool_, "where",
              "the condition must be a bool tensor, got " + describe(op.inputs[0]) + " (compare it, e.g. ne(cond, 0))");
   const Shape ca = broadcast_shapes("where", op.inputs[0].shape, op.inputs[1].shape);

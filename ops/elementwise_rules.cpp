@@ -8,13 +8,19 @@ namespace kiln {
 
 namespace {
 
+// PyTorch's order: bool < i64 < the 16-bit floats < f32. f16 and bf16 share a rank: next to
+// each other they promote to f32 (promote_types).
 int rank_of(DType t) {
   switch (t) {
     case DType::bool_: return 0;
     case DType::i64: return 1;
-    default: return 2;  // f32 (f16/bf16 never reach the CPU rules: the shape rules reject them)
+    case DType::f16:
+    case DType::bf16: return 2;
+    default: return 3;  // f32
   }
 }
+
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 // Ops whose result is real-valued whatever their input: they compute in f32.
 bool is_float_math(OpKind k) {
@@ -66,7 +72,10 @@ bool is_elementwise(OpKind kind) {
   return f == OpFamily::unary || f == OpFamily::binary || f == OpFamily::ternary;
 }
 
-DType promote_types(DType a, DType b) { return rank_of(a) >= rank_of(b) ? a : b; }
+DType promote_types(DType a, DType b) {
+  if (a != b && is_half(a) && is_half(b)) return DType::f32;  // torch.promote_types(f16, bf16)
+  return rank_of(a) >= rank_of(b) ? a : b;
+}
 
 bool is_whole_scalar(double value) {
   // 2^63 itself does not fit, hence the strict bound.
@@ -74,12 +83,31 @@ bool is_whole_scalar(double value) {
 }
 
 DType scalar_operand_dtype(DType tensor, double value) {
+  // A scalar never lifts a floating tensor out of its dtype (x16 * 0.1 stays f16).
+  if (is_half(tensor)) return tensor;
   if (tensor == DType::f32 || !is_whole_scalar(value)) return DType::f32;
   return DType::i64;
 }
 
+namespace {
+
+// The dtype the value operands promote to (before the op's own rule).
+DType promoted(OpKind kind, std::span<const DType> inputs, const OpAttrs& attrs) {
+  if (op_info(kind).family == OpFamily::binary && attrs.scalar_side != ScalarSide::None)
+    return promote_types(inputs[0], scalar_operand_dtype(inputs[0], attrs.scalar));
+  DType t = inputs[0];
+  for (std::size_t i = 1; i < inputs.size(); ++i) t = promote_types(t, inputs[i]);
+  return t;
+}
+
+}  // namespace
+
 DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, const OpAttrs& attrs) {
-  if (is_float_math(kind)) return DType::f32;
+  // Real-valued math keeps a floating dtype (exp of f16 is f16) and lifts the others to f32.
+  if (is_float_math(kind)) {
+    const DType t = promoted(kind, inputs, attrs);
+    return is_floating(t) ? t : DType::f32;
+  }
   if (is_logical(kind)) return DType::bool_;
   switch (kind) {
     case OpKind::cast: return attrs.dtype;
@@ -95,11 +123,7 @@ DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, cons
     case OpKind::where: return promote_types(inputs[1], inputs[2]);
     default: break;
   }
-  if (op_info(kind).family == OpFamily::binary) {
-    if (attrs.scalar_side != ScalarSide::None)
-      return promote_types(inputs[0], scalar_operand_dtype(inputs[0], attrs.scalar));
-    return promote_types(inputs[0], inputs[1]);
-  }
+  if (op_info(kind).family == OpFamily::binary) return promoted(kind, inputs, attrs);
   return inputs[0];  // neg abs relu floor ceil round sign isnan isinf: computed as they are
 }
 

@@ -3,10 +3,12 @@
 // it (comparisons compute in the promoted dtype and write bool). The shape rules, the unfused
 // CPU kernels and the fusion planner all ask these functions, so they can never disagree.
 //
-// Promotion follows PyTorch for kiln's dtypes: bool < i64 < f32. A scalar operand (attrs.scalar)
-// counts as i64 when it is a whole number within i64's range and as f32 otherwise; 0-d tensors
-// promote like any tensor (kiln's three dtypes are three different categories, where PyTorch's
-// 0-d rule makes no difference).
+// Promotion follows PyTorch for kiln's dtypes: bool < i64 < f16, bf16 < f32, and f16 next to
+// bf16 gives f32. A scalar operand (attrs.scalar) next to an f16 or bf16 tensor takes the
+// tensor's dtype; next to the others it counts as i64 when it is a whole number within i64's
+// range and as f32 otherwise. 0-d tensors promote like any tensor (PyTorch lets a 0-d f32
+// tensor next to an f16 one keep f16; kiln gives f32 there, its one departure).
+// f16 and bf16 exist on some Vulkan devices only; the submission rejects them elsewhere.
 #pragma once
 #include <span>
 
@@ -28,7 +30,7 @@ DType scalar_operand_dtype(DType tensor, double value);
 // The dtype in which the op's value operands are computed, from the dtypes of op.inputs (in
 // order) and the attrs: add(i64, f32) -> f32, add(i64 tensor, 2.5) -> f32, exp(i64) -> f32,
 // eq(i64, f32) -> f32, logical_and(f32, i64) -> bool, clamp(i64, min 0.5) -> f32,
-// cast(x, dtype) -> dtype. It does not validate: the shape rules reject unsupported
+// cast(x, dtype) -> dtype, exp(f16) -> f16, mul(f16 tensor, 0.1) -> f16, add(f16, bf16) -> f32. It does not validate: the shape rules reject unsupported
 // combinations (abs of bool, sub of bool, ...) before any kernel sees them.
 DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, const OpAttrs& attrs);
 DType elementwise_compute_dtype(const OpIr& op);

@@ -23,7 +23,7 @@ int checked_dim(const char* op, std::int64_t dim, const TensorIr& x) {
 
 void check_cpu_dtype(const char* op, const TensorIr& t, const char* role) {
   KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64 || t.dtype == DType::bool_, op,
-             std::string(role) + " " + describe(t) + " has a dtype the CPU does not compute in (f32, i64, bool)");
+             std::string(role) + " " + describe(t) + ": index ops take f32, i64 and bool (cast 16-bit floats to f32 first)");
 }
 
 void check_index_dtype(const char* op, const TensorIr& index) {

@@ -55,7 +55,7 @@ DType reduce_output_dtype(OpKind kind, const TensorIr& in) {
   const char* name = op_name(kind);
   const DType t = in.dtype;
   KILN_CHECK(t == DType::f32 || t == DType::i64 || t == DType::bool_, name,
-             "input " + describe(in) + ": dtype " + dtype_name(t) + " is not supported on the CPU");
+             "input " + describe(in) + ": reductions of " + dtype_name(t) + " are not supported yet; cast to f32 first");
   switch (kind) {
     case OpKind::sum:
     case OpKind::prod:

@@ -12,10 +12,8 @@ namespace kiln {
 bool is_fusable(const OpIr& op) {
   const OpFamily f = op_info(op.kind).family;
   if (f != OpFamily::unary && f != OpFamily::binary && f != OpFamily::ternary) return false;
-  if (op.outputs.size() != 1 || op.inputs.size() > 3) return false;
-  for (const TensorIr& t : op.inputs)
-    if (t.dtype == DType::f16 || t.dtype == DType::bf16) return false;
-  return op.outputs[0].dtype != DType::f16 && op.outputs[0].dtype != DType::bf16;
+  // Every dtype: f16 and bf16 values (on the devices that have them) fuse like the others.
+  return op.outputs.size() == 1 && op.inputs.size() <= 3;
 }
 
 namespace {

@@ -195,7 +195,11 @@ LaunchArgs& LaunchArgs::buffer(const Buffer& b) { return push(VulkanDevice::addr
 
 LaunchArgs& LaunchArgs::scalar(double v, DType dtype) {
   switch (dtype) {
-    case DType::f32: return f32(static_cast<float>(v));
+    case DType::f32:
+    // f16 and bf16 math runs in f32 (vk_fused_glsl.cpp): the scalar is an f32, not rounded to
+    // 16 bits, as PyTorch's CUDA kernels take it.
+    case DType::f16:
+    case DType::bf16: return f32(static_cast<float>(v));
     case DType::i64: return i64(static_cast<std::int64_t>(v));
     case DType::bool_: return u64(v != 0.0 ? 1 : 0);
     default: throw Error("vulkan", std::string("no scalar argument of dtype ") + dtype_name(dtype));

@@ -142,7 +142,9 @@ std::string bool_expr(const FusedNode& n, const std::string& a, const std::strin
 
 std::string arg_read(DType t, const std::string& word) {
   switch (t) {
-    case DType::f32: return "arg_f32(" + word + ")";
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "arg_f32(" + word + ")";  // f32 (LaunchArgs::scalar)
     case DType::i64: return "arg_i64(" + word + ")";
     case DType::bool_: return "(arg_u32(" + word + ") != 0u)";
     default: throw Error("vulkan", std::string("no scalar of dtype ") + dtype_name(t));
@@ -286,6 +288,13 @@ std::string node_code(const FusedExpr& e, const Params& p, const std::string& sf
     if (n.kind == OpKind::cast) value = ops[0];
     else if (n.kind == OpKind::where) value = "(" + ops[0] + " ? " + ops[1] + " : " + ops[2] + ")";
     else if (n.compute == DType::f32) value = f32_expr(n, ops[0], ops[1], p.lo[i], p.hi[i]);
+    // f16 and bf16: the math of f32 on the operands (held as f32), rounded once to the node's
+    // dtype, as PyTorch's CUDA kernels compute them; so a fused chain rounds where the ops
+    // would, and fused and unfused values agree bit for bit.
+    else if (n.compute == DType::f16 || n.compute == DType::bf16) {
+      value = f32_expr(n, ops[0], ops[1], p.lo[i], p.hi[i]);
+      if (n.out == n.compute) value = convert(value, DType::f32, n.out);  // not for comparisons
+    }
     else if (n.compute == DType::i64) value = i64_expr(n, ops[0], ops[1], p.lo[i], p.hi[i]);
     else if (n.compute == DType::bool_) value = bool_expr(n, ops[0], ops[1]);
     else unsupported(n);

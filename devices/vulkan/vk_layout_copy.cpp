@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstring>
 
+#include "ops/half.h"
 #include "ops/registry.h"
 
 namespace kiln::vk {
@@ -98,6 +99,8 @@ std::uint64_t raw_word(double value, DType t) {
       std::memcpy(&bits, &i, sizeof i);
       return bits;
     }
+    case DType::f16: return f16_bits(static_cast<float>(value));
+    case DType::bf16: return bf16_bits(static_cast<float>(value));
     default: return value != 0.0 ? 1 : 0;
   }
 }

@@ -63,7 +63,7 @@ const char* raw_value_type(std::size_t bytes);
 std::string raw_load(std::size_t bytes, const std::string& ptr, const std::string& index);
 std::string raw_store(std::size_t bytes, const std::string& ptr, const std::string& index, const std::string& value);
 
-// The raw word of `value` in dtype t (f32 bits, i64, 0/1), as the copy's fill pattern.
+// The raw word of `value` in dtype t (f32, f16 or bf16 bits, i64, 0/1), as the copy's fill pattern.
 std::uint64_t raw_word(double value, DType t);
 
 // Throws (naming op) when a tensor is too large for the 32-bit element indices of these kernels.

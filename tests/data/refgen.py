@@ -12,7 +12,7 @@ import os
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.bool: "bool"}
+DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.bool: "bool", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
 def _value(x, dtype):

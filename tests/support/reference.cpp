@@ -51,6 +51,8 @@ DType parse_dtype(const std::string& s) {
   if (s == "f32") return DType::f32;
   if (s == "i64") return DType::i64;
   if (s == "bool") return DType::bool_;
+  if (s == "f16") return DType::f16;
+  if (s == "bf16") return DType::bf16;
   throw std::runtime_error("unknown dtype in reference data: " + s);
 }
 
@@ -94,6 +96,9 @@ Tensor make_tensor(const Json& t, Device device) {
       for (double x : v) bv.push_back(x != 0.0);
       return from_vector(bv, shape, device);
     }
+    case DType::f16:
+    case DType::bf16:  // every value of the data is exact in its dtype: the cast only narrows
+      return cast(from_vector(std::vector<float>(v.begin(), v.end()), shape, device), dtype);
     default: throw std::runtime_error("unsupported dtype");
   }
 }
@@ -106,7 +111,7 @@ Tensor make_tensor(const Json& t, Device device) {
   if (actual.dtype() != want_dtype)
     return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << ", expected "
                                          << dtype_name(want_dtype);
-  return values_close(host_values(actual), json_values(expected), tol, actual.dtype() != DType::f32);
+  return values_close(host_values(actual), json_values(expected), tol, !is_floating(actual.dtype()));
 }
 
 std::vector<double> host_values(const Tensor& t) {
@@ -121,6 +126,8 @@ std::vector<double> host_values(const Tensor& t) {
     case DType::bool_:
       for (bool x : t.to_vector<bool>().get()) out.push_back(x ? 1.0 : 0.0);
       break;
+    case DType::f16:
+    case DType::bf16: return host_values(cast(t, DType::f32));  // exact: f32 holds every 16-bit value
     default: throw std::runtime_error(std::string("values: unsupported dtype ") + dtype_name(t.dtype()));
   }
   return out;

@@ -37,7 +37,8 @@ const RefCase* find_case(const std::vector<RefCase>& cases, const std::string& n
 
 DType parse_dtype(const std::string& s);
 Shape json_shape(const Json& t);
-// A kiln tensor on `device` holding the values of a JSON tensor.
+// A kiln tensor on `device` holding the values of a JSON tensor (f16 and bf16: uploaded as f32,
+// cast on the device).
 Tensor make_tensor(const Json& t, Device device = Device::cpu());
 std::vector<double> json_values(const Json& t);
 
@@ -50,7 +51,7 @@ struct Tolerance {
 // Waits for `actual` and compares shape, dtype and every value with the JSON tensor.
 ::testing::AssertionResult matches(const Tensor& actual, const Json& expected, Tolerance tol = {});
 
-// The values of an f32, i64 or bool tensor as doubles (waits).
+// The values of a tensor as doubles (waits; f16 and bf16 through a cast to f32 on its device).
 std::vector<double> host_values(const Tensor& t);
 
 // Element by element: NaN matches NaN, infinities match exactly, `exact` (integers, bools)
