@@ -15,10 +15,10 @@ constexpr int kSmallOps = 64;
 Tensor gelu_by_hand(const Tensor& x) { return div(mul(x, add(erf(div(x, std::sqrt(2.0))), 1.0)), 2.0); }
 Tensor gelu_library(const Tensor& x) { return gelu(x); }
 
-// 4 bytes read and 4 written per element, whatever the op does in between.
-void unary_map(benchmark::State& state, Device device, Tensor (*fn)(const Tensor&)) {
+// 4 bytes read and 4 written per element (2 and 2 for f16), whatever the op does in between.
+void unary_map(benchmark::State& state, Device device, Tensor (*fn)(const Tensor&), DType dtype) {
   Generator gen(1);
-  const Tensor x = randn(Shape{kBigN}, gen, {DType::f32, device});
+  const Tensor x = cast(randn(Shape{kBigN}, gen, {DType::f32, device}), dtype);
   {
     Tensor warm = fn(x);
     wait(device);
@@ -29,12 +29,12 @@ void unary_map(benchmark::State& state, Device device, Tensor (*fn)(const Tensor
     wait(device);  // y is still alive here: its whole chain must have run
   }
   delta.report(state);
-  set_bytes(state, 8.0 * kBigN);
+  set_bytes(state, 2.0 * static_cast<double>(dtype_size(dtype)) * kBigN);
 }
 
 void gelu_unfused(benchmark::State& state, Device device) {
   FusionOff off;
-  unary_map(state, device, gelu_by_hand);
+  unary_map(state, device, gelu_by_hand, DType::f32);
 }
 
 void add_inplace(benchmark::State& state, Device device) {
@@ -80,9 +80,13 @@ void small_ops(benchmark::State& state, Device device) {
 }  // namespace
 
 void register_elementwise(Device device) {
-  apply(benchmark::RegisterBenchmark("gelu_fused", unary_map, device, gelu_by_hand), {});
+  apply(benchmark::RegisterBenchmark("gelu_fused", unary_map, device, gelu_by_hand, DType::f32), {});
   apply(benchmark::RegisterBenchmark("gelu_fused/unfused", gelu_unfused, device), {});
-  apply(benchmark::RegisterBenchmark("gelu_native", unary_map, device, gelu_library), {});
+  apply(benchmark::RegisterBenchmark("gelu_native", unary_map, device, gelu_library, DType::f32), {});
+  // The same five ops on f16 values (each rounded to f16, as PyTorch's CUDA kernels do): a GPU
+  // workload, where 16-bit floats exist.
+  if (device.kind == DeviceKind::vulkan)
+    apply(benchmark::RegisterBenchmark("gelu_fused_f16", unary_map, device, gelu_by_hand, DType::f16), {});
   apply(benchmark::RegisterBenchmark("add_inplace", add_inplace, device), {});
   apply(benchmark::RegisterBenchmark("small_ops", small_ops, device), {})->Unit(benchmark::kMicrosecond);
 }

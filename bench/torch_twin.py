@@ -24,12 +24,17 @@ Policy = collections.namedtuple("Policy", "min_time repetitions iterations", def
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
 GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
 # Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
-GPU_ONLY = {"grad_threads_streams", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
+GPU_ONLY = {"grad_threads_streams", "gelu_fused_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
             "matmul_batched_f16", "matmul_batched_bf16"}
 
 
 def gelu_fused(dev):
     x = torch.randn(BIG_N, device=dev)
+    return lambda: x * (torch.erf(x / math.sqrt(2.0)) + 1) / 2
+
+
+def gelu_fused_f16(dev):
+    x = torch.randn(BIG_N, device=dev).half()
     return lambda: x * (torch.erf(x / math.sqrt(2.0)) + 1) / 2
 
 
@@ -154,6 +159,7 @@ SPEEDUPS = {"grad_threads": (Policy(0.5, 5), grad_threads_pair),
 WORKLOADS = {
     "gelu_fused": ("GB/s", 8 * BIG_N, Policy(), gelu_fused),
     "gelu_native": ("GB/s", 8 * BIG_N, Policy(), gelu_native),
+    "gelu_fused_f16": ("GB/s", 4 * BIG_N, Policy(), gelu_fused_f16),
     "add_inplace": ("GB/s", 10 * 8 * BIG_N, Policy(), add_inplace),
     "small_ops": ("us/op", SMALL_OPS, Policy(), small_ops),
     "softmax_rows": ("GB/s", 8 * 4096 * 1024, Policy(), softmax_rows),

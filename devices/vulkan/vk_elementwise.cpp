@@ -29,17 +29,58 @@ std::string named(const char* prefix, std::size_t i) {
   return s;
 }
 
-// A kernel whose inputs and outputs are all f32 at the same index (nothing broadcasts) moves
-// four elements per thread through 16-byte vec4 loads and stores when every buffer is 16-byte
-// aligned: on NVIDIA that is what reaches memory bandwidth (scalar loads, one per thread, stall
-// at about 40% of it).
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// A kernel whose inputs and outputs are all floats (f32, f16, bf16) at the same index (nothing
+// broadcasts) moves four elements per thread through vector loads and stores (16 bytes of f32,
+// 8 of a 16-bit type) when every buffer is aligned to them: on NVIDIA that is what reaches
+// memory bandwidth (scalar loads, one per thread, stall at about 40% of it).
 bool vectorizable(const FusedExpr& e) {
   for (const TensorIr& t : e.inputs)
-    if (t.dtype != DType::f32 || fused::broadcasts(t, e.shape)) return false;
+    if (!is_floating(t.dtype) || fused::broadcasts(t, e.shape)) return false;
   for (const TensorIr& t : e.outputs)
-    if (t.dtype != DType::f32) return false;
+    if (!is_floating(t.dtype)) return false;
   return true;
 }
+
+// Four elements of dtype t at vector index q of the buffer at `address`, as a vec4 of f32.
+std::string load4(DType t, const std::string& address, const std::string& q) {
+  if (!is_half(t)) return "F32x4s(" + address + ").v[" + q + "]";
+  return "kiln_unpack4(U16x4s(" + address + ").v[" + q + "], " + (t == DType::f16 ? "true" : "false") + ")";
+}
+
+// The store of four f32 values (a vec4 expression) as dtype t at vector index q.
+std::string store4(DType t, const std::string& address, const std::string& q, const std::string& v) {
+  if (!is_half(t)) return "F32x4s(" + address + ").v[" + q + "] = " + v + ";";
+  return "U16x4s(" + address + ").v[" + q + "] = kiln_pack4(" + v + ", " + (t == DType::f16 ? "true" : "false") + ");";
+}
+
+bool has_half(const FusedExpr& e) {
+  for (const TensorIr& t : e.inputs)
+    if (is_half(t.dtype)) return true;
+  for (const TensorIr& t : e.outputs)
+    if (is_half(t.dtype)) return true;
+  return false;
+}
+
+constexpr const char* kF32Vectors =
+    "layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32x4s { vec4 v[]; };\n";
+// Where a kernel moves 16-bit floats: their words two to a uint, converted with the prelude's
+// bit arithmetic (exact, whatever the driver's f16 modes; only devices with 16-bit storage have
+// that part of the prelude).
+constexpr const char* kHalfVectors = R"(
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer U16x4s { uvec2 v[]; };
+float kiln_half_to_f32(uint h, bool f16) { return f16 ? kiln_f16_to_f32(h) : kiln_bf16_to_f32(h); }
+uint kiln_f32_to_half(float x, bool f16) { return f16 ? kiln_f32_to_f16(x) : kiln_f32_to_bf16(x); }
+vec4 kiln_unpack4(uvec2 w, bool f16) {
+  return vec4(kiln_half_to_f32(w.x & 0xffffu, f16), kiln_half_to_f32(w.x >> 16, f16),
+              kiln_half_to_f32(w.y & 0xffffu, f16), kiln_half_to_f32(w.y >> 16, f16));
+}
+uvec2 kiln_pack4(vec4 v, bool f16) {
+  return uvec2(kiln_f32_to_half(v.x, f16) | (kiln_f32_to_half(v.y, f16) << 16),
+               kiln_f32_to_half(v.z, f16) | (kiln_f32_to_half(v.w, f16) << 16));
+}
+)";
 
 // vec4s per thread in the vectorized kernel, loaded before any math: 2 measured 37.0-37.3 us
 // of GPU time for a 16M-element GELU on an H200 against 39.5-39.8 with 1 (4: 39.3-39.8; 512
@@ -49,7 +90,8 @@ constexpr std::size_t kVecUnroll = 2;
 std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4) {
   const fused::Params p = fused::params_of(e, "", "");
   std::string s = dev.prelude();
-  if (vec4) s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32x4s { vec4 v[]; };\n";
+  if (vec4) s += kF32Vectors;
+  if (vec4 && has_half(e)) s += kHalfVectors;
   s += "layout(local_size_x = 256) in;\nvoid main() {\n";
   for (const fused::Params::Var& v : p.vars) s += "  " + v.type + " " + v.name + " = " + v.init + ";\n";
   // One element at index i: loads, nodes, stores.
@@ -68,7 +110,8 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
       at[u] = named("(q0 + ", u) + "u * T)";
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
-        s += "      vec4 X" + to_s(k) + "u" + to_s(u) + " = F32x4s(arg_u64(" + p.in_word[k] + ")).v[" + at[u] + "];\n";
+        s += "      vec4 X" + to_s(k) + "u" + to_s(u) + " = " +
+             load4(e.inputs[k].dtype, "arg_u64(" + p.in_word[k] + ")", at[u]) + ";\n";
     }
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
@@ -79,9 +122,10 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
         s += fused::node_code(e, p, named("_", u) + "_" + to_s(static_cast<std::size_t>(c)), "      ");
       for (std::size_t o = 0; o < e.outputs.size(); ++o) {
         const std::string v = named("v", e.output_nodes[o]) + "_" + to_s(u);
-        s += "      F32x4s(arg_u64(";
-        s += p.out_word[o];
-        s += ")).v[" + at[u] + "] = vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3);\n";
+        s += "      " +
+             store4(e.outputs[o].dtype, "arg_u64(" + p.out_word[o] + ")", at[u],
+                    "vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3)") +
+             "\n";
       }
     }
     s += "    } else {\n      for (uint u = 0u; u < " + U + "u; ++u) {\n        const uint q = q0 + u * T;\n";
@@ -109,11 +153,12 @@ class FusedKernel final : public CompiledKernel {
   const Pipeline* vec4;  // null when the expression cannot use vec4 loads
 };
 
-bool aligned16(const KernelArgs& args) {
-  for (const Buffer* b : args.inputs)
-    if (VulkanDevice::address(*b) % 16) return false;
-  for (const Buffer* b : args.outputs)
-    if (VulkanDevice::address(*b) % 16) return false;
+// Every buffer aligned to its vector of four (16 bytes of f32, 8 of a 16-bit type).
+bool vector_aligned(const FusedExpr& e, const KernelArgs& args) {
+  for (std::size_t k = 0; k < args.inputs.size(); ++k)
+    if (VulkanDevice::address(*args.inputs[k]) % (4 * dtype_size(e.inputs[k].dtype))) return false;
+  for (std::size_t o = 0; o < args.outputs.size(); ++o)
+    if (VulkanDevice::address(*args.outputs[o]) % (4 * dtype_size(e.outputs[o].dtype))) return false;
   return true;
 }
 
@@ -174,7 +219,7 @@ void record_fused(VulkanDevice& dev, const CompiledKernel& kernel, const FusedEx
              "tensors over 2^32 elements are not supported on Vulkan yet (" + expr.shape.str() + ")");
   const auto& k = static_cast<const FusedKernel&>(kernel);
   const auto un = static_cast<std::uint64_t>(n);
-  if (k.vec4 && aligned16(args))
+  if (k.vec4 && vector_aligned(expr, args))
     return dev.dispatch(*k.vec4, fused_args(expr, args), groups_for(((un + 3) / 4 + kVecUnroll - 1) / kVecUnroll));
   dev.dispatch(k.pipeline, fused_args(expr, args), groups_for(un));
 }

@@ -144,6 +144,14 @@ for tag, dt in HALVES.items():
     x = randn(dt, 4, 33)
     cases.append(case("gelu_chain_" + tag, "gelu_chain", [x], gelu_chain(x, dt)))
 
+# Long enough (4099 elements) that the Vulkan kernels move most elements four at a time (8-byte
+# loads of 16-bit words, 16-byte ones of f32) and the rest one by one.
+x = randn(torch.float16, 4099)
+cases.append(case("gelu_chain_f16_long", "gelu_chain", [x], gelu_chain(x, torch.float16)))
+x32 = torch.randn(4099) * 100
+cases.append(case("cast_f32_to_bf16_long", "cast", [x32], x32.to(torch.bfloat16), {"dtype": "bf16"}))
+cases.append(case("add_f16_f32_long", "add", [x, x32], x.float() + x32))
+
 # ---- layout ops move 16-bit values as they are ------------------------------------------------------
 x = randn(torch.float16, 3, 4, 5)
 y = randn(torch.float16, 3, 2, 5)

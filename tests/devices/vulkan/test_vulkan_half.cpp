@@ -111,7 +111,7 @@ TEST(VulkanHalf, CoversEveryOpInBothDtypes) {
 TEST(VulkanHalf, OpChainFusesAndRoundsWhereItsOpsWould) {
   KILN_REQUIRE_VULKAN();
   const auto cases = test::load_cases(kFile);
-  for (const char* name : {"gelu_chain_f16", "gelu_chain_bf16"}) {
+  for (const char* name : {"gelu_chain_f16", "gelu_chain_bf16", "gelu_chain_f16_long"}) {
     SCOPED_TRACE(name);
     const RefCase* c = test::find_case(cases, name);
     ASSERT_NE(c, nullptr);
