@@ -1,6 +1,7 @@
 #include "devices/vulkan/vk_context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -130,6 +131,10 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd) {
     p2.pNext = &p12;
     vkGetPhysicalDeviceProperties2(pd, &p2);
     info.nan_preserve_f32 = p12.shaderSignedZeroInfNanPreserveFloat32;
+    info.f16_conversions = f12.shaderFloat16 && p12.shaderRoundingModeRTEFloat16 && p12.shaderDenormPreserveFloat16 &&
+                           p12.roundingModeIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE &&
+                           p12.denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE &&
+                           std::getenv("KILN_VULKAN_F16_BITS") == nullptr;
   }
   return info;
 }
@@ -277,9 +282,11 @@ Context::Context(std::shared_ptr<Instance> instance, const PhysicalDeviceInfo& i
   if (log_enabled(spdlog::level::debug))
     logger().debug(
         "vulkan: opened {} ({}), {} of {} compute queue(s) asked for ({} in the family), 8-bit storage {}, "
-        "16-bit storage {}, float16 {}, NV cooperative matrix {}, workgroup-scope cooperative matrix {}",
+        "16-bit storage {}, float16 {} (hardware f16 conversions {}), NV cooperative matrix {}, workgroup-scope "
+        "cooperative matrix {}",
         info_.name, info_.type_name(), queue_count, queues, info_.compute_queue_count, info_.storage_8bit,
-        info_.storage_16bit, info_.shader_float16, info_.coop_matrix_nv, info_.coop_matrix_workgroup);
+        info_.storage_16bit, info_.shader_float16, info_.f16_conversions, info_.coop_matrix_nv,
+        info_.coop_matrix_workgroup);
 }
 
 VkResult Context::submit(std::uint32_t stream, const VkSubmitInfo& si, VkFence fence) const {

@@ -33,6 +33,9 @@ struct PhysicalDeviceInfo {
   bool host_query_reset = false;
   // shaderSignedZeroInfNanPreserveFloat32: kernels can ask the driver to keep NaN, inf and -0.
   bool nan_preserve_f32 = false;
+  // shaderFloat16 with RoundingModeRTE and DenormPreserve for 16-bit floats, settable apart from
+  // 32-bit ones: f16 conversions by hardware that round as PyTorch does (vk_prelude.cpp).
+  bool f16_conversions = false;
   // VK_NV_cooperative_matrix (with the Vulkan memory model its shaders use): tensor cores.
   bool coop_matrix_nv = false;
   // VK_KHR_cooperative_matrix with VK_NV_cooperative_matrix2's workgroup-scope matrices of

@@ -31,11 +31,28 @@ layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16s { float
 
 // f16 and bf16 tensors are stored as 16-bit words (U16s) and held in registers as f32: loads
 // convert exactly, stores round to nearest even as PyTorch does (NaN stays NaN: f16 keeps the
-// sign with 0x7e00, bf16 gives 0x7fc0). Plain bit arithmetic, so the result never depends on
-// the driver's f16 conversion or denormal modes.
+// sign with 0x7e00, bf16 gives 0x7fc0). kiln_round_f16 / kiln_round_bf16 round an f32 to the
+// nearest 16-bit value and keep it an f32: what every node of a 16-bit op does (f16 overflows
+// to infinity from 65520; its subnormals are multiples of 2^-24).
 constexpr const char* k16BitTypes = R"(
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16s { uint16_t v[]; };
 
+float kiln_bf16_to_f32(uint h) { return uintBitsToFloat(h << 16); }
+uint kiln_f32_to_bf16(float x) {
+  uint u = floatBitsToUint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+float kiln_round_bf16(float x) {
+  uint u = floatBitsToUint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+  return uintBitsToFloat((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
+}
+)";
+
+// f16 by plain bit arithmetic, where the device cannot be asked for round-to-nearest-even f16
+// conversions that keep subnormals: the result never depends on the driver's modes.
+constexpr const char* kF16ByBits = R"(
 float kiln_f16_to_f32(uint h) {
   uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0u) return uintBitsToFloat(sign | floatBitsToUint(float(m) * 5.9604644775390625e-8));
@@ -51,27 +68,29 @@ uint kiln_f32_to_f16(float x) {
   uint r = a - 0x38000000u;                              // rebias the exponent (127 -> 15)
   return sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
 }
-float kiln_bf16_to_f32(uint h) { return uintBitsToFloat(h << 16); }
-uint kiln_f32_to_bf16(float x) {
-  uint u = floatBitsToUint(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-}
-// x rounded to the nearest f16 (or bf16) value, ties to even, staying an f32: what every
-// node of a 16-bit op does, so it is cut short of the two conversions above (on an H200 those
-// made a five-op f16 GELU compute-bound, 3x the time of the f32 one). Same results: NaN stays
-// NaN, f16 overflows to infinity from 65520, its subnormals are multiples of 2^-24.
 float kiln_round_f16(float x) {
   uint u = floatBitsToUint(x), a = u & 0x7fffffffu;
   if (a < 0x38800000u) return roundEven(x * 16777216.0) * 5.9604644775390625e-8;  // keeps -0
   if (a >= 0x477ff000u) return a > 0x7f800000u ? x : uintBitsToFloat((u & 0x80000000u) | 0x7f800000u);
   return uintBitsToFloat((u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu);
 }
-float kiln_round_bf16(float x) {
-  uint u = floatBitsToUint(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
-  return uintBitsToFloat((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
-}
+)";
+
+// f16 through the hardware's conversions, where the device lets a kernel ask for f16 results
+// rounded to nearest even with subnormals kept (SPV_KHR_float_controls: RoundingModeRTE and
+// DenormPreserve for 16 bits): a few instructions each way instead of a dozen or more. On an
+// H200 the bit arithmetic made the five-op f16 GELU compute-bound (109 us of GPU time against
+// 37 for f32). NVIDIA's compiler drops a plain round trip, float(float16_t(x)), as if it were
+// exact (x came back unrounded), so the rounding multiplies the f16 value by a one that it
+// cannot see at compile time (every dispatch has at least one workgroup).
+constexpr const char* kF16Modes = R"(#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4467], 4462, 16);
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4464], 4459, 16);
+)";
+constexpr const char* kF16ByHardware = R"(
+float kiln_f16_to_f32(uint h) { return float(unpackFloat2x16(h).x); }  // the low 16 bits
+uint kiln_f32_to_f16(float x) { return packFloat2x16(f16vec2(float16_t(x), float16_t(0.0))); }
+float kiln_round_f16(float x) { return float(float16_t(x) * float16_t(min(gl_NumWorkGroups.x, 1u))); }
 )";
 
 constexpr const char* kBody = R"(
@@ -395,9 +414,11 @@ std::string kernel_prelude(const VulkanDevice& dev) {
   if (info.nan_preserve_f32) s += kNanPreserve;
   if (info.storage_16bit) s += k16BitStorage;
   if (info.storage_16bit && info.shader_float16) s += kF16Math;
+  if (info.storage_16bit && info.f16_conversions) s += kF16Modes;
   s += "const uint KILN_PUSH_WORDS = " + std::to_string(kPushWords) + "u;\n";
   s += kBody;
   if (info.storage_16bit) s += k16BitTypes;
+  if (info.storage_16bit) s += info.f16_conversions ? kF16ByHardware : kF16ByBits;
   if (info.storage_16bit && info.shader_float16) s += kF16s;
   return s;
 }
