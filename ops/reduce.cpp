@@ -54,12 +54,15 @@ Shape reduced_shape(const Shape& in, const std::vector<std::int64_t>& dims, bool
 DType reduce_output_dtype(OpKind kind, const TensorIr& in) {
   const char* name = op_name(kind);
   const DType t = in.dtype;
-  KILN_CHECK(t == DType::f32 || t == DType::i64 || t == DType::bool_, name,
-             "input " + describe(in) + ": reductions of " + dtype_name(t) + " are not supported yet; cast to f32 first");
+  // f16 and bf16 (on the devices that have them) accumulate in f32 and give their own dtype, as
+  // PyTorch's CUDA kernels do; cumsum of them is not there yet.
+  const bool half = t == DType::f16 || t == DType::bf16;
+  KILN_CHECK(!(half && kind == OpKind::cumsum), name,
+             "input " + describe(in) + ": cumsum of " + dtype_name(t) + " is not supported yet; cast to f32 first");
   switch (kind) {
     case OpKind::sum:
     case OpKind::prod:
-    case OpKind::cumsum: return t == DType::f32 ? DType::f32 : DType::i64;
+    case OpKind::cumsum: return is_floating(t) ? t : DType::i64;
     case OpKind::max:
     case OpKind::min: return t;
     case OpKind::argmax:
@@ -68,16 +71,16 @@ DType reduce_output_dtype(OpKind kind, const TensorIr& in) {
       return DType::i64;
     case OpKind::any:
     case OpKind::all: return DType::bool_;
-    case OpKind::logsumexp: return DType::f32;  // integer inputs are promoted, like torch
+    case OpKind::logsumexp: return half ? t : DType::f32;  // integer inputs are promoted, like torch
     case OpKind::mean:
     case OpKind::var:
     case OpKind::std:
     case OpKind::softmax:
     case OpKind::log_softmax:
-      KILN_CHECK(t == DType::f32, name,
+      KILN_CHECK(is_floating(t), name,
                  "input " + describe(in) + ": dtype " + dtype_name(t) +
                      " is not supported, the input must be floating point (f32); cast it first");
-      return DType::f32;
+      return t;
     default: break;
   }
   throw Error(name, "not a reduce-family op");

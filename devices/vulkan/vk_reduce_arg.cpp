@@ -11,7 +11,7 @@ namespace {
 template <bool kMax>
 void arg_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType t = op.inputs[0].dtype;
-  KILN_CHECK(t == DType::f32 || t == DType::i64, op_name(op.kind),
+  KILN_CHECK(is_floating(t) || t == DType::i64, op_name(op.kind),
              "input " + describe(op.inputs[0]) + ": dtype not supported");
   ReduceSpec s;
   s.key = kMax ? "argmax" : "argmin";
@@ -22,7 +22,7 @@ void arg_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   s.acc_bytes = 16;
   const std::string cmp = kMax ? " > " : " < ";
   s.functions = "bool better(XT x, XT y) { return x" + cmp + "y" +
-                (t == DType::f32 ? " || (kiln_isnan(x) && !kiln_isnan(y))" : "") + "; }\n" + R"(
+                (is_floating(t) ? " || (kiln_isnan(x) && !kiln_isnan(y))" : "") + "; }\n" + R"(
 const uint kNone = 0xffffffffu;  // the identity: no element yet
 ACC acc_identity() { Candidate c; c.i = kNone; return c; }
 ACC acc_merge(ACC a, ACC b) {

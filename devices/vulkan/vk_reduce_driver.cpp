@@ -463,7 +463,9 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
 
 std::string as_float(DType t, const std::string& e) {
   switch (t) {
-    case DType::f32: return e;
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return e;  // 16-bit floats are held as f32
     case DType::i64: return "float(" + e + ")";
     case DType::bool_: return "((" + e + ") ? 1.0 : 0.0)";
     default: throw Error("vulkan", std::string("reductions do not support dtype ") + dtype_name(t));
@@ -472,7 +474,9 @@ std::string as_float(DType t, const std::string& e) {
 
 std::string truth(DType t, const std::string& e) {
   switch (t) {
-    case DType::f32: return "!((" + e + ") == 0.0)";  // NaN is true
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "!((" + e + ") == 0.0)";  // NaN is true
     case DType::i64: return "((" + e + ") != 0l)";
     case DType::bool_: return e;
     default: throw Error("vulkan", std::string("reductions do not support dtype ") + dtype_name(t));

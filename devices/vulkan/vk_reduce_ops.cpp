@@ -42,11 +42,11 @@ ReduceSpec simple(const std::string& key, DType in, DType out, const std::string
   return s;
 }
 
-// sum and prod: f32 stays f32; i64 and bool accumulate in i64.
+// sum and prod: floats accumulate in f32 and keep their dtype; i64 and bool accumulate in i64.
 ReduceSpec additive(const char* key, DType in, bool product) {
   const std::string op = product ? " * " : " + ";
-  if (in == DType::f32) {
-    ReduceSpec s = simple(key, in, DType::f32, "float", product ? "1.0" : "0.0", "x", "a" + op + "v", "a");
+  if (is_floating(in)) {
+    ReduceSpec s = simple(key, in, in, "float", product ? "1.0" : "0.0", "x", "a" + op + "v", "a");
     if (!product) s.subgroup = "subgroupAdd(v)";
     return s;
   }
@@ -55,7 +55,8 @@ ReduceSpec additive(const char* key, DType in, bool product) {
 }
 
 ReduceSpec mean_spec(const OpIr& op) {
-  ReduceSpec s = simple("mean", DType::f32, DType::f32, "float", "0.0", "x", "a + v", "a / kiln_p(0u)");
+  const DType t = op.inputs[0].dtype;  // f32, f16 or bf16: accumulated in f32
+  ReduceSpec s = simple("mean", t, t, "float", "0.0", "x", "a + v", "a / kiln_p(0u)");
   s.subgroup = "subgroupAdd(v)";
   s.params = {static_cast<float>(reduced_count(op))};
   return s;
@@ -68,6 +69,8 @@ ReduceSpec extremum(const OpIr& op, bool is_max) {
   ReduceSpec s;
   switch (t) {
     case DType::f32:
+    case DType::f16:
+    case DType::bf16:
       // The first NaN wins and stays (no number compares better than it).
       s = simple(key, t, t, "float", is_max ? "-kiln_inf()" : "kiln_inf()", "x",
                  std::string("(v") + cmp + "a || kiln_isnan(v)) ? v : a", "a");

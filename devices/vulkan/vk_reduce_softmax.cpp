@@ -20,9 +20,9 @@ void softmax_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
 }  // namespace
 
 ReduceSpec softmax_spec(const OpIr& op) {
-  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
+  KILN_CHECK(is_floating(op.inputs[0].dtype), op_name(op.kind), "input " + describe(op.inputs[0]) + " must be a float");
   const bool log = op.kind == OpKind::log_softmax;
-  ReduceSpec s = logsumexp_spec(DType::f32);
+  ReduceSpec s = logsumexp_spec(op.inputs[0].dtype);  // f32, f16 or bf16: the output's dtype too
   s.key = log ? "log_softmax" : "softmax";
   s.rewrite = true;
   // An infinite max makes torch's sum exp(x - max) NaN (inf - inf), and so every result.

@@ -50,7 +50,7 @@ ReduceSpec logsumexp_spec(DType in) {
   ReduceSpec s;
   s.key = "logsumexp";
   s.in = in;
-  s.out = DType::f32;
+  s.out = in == DType::f16 || in == DType::bf16 ? in : DType::f32;  // integers give f32
   s.acc = "Lse";
   s.acc_decl = "struct Lse { float m; float s; };\n";
   s.acc_bytes = 8;
@@ -84,11 +84,11 @@ ReduceSpec stat_spec(const OpIr& op) {
         "YT acc_finish(ACC a) { return (kiln_isinf(a.m) || kiln_isnan(a.m)) ? a.m : kiln_log(a.s) + a.m; }\n";
     return s;
   }
-  KILN_CHECK(op.inputs[0].dtype == DType::f32, op_name(op.kind), "input " + describe(op.inputs[0]) + " must be f32");
+  KILN_CHECK(is_floating(op.inputs[0].dtype), op_name(op.kind), "input " + describe(op.inputs[0]) + " must be a float");
   const std::int64_t count = reduced_count(op);
   ReduceSpec s;
   s.key = "welford";
-  s.in = s.out = DType::f32;
+  s.in = s.out = op.inputs[0].dtype;  // f32, f16 or bf16, accumulated in f32
   s.acc = "Welford";
   s.acc_decl = "struct Welford { uint n; float mean; float m2; };\n";
   s.acc_bytes = 12;

@@ -152,6 +152,37 @@ x32 = torch.randn(4099) * 100
 cases.append(case("cast_f32_to_bf16_long", "cast", [x32], x32.to(torch.bfloat16), {"dtype": "bf16"}))
 cases.append(case("add_f16_f32_long", "add", [x, x32], x.float() + x32))
 
+# ---- reductions: accumulated in f32, the result rounded once to the input's dtype --------------------
+# (PyTorch's CUDA kernels; argmax and any give i64 and bool). Attributes: {"dims": [...] or
+# "dim": d, "keepdim": bool, "correction": c}.
+for tag, dt in HALVES.items():
+    x = randn(dt, 3, 17)
+    x[1, 4] = 0.0
+    x[2, :] = 0.0
+    pos = rounded(torch.rand(3, 17) * 0.5 + 0.75, dt)  # products of 17 stay in range
+    red = [
+        ("sum", x, {"dims": [1]}, lambda u: u.sum(1)),
+        ("sum", x, {"dims": []}, lambda u: u.sum()),
+        ("mean", x, {"dims": [0], "keepdim": True}, lambda u: u.mean(0, keepdim=True)),
+        ("prod", pos, {"dims": [1]}, lambda u: u.prod(1)),
+        ("max", x, {"dims": [1]}, lambda u: u.max(1).values),
+        ("min", x, {"dims": []}, lambda u: u.min()),
+        ("argmax", x, {"dim": 1}, lambda u: u.argmax(1)),
+        ("argmin", x, {"dim": 0}, lambda u: u.argmin(0)),
+        ("any", x, {"dims": [1]}, lambda u: u.bool().any(1)),
+        ("all", x, {"dims": [0]}, lambda u: u.bool().all(0)),
+        ("var", x, {"dims": [1], "correction": 1}, lambda u: u.var(1, unbiased=True)),
+        ("std", x, {"dims": [0], "correction": 0}, lambda u: u.std(0, unbiased=False)),
+        ("logsumexp", x, {"dims": [1]}, lambda u: torch.logsumexp(u, 1)),
+        ("softmax", x, {"dim": 1}, lambda u: torch.softmax(u, 1)),
+        ("log_softmax", x, {"dim": 0}, lambda u: torch.log_softmax(u, 0)),
+    ]
+    for i, (name, t, attrs, fn) in enumerate(red):
+        y = fn(t.float())
+        if y.is_floating_point():
+            y = rounded(y, dt)
+        cases.append(case("reduce_%s_%s_%d" % (name, tag, i), name, [t], y, attrs))
+
 # ---- layout ops move 16-bit values as they are ------------------------------------------------------
 x = randn(torch.float16, 3, 4, 5)
 y = randn(torch.float16, 3, 2, 5)
