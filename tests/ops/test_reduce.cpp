@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "engine/kiln.h"
-#include "support/reference.h"
+#include "support/reduce_cases.h"
 
 namespace kiln {
 namespace {
@@ -29,30 +29,6 @@ Tensor input_of(const RefCase& c, Device device) {
   for (const auto& k : c.attrs.value("nan_at", test::Json::array()))
     v[k.get<std::size_t>()] = std::numeric_limits<float>::quiet_NaN();
   return from_vector(std::move(v), shape, device);
-}
-
-Tensor apply(const RefCase& c, Tensor x) {
-  const test::Json& a = c.attrs;
-  const Dims dims = a.value("dims", Dims{});
-  const bool keepdim = a.value("keepdim", false);
-  const std::string& op = c.op;
-  if (op == "sum") return sum(x, dims, keepdim);
-  if (op == "mean") return mean(x, dims, keepdim);
-  if (op == "prod") return prod(x, dims, keepdim);
-  if (op == "max") return max(x, dims, keepdim);
-  if (op == "min") return min(x, dims, keepdim);
-  if (op == "var") return var(x, dims, a.value("correction", 1.0), keepdim);
-  if (op == "std") return kiln::std(x, dims, a.value("correction", 1.0), keepdim);
-  if (op == "any") return any(x, dims, keepdim);
-  if (op == "all") return all(x, dims, keepdim);
-  if (op == "logsumexp") return logsumexp(x, dims, keepdim);
-  if (op == "argmax") return a.contains("dim") ? argmax(x, a.at("dim").get<std::int64_t>(), keepdim) : argmax(x);
-  if (op == "argmin") return a.contains("dim") ? argmin(x, a.at("dim").get<std::int64_t>(), keepdim) : argmin(x);
-  const std::int64_t dim = a.at("dim").get<std::int64_t>();
-  if (op == "cumsum") return cumsum(x, dim);
-  if (op == "softmax") return softmax(x, dim);
-  if (op == "log_softmax") return log_softmax(x, dim);
-  throw std::runtime_error("no kiln op for reference op " + op);
 }
 
 // The listed rows of a 2-d f32 result (cases whose reference keeps only those rows).
@@ -83,7 +59,7 @@ class ReduceReference : public ::testing::TestWithParam<Device> {
     ASSERT_FALSE(cases.empty()) << "no reference cases for " << op;
     for (const RefCase& c : cases) {
       SCOPED_TRACE(c.name);
-      Tensor out = apply(c, input_of(c, GetParam()));
+      Tensor out = test::run_reduce_case(c, input_of(c, GetParam()));
       if (c.attrs.contains("rows")) out = rows_of(out, c.attrs.at("rows"));
       EXPECT_TRUE(test::matches(out, c.outputs[0], tolerance_of(op)));
     }

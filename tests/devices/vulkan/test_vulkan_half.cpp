@@ -11,6 +11,7 @@
 
 #include "devices/vulkan/vulkan_test_support.h"
 #include "support/elementwise_cases.h"
+#include "support/reduce_cases.h"
 
 namespace kiln {
 namespace {
@@ -201,30 +202,6 @@ TEST(VulkanHalf, CpuRejectsHalfTypesAtTheCallSite) {
   }
 }
 
-// A reduction case of half.json: its op and attributes as a kiln call.
-Tensor run_reduction(const RefCase& c, const Tensor& x) {
-  const Json& a = c.attrs;
-  const bool keep = a.value("keepdim", false);
-  const Dims dims = a.contains("dims") ? a.at("dims").get<Dims>() : Dims{};
-  const std::int64_t dim = a.value("dim", std::int64_t{0});
-  const std::string& op = c.op;
-  if (op == "sum") return sum(x, dims, keep);
-  if (op == "mean") return mean(x, dims, keep);
-  if (op == "prod") return prod(x, dims, keep);
-  if (op == "max") return max(x, dims, keep);
-  if (op == "min") return min(x, dims, keep);
-  if (op == "argmax") return argmax(x, dim, keep);
-  if (op == "argmin") return argmin(x, dim, keep);
-  if (op == "any") return any(x, dims, keep);
-  if (op == "all") return all(x, dims, keep);
-  if (op == "var") return var(x, dims, a.at("correction").get<double>(), keep);
-  if (op == "std") return std(x, dims, a.at("correction").get<double>(), keep);
-  if (op == "logsumexp") return logsumexp(x, dims, keep);
-  if (op == "softmax") return softmax(x, dim);
-  if (op == "log_softmax") return log_softmax(x, dim);
-  throw std::runtime_error("no reduction " + op);
-}
-
 // Reductions accumulate in f32 and round their result once to the input's dtype: within one
 // unit in its last place of PyTorch's (the sums run in another order); indices and truth
 // values exactly. Every reduction op is covered in both dtypes.
@@ -235,7 +212,7 @@ TEST(VulkanHalf, ReductionsMatchPyTorch) {
     if (!c.name.starts_with("reduce_")) continue;
     SCOPED_TRACE(c.name);
     const Tensor x = test::make_tensor(c.inputs[0], test::vk0());
-    const Tensor y = run_reduction(c, x);
+    const Tensor y = test::run_reduce_case(c, x);
     EXPECT_TRUE(test::matches(y, c.outputs[0], ulp_of(out_dtype(c))));
     seen[c.op].insert(c.inputs[0].at("dtype").get<std::string>());
   }
