@@ -30,8 +30,9 @@ DType scalar_operand_dtype(DType tensor, double value);
 // The dtype in which the op's value operands are computed, from the dtypes of op.inputs (in
 // order) and the attrs: add(i64, f32) -> f32, add(i64 tensor, 2.5) -> f32, exp(i64) -> f32,
 // eq(i64, f32) -> f32, logical_and(f32, i64) -> bool, clamp(i64, min 0.5) -> f32,
-// cast(x, dtype) -> dtype, exp(f16) -> f16, mul(f16 tensor, 0.1) -> f16, add(f16, bf16) -> f32. It does not validate: the shape rules reject unsupported
-// combinations (abs of bool, sub of bool, ...) before any kernel sees them.
+// cast(x, dtype) -> dtype, exp(f16) -> f16, mul(f16 tensor, 0.1) -> f16, add(f16, bf16) -> f32.
+// It does not validate: the shape rules reject unsupported combinations (abs of bool, sub of
+// bool, ...) before any kernel sees them.
 DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, const OpAttrs& attrs);
 DType elementwise_compute_dtype(const OpIr& op);
 
