@@ -183,6 +183,20 @@ for tag, dt in HALVES.items():
             y = rounded(y, dt)
         cases.append(case("reduce_%s_%s_%d" % (name, tag, i), name, [t], y, attrs))
 
+# ---- index ops that move values (gather, scatter, index_select, masked_fill) ------------------------
+for tag, dt in HALVES.items():
+    x = randn(dt, 4, 5)
+    x[0, 0] = NAN
+    gi = torch.tensor([[0, 4, 2], [1, 1, 3], [4, 0, 0], [2, 3, 1]])
+    cases.append(case("index_gather_" + tag, "gather", [x, gi], torch.gather(x, 1, gi), {"dim": 1}))
+    si = torch.tensor([[3, 0, 1, 2, 0]])  # no position twice (torch leaves that undefined)
+    src = randn(dt, 1, 5)
+    cases.append(case("index_scatter_" + tag, "scatter", [x, si, src], torch.scatter(x, 0, si, src), {"dim": 0}))
+    ii = torch.tensor([2, 0, 2, 3])
+    cases.append(case("index_select_" + tag, "index_select", [x, ii], torch.index_select(x, 0, ii), {"dim": 0}))
+    m = torch.rand(4, 5) > 0.5
+    cases.append(case("index_masked_fill_" + tag, "masked_fill", [x, m], x.masked_fill(m, 0.1), {"value": 0.1}))
+
 # ---- layout ops move 16-bit values as they are ------------------------------------------------------
 x = randn(torch.float16, 3, 4, 5)
 y = randn(torch.float16, 3, 2, 5)

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "support/reference.h"
+#include "support/index_cases.h"
 
 namespace kiln {
 namespace {
@@ -18,44 +18,6 @@ using test::Tolerance;
 // may differ from PyTorch's only by summation order: rtol 1e-6, atol 1e-6.
 constexpr Tolerance kExact{0.0, 0.0};
 constexpr Tolerance kScatterAddTolerance{1e-6, 1e-6};
-
-double scalar_attr(const test::Json& v) {
-  if (!v.is_string()) return v.get<double>();
-  const std::string s = v.get<std::string>();
-  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-  if (s == "inf") return std::numeric_limits<double>::infinity();
-  if (s == "-inf") return -std::numeric_limits<double>::infinity();
-  throw std::runtime_error("bad scalar attribute " + s);
-}
-
-// Runs a case; the inputs are handed over to the op unless `kept` holds a second handle to each.
-std::vector<Tensor> run_case(const RefCase& c, Device d, std::vector<Tensor>* kept = nullptr) {
-  std::vector<Tensor> inputs;
-  for (const auto& t : c.inputs) inputs.push_back(test::make_tensor(t, d));
-  if (kept) *kept = inputs;
-  auto in = [&](std::size_t i) { return std::move(inputs.at(i)); };
-  const auto dim = [&] { return c.attrs.at("dim").get<std::int64_t>(); };
-  if (c.op == "gather") return {gather(in(0), dim(), in(1))};
-  if (c.op == "scatter") return {scatter(in(0), dim(), in(1), in(2))};
-  if (c.op == "scatter_add") return {scatter_add(in(0), dim(), in(1), in(2))};
-  if (c.op == "index_select") return {index_select(in(0), dim(), in(1))};
-  if (c.op == "masked_fill") return {masked_fill(in(0), in(1), scalar_attr(c.attrs.at("value")))};
-  if (c.op == "one_hot") return {one_hot(in(0), c.attrs.at("num_classes").get<std::int64_t>())};
-  if (c.op == "sort") {
-    auto [values, indices] = sort(in(0), dim(), c.attrs.at("descending").get<bool>());
-    return {values, indices};
-  }
-  if (c.op == "topk") {
-    auto [values, indices] = topk(in(0), c.attrs.at("k").get<std::int64_t>(), dim(), c.attrs.at("largest").get<bool>());
-    return {values, indices};
-  }
-  if (c.op == "topk_then_gather") {
-    Tensor x = in(0);
-    Tensor top = topk(x, c.attrs.at("k").get<std::int64_t>(), dim()).second;
-    return {gather(std::move(x), dim(), std::move(top))};
-  }
-  throw std::runtime_error("no runner for op " + c.op);
-}
 
 class Index : public ::testing::TestWithParam<Device> {};
 
@@ -73,7 +35,7 @@ TEST_P(Index, MatchesTorch) {
   for (const RefCase& c : cases) {
     SCOPED_TRACE(c.name);
     std::vector<Tensor> kept;
-    const std::vector<Tensor> outs = run_case(c, GetParam(), &kept);
+    const std::vector<Tensor> outs = test::run_index_case(c, GetParam(), &kept);
     ASSERT_EQ(outs.size(), c.outputs.size());
     for (std::size_t i = 0; i < outs.size(); ++i)
       EXPECT_TRUE(matches(outs[i], c.outputs[i], tolerance_for(c))) << "output " << i;
@@ -87,7 +49,7 @@ TEST_P(Index, HandedOverInputsMatchTorch) {
   for (const RefCase& c : test::load_cases("index.json")) {
     SCOPED_TRACE(c.name);
     const std::uint64_t reuses = counters(GetParam()).inplace_reuses;
-    const std::vector<Tensor> outs = run_case(c, GetParam());
+    const std::vector<Tensor> outs = test::run_index_case(c, GetParam());
     for (std::size_t i = 0; i < outs.size(); ++i)
       EXPECT_TRUE(matches(outs[i], c.outputs[i], tolerance_for(c))) << "output " << i;
     const Shape in_shape = test::json_shape(c.inputs[0]);

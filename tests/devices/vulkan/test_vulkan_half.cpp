@@ -11,6 +11,7 @@
 
 #include "devices/vulkan/vulkan_test_support.h"
 #include "support/elementwise_cases.h"
+#include "support/index_cases.h"
 #include "support/reduce_cases.h"
 
 namespace kiln {
@@ -221,12 +222,26 @@ TEST(VulkanHalf, ReductionsMatchPyTorch) {
     EXPECT_EQ(seen[op].size(), 2u) << op;
 }
 
-// cumsum and index ops take no 16-bit floats yet: an error at the call site that says what to
-// do, not a kernel failure.
-TEST(VulkanHalf, CumsumAndIndexOpsAskForACast) {
+// The index ops that move values (gather, scatter, index_select, masked_fill, whose fill value
+// is rounded to the dtype) give PyTorch's values exactly.
+TEST(VulkanHalf, MovingIndexOpsMatchPyTorch) {
+  KILN_REQUIRE_VULKAN();
+  std::set<std::string> seen;
+  for (const RefCase& c : test::load_cases(kFile)) {
+    if (!c.name.starts_with("index_")) continue;
+    SCOPED_TRACE(c.name);
+    const std::vector<Tensor> outs = test::run_index_case(c, test::vk0());
+    EXPECT_TRUE(test::matches(outs.at(0), c.outputs[0], {0, 0}));
+    seen.insert(c.op + "/" + c.inputs[0].at("dtype").get<std::string>());
+  }
+  EXPECT_EQ(seen.size(), 8u);  // four ops, two dtypes
+}
+
+// cumsum and the index ops that compare or add values take no 16-bit floats yet: an error at the
+// call site that says what to do, not a kernel failure.
+TEST(VulkanHalf, CumsumSortAndScatterAddAskForACast) {
   KILN_REQUIRE_VULKAN();
   const Tensor x = full({2, 3}, 1.5, {DType::f16, test::vk0()});
-  const Tensor index = from_vector(std::vector<std::int64_t>{0, 1}, {2}, test::vk0());
   auto expect_error = [](const std::function<void()>& fn, const char* op) {
     try {
       fn();
@@ -239,7 +254,10 @@ TEST(VulkanHalf, CumsumAndIndexOpsAskForACast) {
     }
   };
   expect_error([&] { (void)cumsum(x, 1); }, "cumsum");
-  expect_error([&] { (void)index_select(x, 0, index); }, "index_select");
+  expect_error([&] { (void)sort(x, 1); }, "sort");
+  expect_error([&] { (void)scatter_add(x, 1, from_vector(std::vector<std::int64_t>{0, 1, 0, 1}, {2, 2}, test::vk0()),
+                                       full({2, 2}, 1.0, {DType::f16, test::vk0()})); },
+               "scatter_add");
   EXPECT_FLOAT_EQ(sum(cast(x, DType::f32)).item<float>().get(), 9.0f);
 }
 
