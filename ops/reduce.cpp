@@ -55,10 +55,8 @@ DType reduce_output_dtype(OpKind kind, const TensorIr& in) {
   const char* name = op_name(kind);
   const DType t = in.dtype;
   // f16 and bf16 (on the devices that have them) accumulate in f32 and give their own dtype, as
-  // PyTorch's CUDA kernels do; cumsum of them is not there yet.
+  // PyTorch's CUDA kernels do.
   const bool half = t == DType::f16 || t == DType::bf16;
-  KILN_CHECK(!(half && kind == OpKind::cumsum), name,
-             "input " + describe(in) + ": cumsum of " + dtype_name(t) + " is not supported yet; cast to f32 first");
   switch (kind) {
     case OpKind::sum:
     case OpKind::prod:

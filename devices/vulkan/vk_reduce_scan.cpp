@@ -27,7 +27,7 @@ constexpr std::uint32_t kMaxSplits = 1024;
 constexpr const char* kScan = R"(
 XP xs;
 YP ys;
-YP part;
+PP part;  // chunk totals, in the accumulator's type (f32 for 16-bit floats)
 // The carry of a running sum; f32 keeps the rounding error it lost in `lost` (Kahan).
 void carry_add(inout YT carry, inout YT lost, YT v) {
 #ifdef FLOAT_SCAN
@@ -64,7 +64,7 @@ layout(local_size_x = WG) in;
 void main() {
   xs = XP(arg_u64(0));
   ys = YP(arg_u64(1));
-  part = YP(arg_u64(2));
+  part = PP(arg_u64(2));
   uint outer = arg_u32(3), extent = arg_u32(4), inner = arg_u32(5), chunk = arg_u32(6), splits = arg_u32(7);
 #if defined(MODE_COLS)
   KILN_FOR_EACH(k, outer * inner) {
@@ -119,6 +119,10 @@ void main() {
 
 enum class Mode { cols, rows, totals, prefix };
 
+// The running sums' type: f32 for every float output (16-bit ones are rounded only as they are
+// stored), i64 for the others.
+DType accumulator(DType out) { return is_floating(out) ? DType::f32 : DType::i64; }
+
 void launch(VulkanDevice& dev, DType in, DType out, Mode mode, const LaunchArgs& a, Groups groups) {
   static const char* names[] = {"COLS", "ROWS", "TOTALS", "PREFIX"};
   const char* m = names[static_cast<int>(mode)];
@@ -130,8 +134,9 @@ void launch(VulkanDevice& dev, DType in, DType out, Mode mode, const LaunchArgs&
         s += "#define WG " + std::to_string(kGroup) + "u\n#define PER_THREAD " + std::to_string(kPerThread) + "u\n";
         s += std::string("#define XT ") + glsl_value_type(in) + "\n#define YT " + glsl_value_type(out) + "\n";
         s += std::string("#define XP ") + glsl_pointer_type(in) + "\n#define YP " + glsl_pointer_type(out) + "\n";
+        s += std::string("#define PP ") + glsl_pointer_type(accumulator(out)) + "\n";
         s += std::string("#define MODE_") + m + " 1\n";
-        if (out == DType::f32) s += "#define FLOAT_SCAN 1\n";
+        if (is_floating(out)) s += "#define FLOAT_SCAN 1\n";
         s += "#define VAL(x) " + std::string(in == DType::bool_ ? "((x) ? 1l : 0l)" : "(x)") + "\n";
         // Macro parameters named so that they cannot capture the pointers' field `v`.
         s += "#define load_x(I_) " + glsl_load(in, "xs", "(I_)") + "\n";
@@ -146,7 +151,7 @@ std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<st
 
 void cumsum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType in = op.inputs[0].dtype;
-  KILN_CHECK(in == DType::f32 || in == DType::i64 || in == DType::bool_, op_name(op.kind),
+  KILN_CHECK(is_floating(in) || in == DType::i64 || in == DType::bool_, op_name(op.kind),
              "input " + describe(op.inputs[0]) + ": dtype not supported");
   const DType out = op.outputs[0].dtype;
   const Geometry g = geometry_along_dim(op, static_cast<int>(op.attrs.dim));
@@ -159,7 +164,7 @@ void cumsum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const std::uint32_t chunk = ceil_div(g.extent, splits);
   splits = ceil_div(g.extent, chunk);
   BufferPtr totals;
-  if (splits > 1) totals = dev.memory().allocate(std::size_t{g.outer} * splits * dtype_size(out));
+  if (splits > 1) totals = dev.memory().allocate(std::size_t{g.outer} * splits * dtype_size(accumulator(out)));
   LaunchArgs a;
   a.u64(address_or_null(*args.inputs[0]))
       .u64(address_or_null(*args.outputs[0]))

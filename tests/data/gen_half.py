@@ -182,6 +182,14 @@ for tag, dt in HALVES.items():
         if y.is_floating_point():
             y = rounded(y, dt)
         cases.append(case("reduce_%s_%s_%d" % (name, tag, i), name, [t], y, attrs))
+    # cumsum: each prefix rounded once (from float64 here: the f32 order of summation differs
+    # between kiln and PyTorch's CPU loop).
+    cases.append(case("reduce_cumsum_%s_short" % tag, "cumsum", [x], rounded(x.double().cumsum(1), dt), {"dim": 1}))
+
+# A row of 9000 takes the kernel that splits a row into chunks and carries their totals (in f32).
+long_row = randn(torch.float16, 1, 9000, scale=0.1)
+cases.append(case("reduce_cumsum_f16_split", "cumsum", [long_row], rounded(long_row.double().cumsum(1), torch.float16),
+                  {"dim": 1}))
 
 # ---- index ops that move values (gather, scatter, index_select, masked_fill) ------------------------
 for tag, dt in HALVES.items():
