@@ -1,8 +1,8 @@
 // f16 and bf16 tensors on Vulkan against PyTorch (tests/data/gen_half.py): every elementwise op
 // (computed in f32, rounded once to the op's dtype, as PyTorch's CUDA kernels do), promotion
-// next to the other dtypes, casts, layout ops, creation, and an f16 product with a bias and an
-// activation after it. Fused and unfused runs agree bit for bit; a chain of half-type ops fuses
-// into one kernel.
+// next to the other dtypes, casts, layout ops, creation, reductions (accumulated in f32), the
+// index ops that move values, and an f16 product with a bias and an activation after it. Fused
+// and unfused runs agree bit for bit; a chain of half-type ops fuses into one kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
