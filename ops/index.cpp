@@ -21,10 +21,10 @@ int checked_dim(const char* op, std::int64_t dim, const TensorIr& x) {
   return static_cast<int>(dim < 0 ? dim + r : dim);
 }
 
-// Ops that compare or add values (scatter_add, sort, topk) take f32, i64 and bool; the ones
-// that only move them (gather, scatter, index_select, masked_fill) take f16 and bf16 too, on
+// scatter_add adds values: it takes f32, i64 and bool. The other index ops (gather, scatter,
+// index_select, masked_fill move values; sort and topk order them) take f16 and bf16 too, on
 // the devices that have them (the submission rejects them elsewhere).
-void check_computed_dtype(const char* op, const TensorIr& t, const char* role) {
+void check_added_dtype(const char* op, const TensorIr& t, const char* role) {
   KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64 || t.dtype == DType::bool_, op,
              std::string(role) + " " + describe(t) + ": " + op +
                  " takes f32, i64 and bool (cast 16-bit floats to f32 first)");
@@ -61,7 +61,7 @@ void scatter_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = op.inputs[0];
   const TensorIr& index = op.inputs[1];
   const TensorIr& src = op.inputs[2];
-  if (op.kind == OpKind::scatter_add) check_computed_dtype(name, x, "input");
+  if (op.kind == OpKind::scatter_add) check_added_dtype(name, x, "input");
   check_index_dtype(name, index);
   KILN_CHECK(src.dtype == x.dtype, name, "src " + describe(src) + " must have the dtype of input " + describe(x));
   check_same_rank(name, x, index, "index");
@@ -131,7 +131,6 @@ void one_hot_rule(const OpIr& op, TensorList& out) {
 void sort_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& x = op.inputs[0];
-  check_computed_dtype("sort", x, "input");
   checked_dim("sort", op.attrs.dim, x);
   out.push_back(TensorIr{0, x.shape, x.dtype, TensorStatus::NotInit});
   out.push_back(TensorIr{0, x.shape, DType::i64, TensorStatus::NotInit});
@@ -140,8 +139,8 @@ void sort_rule(const OpIr& op, TensorList& out) {
 void topk_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const TensorIr& x = op.inputs[0];
-  KILN_CHECK(x.dtype == DType::f32 || x.dtype == DType::i64, "topk",
-             "expected an f32 or i64 input, got " + describe(x));
+  KILN_CHECK(is_floating(x.dtype) || x.dtype == DType::i64, "topk",
+             "expected a float or i64 input, got " + describe(x));
   KILN_CHECK(op.attrs.ints.size() == 1, "topk", "expected k in ints[0]");
   const int dim = checked_dim("topk", op.attrs.dim, x);
   const std::int64_t k = op.attrs.ints[0];

@@ -28,7 +28,12 @@ std::string key_function(DType t, bool descending) {
   std::string s;
   switch (t) {
     case DType::f32:
-      s = R"(uint64_t kiln_sort_key(uint b) {
+    case DType::f16:
+    case DType::bf16:
+      // 16-bit floats are ordered by their exact f32 value.
+      s = "uint64_t kiln_sort_key(uint raw) {\n  uint b = ";
+      s += t == DType::f32 ? "raw" : t == DType::f16 ? "floatBitsToUint(kiln_f16_to_f32(raw))" : "raw << 16";
+      s += R"(;
   uint k;
   if ((b & 0x7fffffffu) > 0x7f800000u) k = 0xffffffffu;
   else if ((b & 0x7fffffffu) == 0u) k = 0x80000000u;

@@ -204,6 +204,16 @@ for tag, dt in HALVES.items():
     cases.append(case("index_select_" + tag, "index_select", [x, ii], torch.index_select(x, 0, ii), {"dim": 0}))
     m = torch.rand(4, 5) > 0.5
     cases.append(case("index_masked_fill_" + tag, "masked_fill", [x, m], x.masked_fill(m, 0.1), {"value": 0.1}))
+    # sort and topk order by value: distinct values (exact in both dtypes), a NaN and infinities;
+    # the reference sorts the f32 values stably, as kiln does.
+    v = rounded((torch.randperm(21).reshape(3, 7) - 10) * 0.25, dt)
+    v[0, 3], v[1, 1], v[2, 6] = NAN, INF, -INF
+    sv, si = torch.sort(v.float(), dim=1, stable=True)
+    cases.append(case("index_sort_" + tag, "sort", [v], [rounded(sv, dt), si], {"dim": 1, "descending": False}))
+    sv, si = torch.sort(v.float(), dim=0, descending=True, stable=True)
+    cases.append(case("index_sort_desc_" + tag, "sort", [v], [rounded(sv, dt), si], {"dim": 0, "descending": True}))
+    tv, ti = torch.topk(v[1:].float(), 3, dim=1, largest=True)
+    cases.append(case("index_topk_" + tag, "topk", [v[1:]], [rounded(tv, dt), ti], {"dim": 1, "k": 3, "largest": True}))
 
 # ---- layout ops move 16-bit values as they are ------------------------------------------------------
 x = randn(torch.float16, 3, 4, 5)
