@@ -22,6 +22,7 @@ constexpr std::size_t dtype_size(DType t) {
 const char* dtype_name(DType t);
 
 constexpr bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+constexpr bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }  // the 16-bit floats
 
 template <class T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::f32; };

@@ -20,8 +20,6 @@ int rank_of(DType t) {
   }
 }
 
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
-
 // Ops whose result is real-valued whatever their input: they compute in f32.
 bool is_float_math(OpKind k) {
   switch (k) {

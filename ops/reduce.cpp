@@ -56,7 +56,7 @@ DType reduce_output_dtype(OpKind kind, const TensorIr& in) {
   const DType t = in.dtype;
   // f16 and bf16 (on the devices that have them) accumulate in f32 and give their own dtype, as
   // PyTorch's CUDA kernels do.
-  const bool half = t == DType::f16 || t == DType::bf16;
+  const bool half = is_half(t);
   switch (kind) {
     case OpKind::sum:
     case OpKind::prod:

@@ -252,7 +252,7 @@ std::string glsl_store(DType t, const std::string& ptr, const std::string& index
 
 bool VulkanDevice::supports(DType t) const {
   // f16 and bf16 are 16-bit words converted with bit arithmetic: 16-bit storage is enough.
-  if (t == DType::f16 || t == DType::bf16) return ctx_->info().storage_16bit;
+  if (is_half(t)) return ctx_->info().storage_16bit;
   return DeviceBackend::supports(t);
 }
 

@@ -29,8 +29,6 @@ std::string named(const char* prefix, std::size_t i) {
   return s;
 }
 
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
-
 // A kernel whose inputs and outputs are all floats (f32, f16, bf16) at the same index (nothing
 // broadcasts) moves four elements per thread through vector loads and stores (16 bytes of f32,
 // 8 of a 16-bit type) when every buffer is aligned to them: on NVIDIA that is what reaches

@@ -20,7 +20,7 @@ std::string to_s(std::size_t v) { return std::to_string(v); }
 std::string convert(const std::string& e, DType from, DType to) {
   if (from == to) return e;
   // f16 and bf16 values are held as f32 (already rounded): convert as f32, round to 16 bits.
-  if (from == DType::f16 || from == DType::bf16) return convert(e, DType::f32, to);
+  if (is_half(from)) return convert(e, DType::f32, to);
   if (to == DType::f16) return "kiln_round_f16(" + convert(e, from, DType::f32) + ")";
   if (to == DType::bf16) return "kiln_round_bf16(" + convert(e, from, DType::f32) + ")";
   if (from == DType::f32 && to == DType::i64) return "kiln_f32_to_i64(" + e + ")";
@@ -291,7 +291,7 @@ std::string node_code(const FusedExpr& e, const Params& p, const std::string& sf
     // f16 and bf16: the math of f32 on the operands (held as f32), rounded once to the node's
     // dtype, as PyTorch's CUDA kernels compute them; so a fused chain rounds where the ops
     // would, and fused and unfused values agree bit for bit.
-    else if (n.compute == DType::f16 || n.compute == DType::bf16) {
+    else if (is_half(n.compute)) {
       value = f32_expr(n, ops[0], ops[1], p.lo[i], p.hi[i]);
       if (n.out == n.compute) value = convert(value, DType::f32, n.out);  // not for comparisons
     }

@@ -50,7 +50,7 @@ ReduceSpec logsumexp_spec(DType in) {
   ReduceSpec s;
   s.key = "logsumexp";
   s.in = in;
-  s.out = in == DType::f16 || in == DType::bf16 ? in : DType::f32;  // integers give f32
+  s.out = is_half(in) ? in : DType::f32;  // integers give f32
   s.acc = "Lse";
   s.acc_decl = "struct Lse { float m; float s; };\n";
   s.acc_bytes = 8;

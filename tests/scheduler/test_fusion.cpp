@@ -8,25 +8,12 @@
 #include "engine/kiln.h"
 #include "support/gelu_chain.h"
 #include "support/reference.h"
+#include "support/fusion_scope.h"
 
 namespace kiln {
 namespace {
 
-// Runs `fn` with fusion on or off, restoring the setting afterwards.
-class FusionScope {
- public:
-  explicit FusionScope(bool on) : was_(fusion_enabled()) {
-    Device::cpu().sync().get();
-    set_fusion(on);
-  }
-  ~FusionScope() {
-    Device::cpu().sync().get();
-    set_fusion(was_);
-  }
-
- private:
-  bool was_;
-};
+using test::FusionScope;
 
 using test::gelu_chain;
 

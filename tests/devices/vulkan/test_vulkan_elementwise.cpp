@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "vulkan_test_support.h"
+#include "support/fusion_scope.h"
 
 namespace kiln::test {
 namespace {
@@ -199,21 +200,7 @@ TEST(VulkanElementwise, BroadcastWhereAndClamp) {
   }, kExact));
 }
 
-// fusion on/off around a block, restoring the setting afterwards.
-class FusionScope {
- public:
-  explicit FusionScope(bool on) : was_(fusion_enabled()) {
-    vk0().sync().get();
-    set_fusion(on);
-  }
-  ~FusionScope() {
-    vk0().sync().get();
-    set_fusion(was_);
-  }
-
- private:
-  bool was_;
-};
+using test::FusionScope;
 
 std::vector<double> mixed_graph(Device d) {
   Generator gen(3);
@@ -263,13 +250,13 @@ TEST(VulkanElementwise, FusedEqualsUnfused) {
   KILN_REQUIRE_VULKAN();
   std::vector<double> fused, plain;
   {
-    FusionScope f(true);
+    FusionScope f(true, vk0());
     const EngineCounters before = counters(vk0());
     fused = mixed_graph(vk0());
     EXPECT_GT(counters(vk0()).fused_kernels, before.fused_kernels);
   }
   {
-    FusionScope f(false);
+    FusionScope f(false, vk0());
     plain = mixed_graph(vk0());
   }
   EXPECT_TRUE(close(fused, plain, {1e-6, 1e-7}));

@@ -11,6 +11,7 @@
 
 #include "devices/vulkan/vulkan_test_support.h"
 #include "support/elementwise_cases.h"
+#include "support/fusion_scope.h"
 #include "support/index_cases.h"
 #include "support/reduce_cases.h"
 
@@ -64,15 +65,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return true;
 }
 
-class FusionSetting {
- public:
-  explicit FusionSetting(bool on) : was_(fusion_enabled()) { set_fusion(on); }
-  ~FusionSetting() { set_fusion(was_); }
-
- private:
-  bool was_;
-};
-
 TEST(VulkanHalf, EveryElementwiseOpMatchesPyTorch) {
   KILN_REQUIRE_VULKAN();
   std::size_t ran = 0;
@@ -84,7 +76,7 @@ TEST(VulkanHalf, EveryElementwiseOpMatchesPyTorch) {
     // The same op with fusion off: the same bits (f32 math, one rounding, either way).
     std::vector<float> unfused_bits;
     {
-      FusionSetting off(false);
+      test::FusionScope off(false, test::vk0());
       unfused_bits = as_f32(test::run_elementwise_case(c, test::vk0()));
     }
     EXPECT_TRUE(same_bits(as_f32(fused), unfused_bits));
@@ -127,7 +119,7 @@ TEST(VulkanHalf, OpChainFusesAndRoundsWhereItsOpsWould) {
     EXPECT_EQ(counters(test::vk0()).fused_kernels - before.fused_kernels, 1u);
     EXPECT_EQ(y.dtype(), x.dtype());
     EXPECT_TRUE(test::matches(y, c->outputs[0], ulp_of(y.dtype())));
-    FusionSetting off(false);
+    test::FusionScope off(false, test::vk0());
     EXPECT_TRUE(same_bits(fused, as_f32(chain())));
   }
 }
