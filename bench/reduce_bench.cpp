@@ -34,11 +34,13 @@ void softmax_rows(benchmark::State& state, Device device) {
 
 // softmax(x * 0.125 + mask) as attention writes it: the scale and the mask fuse into the
 // softmax as its prologue. Bytes: x read and y written (the [1024] mask stays in cache).
-void attention_softmax(benchmark::State& state, Device device) {
+// `dtype` f16: the same ops on f16 values (each rounded to f16, as PyTorch's CUDA kernels do; the
+// softmax accumulates in f32), 4 bytes per element.
+void attention_softmax(benchmark::State& state, Device device, DType dtype) {
   constexpr std::int64_t kRows = 4096, kCols = 1024;
   Generator gen(6);
-  const Tensor x = randn(Shape{kRows, kCols}, gen, {DType::f32, device});
-  const Tensor mask = randn(Shape{kCols}, gen, {DType::f32, device});
+  const Tensor x = cast(randn(Shape{kRows, kCols}, gen, {DType::f32, device}), dtype);
+  const Tensor mask = cast(randn(Shape{kCols}, gen, {DType::f32, device}), dtype);
   auto step = [&] { return softmax(add(mul(x, 0.125), mask), -1); };
   {
     Tensor warm = step();
@@ -50,7 +52,7 @@ void attention_softmax(benchmark::State& state, Device device) {
     wait(device);
   }
   delta.report(state);
-  set_bytes(state, 8.0 * kRows * kCols);
+  set_bytes(state, 2.0 * static_cast<double>(dtype_size(dtype)) * kRows * kCols);
 }
 
 void sum_squares(benchmark::State& state, Device device) {
@@ -69,7 +71,9 @@ void register_reduce(Device device) {
   apply(benchmark::RegisterBenchmark("softmax_rows", softmax_rows, device), {});
   apply(benchmark::RegisterBenchmark("sum_all", sum_all, device), {});
   apply(benchmark::RegisterBenchmark("sum_squares", sum_squares, device), {});
-  apply(benchmark::RegisterBenchmark("attention_softmax", attention_softmax, device), {});
+  apply(benchmark::RegisterBenchmark("attention_softmax", attention_softmax, device, DType::f32), {});
+  if (device.kind == DeviceKind::vulkan)  // 16-bit floats live on GPUs
+    apply(benchmark::RegisterBenchmark("attention_softmax_f16", attention_softmax, device, DType::f16), {});
 }
 
 }  // namespace kiln::bench

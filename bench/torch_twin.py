@@ -24,7 +24,7 @@ Policy = collections.namedtuple("Policy", "min_time repetitions iterations", def
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
 GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
 # Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
-GPU_ONLY = {"grad_threads_streams", "gelu_fused_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
+GPU_ONLY = {"grad_threads_streams", "gelu_fused_f16", "attention_softmax_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
             "matmul_batched_f16", "matmul_batched_bf16"}
 
 
@@ -76,6 +76,12 @@ def softmax_rows(dev):
 def attention_softmax(dev):
     x = torch.randn(4096, 1024, device=dev)
     mask = torch.randn(1024, device=dev)
+    return lambda: torch.softmax(x * 0.125 + mask, -1)
+
+
+def attention_softmax_f16(dev):
+    x = torch.randn(4096, 1024, device=dev).half()
+    mask = torch.randn(1024, device=dev).half()
     return lambda: torch.softmax(x * 0.125 + mask, -1)
 
 
@@ -166,6 +172,7 @@ WORKLOADS = {
     "sum_all": ("GB/s", 4 * BIG_N, Policy(), sum_all),
     "sum_squares": ("GB/s", 4 * BIG_N, Policy(), sum_squares),
     "attention_softmax": ("GB/s", 8 * 4096 * 1024, Policy(), attention_softmax),
+    "attention_softmax_f16": ("GB/s", 4 * 4096 * 1024, Policy(), attention_softmax_f16),
     **{f"matmul_{n}": ("GFLOP/s", 2 * n**3, p, matmul(n)) for n, p in MATMUL_POLICY.items()},
     "matmul_4096_f16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.float16)),
     "matmul_4096_bf16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.bfloat16)),
