@@ -1,5 +1,5 @@
-// The element types a tensor can hold. f16/bf16 are reserved for the Vulkan device's storage
-// and matmul paths; the CPU device computes in f32, i64 and bool.
+// The element types a tensor can hold. f16/bf16 live on Vulkan devices with 16-bit storage (every
+// op takes them there); the CPU device computes in f32, i64 and bool.
 #pragma once
 #include <cstddef>
 #include <cstdint>

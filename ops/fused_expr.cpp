@@ -115,8 +115,9 @@ bool anchors_prologue(const OpIr& op) {
     case OpKind::logsumexp:
     case OpKind::softmax:
     case OpKind::log_softmax:
-      return op.inputs.size() == 1 && op.inputs[0].dtype == DType::f32 && op.outputs.size() == 1 &&
-             op.outputs[0].dtype == DType::f32;
+      // f32, or 16-bit floats (accumulated in f32, the result in their dtype).
+      return op.inputs.size() == 1 && (op.inputs[0].dtype == DType::f32 || is_half(op.inputs[0].dtype)) &&
+             op.outputs.size() == 1 && op.outputs[0].dtype == op.inputs[0].dtype;
     default:
       return false;
   }

@@ -68,9 +68,9 @@ struct FusedAnchor {
   const FusedExpr* prologue_expr() const { return prologue.empty() ? nullptr : &prologue.front(); }
 };
 
-// Ops that may anchor a group, given the dtypes of the message: with a prologue (f32
-// reductions: sum, mean, prod, max, min, var, std, logsumexp; and softmax, log_softmax along a
-// dim) and with an epilogue (those and f32 matmul).
+// Ops that may anchor a group, given the dtypes of the message: with a prologue (reductions of
+// f32, f16 or bf16 that give their input's dtype: sum, mean, prod, max, min, var, std,
+// logsumexp; and softmax, log_softmax along a dim) and with an epilogue (those and f32 matmul).
 bool anchors_prologue(const OpIr& op);
 bool anchors_epilogue(const OpIr& op);
 

@@ -21,15 +21,6 @@ int checked_dim(const char* op, std::int64_t dim, const TensorIr& x) {
   return static_cast<int>(dim < 0 ? dim + r : dim);
 }
 
-// scatter_add adds values: it takes f32, i64 and bool. The other index ops (gather, scatter,
-// index_select, masked_fill move values; sort and topk order them) take f16 and bf16 too, on
-// the devices that have them (the submission rejects them elsewhere).
-void check_added_dtype(const char* op, const TensorIr& t, const char* role) {
-  KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64 || t.dtype == DType::bool_, op,
-             std::string(role) + " " + describe(t) + ": " + op +
-                 " takes f32, i64 and bool (cast 16-bit floats to f32 first)");
-}
-
 void check_index_dtype(const char* op, const TensorIr& index) {
   KILN_CHECK(index.dtype == DType::i64, op, "expected an i64 index, got " + describe(index));
 }
@@ -61,7 +52,6 @@ void scatter_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = op.inputs[0];
   const TensorIr& index = op.inputs[1];
   const TensorIr& src = op.inputs[2];
-  if (op.kind == OpKind::scatter_add) check_added_dtype(name, x, "input");
   check_index_dtype(name, index);
   KILN_CHECK(src.dtype == x.dtype, name, "src " + describe(src) + " must have the dtype of input " + describe(x));
   check_same_rank(name, x, index, "index");

@@ -1,7 +1,7 @@
 // devices/vulkan private: anchored fused groups (ops/fused_expr.h, FusedAnchor) on Vulkan. A
-// plain f32 reduction takes its prologue into its load and its epilogue into its store; an f32
-// matmul takes its epilogue into the tiled kernel's store. Anything else (a prologue on a
-// reduction whose reduced dims need a gather) runs as AnchoredSteps.
+// plain reduction of f32 or 16-bit floats takes its prologue into its load and its epilogue into
+// its store; an f32 matmul takes its epilogue into the tiled kernel's store. Anything else (a
+// prologue on a reduction whose reduced dims need a gather) runs as AnchoredSteps.
 #pragma once
 #include <memory>
 

@@ -250,6 +250,41 @@ std::string glsl_store(DType t, const std::string& ptr, const std::string& index
   return e + value + ";";
 }
 
+std::size_t vector4_bytes(DType t) {
+  if (t == DType::f32) return 16;
+  return is_half(t) ? 8 : 0;
+}
+
+std::string glsl_load4(DType t, const std::string& address, const std::string& q) {
+  if (!is_half(t)) return "F32x4s(" + address + ").v[" + q + "]";
+  return "kiln_unpack4(U16x4s(" + address + ").v[" + q + "], " + (t == DType::f16 ? "true" : "false") + ")";
+}
+
+std::string glsl_store4(DType t, const std::string& address, const std::string& q, const std::string& v) {
+  if (!is_half(t)) return "F32x4s(" + address + ").v[" + q + "] = " + v + ";";
+  return "U16x4s(" + address + ").v[" + q + "] = kiln_pack4(" + v + ", " + (t == DType::f16 ? "true" : "false") + ");";
+}
+
+std::string glsl_vector_types(bool half) {
+  std::string s = "layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32x4s { vec4 v[]; };\n";
+  // 16-bit words two to a uint, converted by the prelude (only devices with 16-bit storage have
+  // that part of it).
+  if (half) s += R"(
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer U16x4s { uvec2 v[]; };
+float kiln_half_to_f32(uint h, bool f16) { return f16 ? kiln_f16_to_f32(h) : kiln_bf16_to_f32(h); }
+uint kiln_f32_to_half(float x, bool f16) { return f16 ? kiln_f32_to_f16(x) : kiln_f32_to_bf16(x); }
+vec4 kiln_unpack4(uvec2 w, bool f16) {
+  return vec4(kiln_half_to_f32(w.x & 0xffffu, f16), kiln_half_to_f32(w.x >> 16, f16),
+              kiln_half_to_f32(w.y & 0xffffu, f16), kiln_half_to_f32(w.y >> 16, f16));
+}
+uvec2 kiln_pack4(vec4 v, bool f16) {
+  return uvec2(kiln_f32_to_half(v.x, f16) | (kiln_f32_to_half(v.y, f16) << 16),
+               kiln_f32_to_half(v.z, f16) | (kiln_f32_to_half(v.w, f16) << 16));
+}
+)";
+  return s;
+}
+
 bool VulkanDevice::supports(DType t) const {
   // f16 and bf16 are 16-bit words converted with bit arithmetic: 16-bit storage is enough.
   if (is_half(t)) return ctx_->info().storage_16bit;

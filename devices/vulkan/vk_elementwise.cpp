@@ -41,18 +41,6 @@ bool vectorizable(const FusedExpr& e) {
   return true;
 }
 
-// Four elements of dtype t at vector index q of the buffer at `address`, as a vec4 of f32.
-std::string load4(DType t, const std::string& address, const std::string& q) {
-  if (!is_half(t)) return "F32x4s(" + address + ").v[" + q + "]";
-  return "kiln_unpack4(U16x4s(" + address + ").v[" + q + "], " + (t == DType::f16 ? "true" : "false") + ")";
-}
-
-// The store of four f32 values (a vec4 expression) as dtype t at vector index q.
-std::string store4(DType t, const std::string& address, const std::string& q, const std::string& v) {
-  if (!is_half(t)) return "F32x4s(" + address + ").v[" + q + "] = " + v + ";";
-  return "U16x4s(" + address + ").v[" + q + "] = kiln_pack4(" + v + ", " + (t == DType::f16 ? "true" : "false") + ");";
-}
-
 bool has_half(const FusedExpr& e) {
   for (const TensorIr& t : e.inputs)
     if (is_half(t.dtype)) return true;
@@ -60,25 +48,6 @@ bool has_half(const FusedExpr& e) {
     if (is_half(t.dtype)) return true;
   return false;
 }
-
-constexpr const char* kF32Vectors =
-    "layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32x4s { vec4 v[]; };\n";
-// Where a kernel moves 16-bit floats: their words two to a uint, converted with the prelude's
-// bit arithmetic (exact, whatever the driver's f16 modes; only devices with 16-bit storage have
-// that part of the prelude).
-constexpr const char* kHalfVectors = R"(
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer U16x4s { uvec2 v[]; };
-float kiln_half_to_f32(uint h, bool f16) { return f16 ? kiln_f16_to_f32(h) : kiln_bf16_to_f32(h); }
-uint kiln_f32_to_half(float x, bool f16) { return f16 ? kiln_f32_to_f16(x) : kiln_f32_to_bf16(x); }
-vec4 kiln_unpack4(uvec2 w, bool f16) {
-  return vec4(kiln_half_to_f32(w.x & 0xffffu, f16), kiln_half_to_f32(w.x >> 16, f16),
-              kiln_half_to_f32(w.y & 0xffffu, f16), kiln_half_to_f32(w.y >> 16, f16));
-}
-uvec2 kiln_pack4(vec4 v, bool f16) {
-  return uvec2(kiln_f32_to_half(v.x, f16) | (kiln_f32_to_half(v.y, f16) << 16),
-               kiln_f32_to_half(v.z, f16) | (kiln_f32_to_half(v.w, f16) << 16));
-}
-)";
 
 // vec4s per thread in the vectorized kernel, loaded before any math: 2 measured 37.0-37.3 us
 // of GPU time for a 16M-element GELU on an H200 against 39.5-39.8 with 1 (4: 39.3-39.8; 512
@@ -88,8 +57,7 @@ constexpr std::size_t kVecUnroll = 2;
 std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4) {
   const fused::Params p = fused::params_of(e, "", "");
   std::string s = dev.prelude();
-  if (vec4) s += kF32Vectors;
-  if (vec4 && has_half(e)) s += kHalfVectors;
+  if (vec4) s += glsl_vector_types(has_half(e));
   s += "layout(local_size_x = 256) in;\nvoid main() {\n";
   for (const fused::Params::Var& v : p.vars) s += "  " + v.type + " " + v.name + " = " + v.init + ";\n";
   // One element at index i: loads, nodes, stores.
@@ -109,7 +77,7 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
       at[u] = named("(q0 + ", u) + "u * T)";
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
         s += "      vec4 X" + to_s(k) + "u" + to_s(u) + " = " +
-             load4(e.inputs[k].dtype, "arg_u64(" + p.in_word[k] + ")", at[u]) + ";\n";
+             glsl_load4(e.inputs[k].dtype, "arg_u64(" + p.in_word[k] + ")", at[u]) + ";\n";
     }
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
@@ -121,7 +89,7 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
       for (std::size_t o = 0; o < e.outputs.size(); ++o) {
         const std::string v = named("v", e.output_nodes[o]) + "_" + to_s(u);
         s += "      " +
-             store4(e.outputs[o].dtype, "arg_u64(" + p.out_word[o] + ")", at[u],
+             glsl_store4(e.outputs[o].dtype, "arg_u64(" + p.out_word[o] + ")", at[u],
                     "vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3)") +
              "\n";
       }
@@ -154,9 +122,9 @@ class FusedKernel final : public CompiledKernel {
 // Every buffer aligned to its vector of four (16 bytes of f32, 8 of a 16-bit type).
 bool vector_aligned(const FusedExpr& e, const KernelArgs& args) {
   for (std::size_t k = 0; k < args.inputs.size(); ++k)
-    if (VulkanDevice::address(*args.inputs[k]) % (4 * dtype_size(e.inputs[k].dtype))) return false;
+    if (VulkanDevice::address(*args.inputs[k]) % vector4_bytes(e.inputs[k].dtype)) return false;
   for (std::size_t o = 0; o < args.outputs.size(); ++o)
-    if (VulkanDevice::address(*args.outputs[o]) % (4 * dtype_size(e.outputs[o].dtype))) return false;
+    if (VulkanDevice::address(*args.outputs[o]) % vector4_bytes(e.outputs[o].dtype)) return false;
   return true;
 }
 

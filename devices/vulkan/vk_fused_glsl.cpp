@@ -320,6 +320,9 @@ std::string functions(const FusedExpr& e, const std::string& prefix, const std::
   if (epilogue) {
     // Every load precedes every store: an output may share its buffer with an input.
     s += "void " + prefix + "apply(uint i, float x0) {\n";
+    // x0 holds a value of input 0's dtype: a 16-bit one as it would be stored (the anchor
+    // computes it in f32), so that an op after a reduction reads what it reads unfused.
+    if (is_half(e.inputs[0].dtype)) s += "  x0 = " + convert("x0", DType::f32, e.inputs[0].dtype) + ";\n";
     s += coords_code(e, p, "  ") + load_code(e, p, 1, "  ") + node_code(e, p, "", "  ") + store_code(e, p, "  ");
   } else {
     const std::uint32_t out = e.output_nodes.at(0);

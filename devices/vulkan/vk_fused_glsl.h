@@ -50,7 +50,8 @@ std::string store_code(const FusedExpr& e, const Params& p, const std::string& i
 // The expression as functions a kernel calls per element (flat index into e.shape), with its
 // parameters in globals that <prefix>init() loads once:
 //   epilogue == false: `float <prefix>value(uint i)`, the single output's value (a prologue);
-//   epilogue == true:  `void <prefix>apply(uint i, float x0)`, input 0 given, outputs stored.
+//   epilogue == true:  `void <prefix>apply(uint i, float x0)`, input 0 given (rounded there to
+//                      its dtype when that is 16 bits), outputs stored.
 std::string functions(const FusedExpr& e, const std::string& prefix, const std::string& base, bool epilogue);
 
 // The argument words of an expression's parameters (null buffers and empty ones as address 0).

@@ -3,7 +3,8 @@
 // per column (a coordinate of the index in every dim but `dim`), which walks its positions
 // along `dim` in order: two columns never write the same element, so no atomics are needed and
 // the result is deterministic and identical to the CPU's, duplicates included (scatter: the
-// last write wins; scatter_add: the sum in index order). Neighbouring threads take neighbouring
+// last write wins; scatter_add: the sum in index order, for 16-bit floats each partial sum
+// rounded to their dtype). Neighbouring threads take neighbouring
 // columns, so accesses stay coalesced unless `dim` is the last dim.
 #include "devices/vulkan/vk_index.h"
 #include "ops/registry.h"
@@ -70,6 +71,9 @@ std::string put(DType t, bool add) {
   switch (t) {
     case DType::f32:
     case DType::i64: return "out0.v[at] += src.v[so + q * s_step];";
+    case DType::f16:
+    case DType::bf16:  // each sum in f32, rounded to 16 bits (as PyTorch's CUDA atomics add)
+      return glsl_store(t, "out0", "at", glsl_load(t, "out0", "at") + " + " + glsl_load(t, "src", "so + q * s_step"));
     default: return "out0.v[at] = uint8_t(uint(out0.v[at]) | uint(src.v[so + q * s_step]));";
   }
 }

@@ -99,6 +99,18 @@ const char* glsl_pointer_type(DType t);
 std::string glsl_load(DType t, const std::string& ptr, const std::string& index);
 std::string glsl_store(DType t, const std::string& ptr, const std::string& index, const std::string& value);
 
+// Four elements a thread: on NVIDIA that is what reaches memory bandwidth (scalar loads, one per
+// thread, stall at about 40% of it). f32 moves as 16-byte vec4s, 16-bit floats as four words in
+// an 8-byte uvec2, converted with the prelude's conversions. vector4_bytes(t) is the size, and
+// so the alignment, of four elements of t: 0 where t has no vector access.
+std::size_t vector4_bytes(DType t);
+// Four elements of dtype t at vector index q of the buffer at `address` (a uint64_t
+// expression), as a vec4 of f32; and the store of `v`, a vec4 of f32, rounded to t there.
+std::string glsl_load4(DType t, const std::string& address, const std::string& q);
+std::string glsl_store4(DType t, const std::string& address, const std::string& q, const std::string& v);
+// The declarations those need, once per kernel (`half`: some buffer holds 16-bit floats).
+std::string glsl_vector_types(bool half);
+
 // Kernels of ops, by kind.
 using Kernel = void (*)(VulkanDevice& dev, const OpIr& op, const KernelArgs& args);
 

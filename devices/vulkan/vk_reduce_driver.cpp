@@ -1,8 +1,8 @@
 // The code generator and launcher of every Vulkan reduction (see vk_reduce.h for ReduceSpec).
 // Kernels, on the canonical view [outer, extent, inner]:
 //   rows     inner == 1 and rows of at least kRowsMinExtent: a workgroup per row (or per fixed
-//            chunk of a row); each thread folds a strided, coalesced slice (vec4 loads for
-//            aligned f32 rows), then a tree in shared
+//            chunk of a row); each thread folds a strided, coalesced slice (four elements a
+//            load for aligned rows of f32 or 16-bit floats), then a tree in shared
 //            memory (subgroup operations first where the device has them) merges the threads.
 //   cols     otherwise: a thread per output (or per fixed chunk of its extent) folds its column
 //            serially; neighbouring threads read neighbouring addresses along inner.
@@ -10,7 +10,7 @@
 //            or a workgroup per output when there are many partials).
 //   rewrite  after a split of an along-dim op (softmax): writes every element from its row's
 //            merged accumulator.
-//   row_regs softmax rows of at most kRowRegsMax elements (f32, vec4-aligned) on devices with
+//   row_regs softmax rows of at most kRowRegsMax elements (vector-aligned) on devices with
 //            subgroup arithmetic: a subgroup (rows of up to 32 x the subgroup size) or else a
 //            workgroup holds a row in registers, takes its max and its sum of exp(x - max)
 //            with subgroupMax / subgroupAdd, and writes it (two passes over registers, one
@@ -158,8 +158,6 @@ float wg_sum(float v) {
 #endif
 layout(local_size_x = WG) in;
 void main() {
-  xs4 = F32x4s(arg_u64(0));
-  ys4 = F32x4s(arg_u64(1));
 #ifdef FUSED
   fused_init();
 #endif
@@ -199,10 +197,6 @@ layout(local_size_x = WG) in;
 void main() {
   xs = XP(arg_u64(0));
   ys = YP(arg_u64(1));
-#ifdef VEC4
-  xs4 = F32x4s(arg_u64(0));
-  ys4 = F32x4s(arg_u64(1));
-#endif
   part = AccBuf(arg_u64(2));
 #ifdef FUSED
   fused_init();
@@ -311,7 +305,7 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
     // Under a prologue the four elements are computed in place; the order of the steps stays.
     s += prologue ? "vec4 load_x4(uint i) { return vec4(prologue(i), prologue(i + 1u), prologue(i + 2u), "
                     "prologue(i + 3u)); }\n"
-                  : "vec4 load_x4(uint i) { return xs4.v[i >> 2]; }\n";
+                  : "vec4 load_x4(uint i) { return " + glsl_load4(spec.in, "arg_u64(0)", "i >> 2") + "; }\n";
   }
   s += "void store_y(uint i, YT v) { " + glsl_store(spec.out, "ys", "i", "v") + " }\n";
   if (spec.rewrite) {
@@ -324,7 +318,7 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
       const bool per_element = fusion && fusion->epilogue;
       s += per_element ? "void put_y4(uint i, vec4 v) { put_y(i, v.x); put_y(i + 1u, v.y); put_y(i + 2u, v.z); "
                          "put_y(i + 3u, v.w); }\n"
-                       : "void put_y4(uint i, vec4 v) { ys4.v[i >> 2] = v; }\n";
+                       : "void put_y4(uint i, vec4 v) { " + glsl_store4(spec.out, "arg_u64(1)", "i >> 2", "v") + " }\n";
     }
     return s;
   }
@@ -354,8 +348,7 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
   if (spec.rewrite) s += "#define REWRITE 1\n";
   if (vec4) {
     s += "#define VEC4 1\n";
-    s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32x4s { vec4 v[]; };\n";
-    s += "F32x4s xs4, ys4;\n";
+    s += glsl_vector_types(is_half(spec.in) || is_half(spec.out));
   }
   if (subgroups) s += "#define SUBGROUP_REDUCE(v) " + spec.subgroup + "\n";
   s += spec.acc_decl;
@@ -416,11 +409,12 @@ void run_reduction(VulkanDevice& dev, const char* name, const ReduceSpec& spec, 
   else if (!rows && outputs < kTargetThreads)
     splits = std::min<std::uint64_t>({ceil_div(g.extent, kColChunk), ceil_div(kTargetThreads, outputs), kMaxSplits});
   splits = std::max<std::uint32_t>(splits, 1);
-  // Rows of f32 whose every chunk starts 16-byte aligned load four elements at a time (what
-  // reaches memory bandwidth on NVIDIA); the accumulation order stays fixed by the shape. A
-  // prologue (x null) takes the same order, so a fused sum adds as the unfused one does.
-  const bool vec4 = rows && spec.in == DType::f32 && g.extent % 4 == 0 && address_or_null(x) % 16 == 0 &&
-                    (!spec.rewrite || (spec.out == DType::f32 && address_or_null(y) % 16 == 0));
+  // Rows of f32 or 16-bit floats whose every chunk starts aligned to four elements load four at
+  // a time (what reaches memory bandwidth on NVIDIA); the accumulation order stays fixed by the
+  // shape. A prologue (x null) takes the same order, so a fused sum adds as the unfused one does.
+  const std::size_t in4 = vector4_bytes(spec.in), out4 = vector4_bytes(spec.out);
+  const bool vec4 = rows && in4 && g.extent % 4 == 0 && address_or_null(x) % in4 == 0 &&
+                    (!spec.rewrite || (out4 && address_or_null(y) % out4 == 0));
   std::uint32_t chunk = std::max<std::uint32_t>(ceil_div(g.extent, splits), 1);
   if (vec4) chunk = (chunk + 3) / 4 * 4;
   splits = std::max<std::uint32_t>(ceil_div(g.extent, chunk), 1);

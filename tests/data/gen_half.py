@@ -240,4 +240,59 @@ bias = randn(torch.float16, 24)
 prod = rounded(a.float() @ w.float(), torch.float16)
 cases.append(case("linear_relu_f16", "linear_relu", [a, w, bias],
                   rounded(torch.relu(rounded(prod.float() + bias.float(), torch.float16).float()), torch.float16)))
+# ---- reductions that take the elementwise ops around them into their kernel ------------------------
+# (a prologue computed as the reduction reads, an epilogue applied as it writes): the reference
+# rounds after every op, as the ops would one by one; the reductions accumulate in f32.
+def r(t, dt):
+    return rounded(t, dt)
+
+
+for tag, dt in HALVES.items():
+    x, mask = randn(dt, 8, 128), randn(dt, 128)
+    scores = r(r(x.float() * 0.125, dt).float() + mask.float(), dt)
+    cases.append(case("fused_attention_softmax_" + tag, "attention_softmax", [x, mask],
+                      r(torch.softmax(scores.float(), -1), dt)))
+    x = randn(dt, 64, 64)
+    ms = r((r(x.float() * x.float(), dt).float()).mean(1), dt)
+    cases.append(case("fused_rms_" + tag, "rms", [x], r(torch.rsqrt(r(ms.float() + 1e-5, dt).float()), dt)))
+# Rows longer than a softmax kernel holds in registers: split into chunks, merged, rewritten.
+x, mask = randn(torch.float16, 2, 9000), randn(torch.float16, 9000)
+scores = r(r(x.float() * 0.125, torch.float16).float() + mask.float(), torch.float16)
+cases.append(case("fused_attention_softmax_f16_long", "attention_softmax", [x, mask],
+                  r(torch.softmax(scores.float(), -1), torch.float16)))
+# Sums of squares along rows (four elements a thread), along columns, and over two dims that are
+# not adjacent (the group then runs in steps through memory); a softmax with an epilogue.
+x = randn(torch.float16, 3, 1000, scale=1.0)
+cases.append(case("fused_sum_squares_rows_f16", "sum_squares", [x], r(r(x.float() ** 2, torch.float16).float().sum(1),
+                                                                       torch.float16), {"dims": [1]}))
+x = randn(torch.bfloat16, 300, 7, scale=1.0)
+cases.append(case("fused_sum_squares_cols_bf16", "sum_squares", [x],
+                  r(r(x.float() ** 2, torch.bfloat16).float().sum(0), torch.bfloat16), {"dims": [0]}))
+x = randn(torch.float16, 3, 4, 5, scale=1.0)
+cases.append(case("fused_sum_squares_gathered_f16", "sum_squares", [x],
+                  r(r(x.float() ** 2, torch.float16).float().sum((0, 2)), torch.float16), {"dims": [0, 2]}))
+x = randn(torch.bfloat16, 6, 40)
+cases.append(case("fused_softmax_times_three_bf16", "softmax_times_three", [x],
+                  r(r(torch.softmax(x.float(), 1), torch.bfloat16).float() * 3, torch.bfloat16)))
+
+# ---- scatter_add: in index order, each sum rounded to the dtype (a 16-bit accumulator, as
+# PyTorch's CUDA atomics add; kiln's order is the index's, so duplicates give one defined value) -
+def scatter_add_rounded(x, dim, index, src, dt):
+    out = x.clone()
+    for pos in torch.cartesian_prod(*[torch.arange(n) for n in index.shape]).reshape(-1, index.dim()):
+        at = list(pos.tolist())
+        target = list(at)
+        target[dim] = int(index[tuple(at)])
+        out[tuple(target)] = r(out[tuple(target)].float() + src[tuple(at)].float(), dt)
+    return out
+
+
+for tag, dt in HALVES.items():
+    x = randn(dt, 3, 5)
+    index = torch.tensor([[0, 4, 4, 1], [2, 2, 2, 2], [3, 0, 1, 4]])  # duplicates along dim 1
+    src = randn(dt, 3, 4, scale=100.0)
+    cases.append(case("index_scatter_add_" + tag, "scatter_add", [x, index, src],
+                      scatter_add_rounded(x, 1, index, src, dt), {"dim": 1}))
+
+
 write("half", cases)
