@@ -59,9 +59,18 @@ std::vector<Tensor> run_rule(GradNode& n, const std::vector<Tensor>& grads_out) 
   return grads_in;
 }
 
+// A gradient takes its input's dtype, as in PyTorch's engine: an f16 tensor added to an f32 one
+// gives an f32 result, whose f32 gradient goes back to the f16 input as f16.
+Tensor in_input_dtype(const GradNode& n, std::size_t i, Tensor g) {
+  const DType want = n.fwd.input_meta[i].dtype;
+  if (g.dtype() == want || !is_floating(want) || !is_floating(g.dtype())) return g;
+  NoGradGuard no_grad;
+  return cast(std::move(g), want);
+}
+
 void check_gradient(const GradNode& n, std::size_t i, const Tensor& g) {
   const TensorIr& in = n.fwd.input_meta[i];
-  KILN_CHECK(g.shape() == in.shape && is_floating(g.dtype()), "backward",
+  KILN_CHECK(g.shape() == in.shape && g.dtype() == in.dtype, "backward",
              std::string("the backward rule of '") + op_name(n.fwd.kind) + "' returned a gradient " +
                  dtype_name(g.dtype()) + g.shape().str() + " for input #" + std::to_string(i) + " " + describe(in));
 }
@@ -116,7 +125,10 @@ Gradients run_backward(const Tensor& root, Tensor seed) {
     for (std::size_t i = 0; i < n->edges.size(); ++i) {
       Edge& e = n->edges[i];
       Tensor g = std::move(grads_in[i]);
-      if (g.defined() && e.active()) check_gradient(*n, i, g);
+      if (g.defined() && e.active()) {
+        g = in_input_dtype(*n, i, std::move(g));
+        check_gradient(*n, i, g);
+      }
       if (e.node) {
         NodeState& ps = state[e.node.get()];
         if (g.defined()) {
@@ -147,15 +159,15 @@ Gradients backward(const Tensor& loss) {
   KILN_CHECK(loss.numel() == 1, "backward",
              "backward(loss) needs a scalar (one element), got " + std::string(dtype_name(loss.dtype())) +
                  loss.shape().str() + "; for other outputs pass the seed gradient: backward(output, seed)");
-  return run_backward(loss, full(loss.shape(), 1.0, {DType::f32, loss.device()}));
+  return run_backward(loss, full(loss.shape(), 1.0, {loss.dtype(), loss.device()}));
 }
 
 Gradients backward(const Tensor& output, const Tensor& seed) {
   check_root(output);
   KILN_CHECK(seed.defined(), "backward", "the seed gradient is undefined");
-  KILN_CHECK(seed.shape() == output.shape() && seed.dtype() == DType::f32 && seed.device() == output.device(),
+  KILN_CHECK(seed.shape() == output.shape() && seed.dtype() == output.dtype() && seed.device() == output.device(),
              "backward",
-             "the seed gradient must be f32 of the output's shape on its device: output " +
+             "the seed gradient must be of the output's dtype and shape, on its device: output " +
                  std::string(dtype_name(output.dtype())) + output.shape().str() + " on " + output.device().str() +
                  ", seed " + dtype_name(seed.dtype()) + seed.shape().str() + " on " + seed.device().str());
   return run_backward(output, detach(seed));
