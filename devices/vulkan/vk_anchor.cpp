@@ -71,7 +71,7 @@ std::string words_after(const std::string& base, std::size_t words) {
 }
 
 // The GLSL of ReduceFusion: the prologue's parameters from word `base`, the epilogue's after them.
-std::string reduce_glsl(const FusedExpr& expr, std::size_t base) {
+std::string reduce_glsl(const FusedExpr& expr, std::size_t base, bool vector_prologue) {
   const FusedExpr* p = expr.anchored()->prologue_expr();
   const std::string first = std::to_string(base) + "u";
   std::string s, init = "void fused_init() {\n";
@@ -79,6 +79,7 @@ std::string reduce_glsl(const FusedExpr& expr, std::size_t base) {
   if (p) {
     s += fused::functions(*p, "p_", first, false);
     s += "float prologue(uint i) { return p_value(i); }\n";
+    if (vector_prologue) s += fused::value4_function(*p, "p_", first) + "vec4 prologue4(uint i) { return p_value4(i); }\n";
     init += "  p_init();\n";
     words = fused::params_of(*p, "p_", first).vars.size();
   }
@@ -100,11 +101,20 @@ void run_reduction_group(VulkanDevice& dev, const AnchoredKernel& k, const Fused
   f.prologue = p != nullptr;
   f.epilogue = !expr.outputs.empty();
   f.store_result = a.keep_result;
-  f.glsl = [&] { return reduce_glsl(expr, 8 + spec.params.size()); };
   if (p) {
     Buffer* none[1] = {nullptr};  // the prologue's output is never stored
-    fused::push_args(f.args, *p, none, args.inputs.subspan(layout.prologue));
+    const std::span<Buffer* const> in = args.inputs.subspan(layout.prologue);
+    fused::push_args(f.args, *p, none, in);
+    // Four elements at once where the expression allows it and every input is aligned to four.
+    f.vector_prologue = fused::vector_value_ok(*p);
+    for (std::size_t k = 0; k < in.size() && f.vector_prologue; ++k)
+      f.vector_prologue = reduce::address_or_null(in[k]) % vector4_bytes(p->inputs[k].dtype) == 0;
   }
+  for (const TensorIr& t : expr.inputs) f.half = f.half || is_half(t.dtype);
+  for (const TensorIr& t : expr.outputs) f.half = f.half || is_half(t.dtype);
+  if (p)
+    for (const TensorIr& t : p->inputs) f.half = f.half || is_half(t.dtype);
+  f.glsl = [&] { return reduce_glsl(expr, 8 + spec.params.size(), f.vector_prologue); };
   if (f.epilogue) push_epilogue_args(f.args, expr, args, layout);
   const Buffer* y = a.keep_result ? args.outputs[layout.result] : nullptr;
   if (along_dim(a.op)) {

@@ -252,18 +252,25 @@ std::string coords_code(const FusedExpr& e, const Params& p, const std::string& 
   return s;
 }
 
+namespace {
+
+// The index of element i in input k: i itself, or from the coordinates where it broadcasts.
+std::string input_index(const FusedExpr& e, const Params& p, std::size_t k) {
+  if (!p.strided[k]) return "i";
+  std::string index = "(0u";
+  for (int d = 0; d < e.shape.rank(); ++d) {
+    const std::string ds = to_s(static_cast<std::size_t>(d));
+    index += " + k" + ds + " * " + p.name("s", k) + "_" + ds;
+  }
+  return index + ")";
+}
+
+}  // namespace
+
 std::string load_code(const FusedExpr& e, const Params& p, std::size_t first, const std::string& indent) {
   std::string s;
   for (std::size_t k = first; k < e.inputs.size(); ++k) {
-    std::string index = "i";
-    if (p.strided[k]) {
-      index = "(0u";
-      for (int d = 0; d < e.shape.rank(); ++d) {
-        const std::string ds = to_s(static_cast<std::size_t>(d));
-        index += " + k" + ds + " * " + p.name("s", k) + "_" + ds;
-      }
-      index += ")";
-    }
+    const std::string index = input_index(e, p, k);
     s += indent + glsl_value_type(e.inputs[k].dtype) + " " + var("x", k, "") + " = " +
          glsl_load(e.inputs[k].dtype, p.name("in", k), index) + ";\n";
   }
@@ -332,6 +339,51 @@ std::string functions(const FusedExpr& e, const std::string& prefix, const std::
   }
   s += "}\n";
   return s;
+}
+
+namespace {
+
+// Whether input `in` is broadcast across the last dim of `shape` (its last dim is 1 or missing).
+bool broadcast_across_last(const TensorIr& in, const Shape& shape) {
+  return in.shape.rank() == 0 || (in.shape[in.shape.rank() - 1] == 1 && shape[shape.rank() - 1] != 1);
+}
+
+}  // namespace
+
+bool vector_value_ok(const FusedExpr& e) {
+  const int rank = e.shape.rank();
+  if (rank == 0 || e.shape[rank - 1] % 4 != 0 || e.output_nodes.size() != 1) return false;
+  for (const TensorIr& in : e.inputs)
+    if (!vector4_bytes(in.dtype)) return false;
+  return true;
+}
+
+std::string value4_function(const FusedExpr& e, const std::string& prefix, const std::string& base) {
+  const Params p = params_of(e, prefix, base);
+  // The four elements share every coordinate but the last, whose four values are consecutive:
+  // an input along it is four consecutive elements from the first one's index (a multiple of
+  // 4: the last dim is, and every other stride is a multiple of it), one broadcast across it is
+  // one element for all four.
+  std::string s = "vec4 " + prefix + "value4(uint i) {\n" + coords_code(e, p, "  ");
+  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+    const std::string index = input_index(e, p, k);
+    const std::string x = var("X", k, "");
+    if (p.strided[k] && broadcast_across_last(e.inputs[k], e.shape))
+      s += "  vec4 " + x + " = vec4(" + glsl_load(e.inputs[k].dtype, p.name("in", k), index) + ");\n";
+    else
+      s += "  vec4 " + x + " = " + glsl_load4(e.inputs[k].dtype, "arg_u64(" + p.in_word[k] + ")", index + " >> 2") + ";\n";
+  }
+  const std::uint32_t out = e.output_nodes.at(0);
+  std::string result = "  return vec4(";
+  for (std::size_t c = 0; c < 4; ++c) {
+    std::string sfx = "_";  // built by appending (GCC 12 warns falsely on "_" + std::string)
+    sfx += to_s(c);
+    for (std::size_t k = 0; k < e.inputs.size(); ++k)
+      s += "  float " + var("x", k, sfx) + " = " + var("X", k, "") + "[" + to_s(c) + "];\n";
+    s += node_code(e, p, sfx, "  ");
+    result += convert(var("v", out, sfx), e.nodes[out].out, DType::f32) + (c < 3 ? ", " : ");\n}\n");
+  }
+  return s + result;
 }
 
 void push_args(LaunchArgs& a, const FusedExpr& e, std::span<Buffer* const> outputs, std::span<Buffer* const> inputs) {

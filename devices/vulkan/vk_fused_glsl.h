@@ -54,6 +54,16 @@ std::string store_code(const FusedExpr& e, const Params& p, const std::string& i
 //                      its dtype when that is 16 bits), outputs stored.
 std::string functions(const FusedExpr& e, const std::string& prefix, const std::string& base, bool epilogue);
 
+// Four consecutive elements at once (a reduction's prologue under vector loads): whether `e` can
+// compute them from vector loads (its shape's last dim is a multiple of 4, every input is a
+// float, and each input either runs along that dim or is broadcast across it); the caller also
+// checks that the inputs' buffers are aligned to four elements (vector4_bytes). Then
+// value4_function, placed after functions(e, prefix, base, false), defines
+// `vec4 <prefix>value4(uint i)`: elements i..i+3 of the single output, i a multiple of 4, each
+// computed as <prefix>value would (coordinates once for the four).
+bool vector_value_ok(const FusedExpr& e);
+std::string value4_function(const FusedExpr& e, const std::string& prefix, const std::string& base);
+
 // The argument words of an expression's parameters (null buffers and empty ones as address 0).
 void push_args(LaunchArgs& a, const FusedExpr& e, std::span<Buffer* const> outputs, std::span<Buffer* const> inputs);
 

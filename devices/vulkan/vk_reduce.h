@@ -64,7 +64,8 @@ struct ReduceSpec {
 
 // An anchored group's prologue and epilogue taken into a reduction's kernels (vk_anchor.cpp
 // writes them). `glsl` defines fused_init(), called first, and as each is present:
-//   float prologue(uint i)         the input's element i (canonical == row-major), in place of a load;
+//   float prologue(uint i)         the input's element i (canonical == row-major), in place of a load
+//                                  (and vec4 prologue4(uint i) under vector_prologue);
 //   void epilogue(uint k, YT y)    applied to output k's value y, in place of its store (under a
 //                                  rewrite spec, k is the element's row-major index).
 // Its parameters are `args`, placed after the spec's params (at word 8 + params.size()).
@@ -73,6 +74,10 @@ struct ReduceFusion {
   std::function<std::string()> glsl;
   bool prologue = false, epilogue = false;
   bool store_result = true;  // the reduction's own value is written too (y)
+  // The glsl also defines `vec4 prologue4(uint i)`, elements i..i+3 from vector loads (i a
+  // multiple of 4), which the kernels that move four elements a thread call in place of four
+  // prologue(i) calls; `half`: some buffer of the group holds 16-bit floats.
+  bool vector_prologue = false, half = false;
   LaunchArgs args;
 };
 

@@ -303,8 +303,9 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
                 : "XT load_x(uint i) { return " + glsl_load(spec.in, "xs", "i") + "; }\n";
   if (vec4) {
     // Under a prologue the four elements are computed in place; the order of the steps stays.
-    s += prologue ? "vec4 load_x4(uint i) { return vec4(prologue(i), prologue(i + 1u), prologue(i + 2u), "
-                    "prologue(i + 3u)); }\n"
+    s += fusion && fusion->vector_prologue ? "vec4 load_x4(uint i) { return prologue4(i); }\n"
+         : prologue ? "vec4 load_x4(uint i) { return vec4(prologue(i), prologue(i + 1u), prologue(i + 2u), "
+                      "prologue(i + 3u)); }\n"
                   : "vec4 load_x4(uint i) { return " + glsl_load4(spec.in, "arg_u64(0)", "i >> 2") + "; }\n";
   }
   s += "void store_y(uint i, YT v) { " + glsl_store(spec.out, "ys", "i", "v") + " }\n";
@@ -346,10 +347,10 @@ std::string source(const VulkanDevice& dev, const ReduceSpec& spec, Mode mode, b
   s += std::string("#define XP ") + glsl_pointer_type(spec.in) + "\n#define YP " + glsl_pointer_type(spec.out) + "\n";
   s += "#define ACC " + spec.acc + "\n#define MODE_" + mode_macro + " 1\n";
   if (spec.rewrite) s += "#define REWRITE 1\n";
-  if (vec4) {
-    s += "#define VEC4 1\n";
-    s += glsl_vector_types(is_half(spec.in) || is_half(spec.out));
-  }
+  if (vec4) s += "#define VEC4 1\n";
+  // A vector prologue's function is there in every mode (and uses the vector types).
+  if (vec4 || (fusion && fusion->vector_prologue))
+    s += glsl_vector_types(is_half(spec.in) || is_half(spec.out) || (fusion && fusion->half));
   if (subgroups) s += "#define SUBGROUP_REDUCE(v) " + spec.subgroup + "\n";
   s += spec.acc_decl;
   s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer AccBuf { ACC v[]; };\n";
@@ -384,7 +385,7 @@ void launch_mode(VulkanDevice& dev, const char* name, const ReduceSpec& spec, Mo
     key += std::to_string(row.vec4s);
   }
   if (fusion) {
-    key += "/fused/";
+    key += fusion->vector_prologue ? "/fused4/" : "/fused/";
     key += fusion->key;
   }
   dev.launch(

@@ -110,6 +110,18 @@ TEST(VulkanFusedAnchor, MeanOverAMiddleDimOfABroadcastExpression) {
   expect_fused(expr, {vk_randn(Shape{8, 1, 48}, 3), vk_randn(Shape{100, 48}, 4)}, bytes(Shape{8, 100, 48}));
 }
 
+// Rows whose prologue computes four elements a thread from vector loads: an input along the
+// rows, one broadcast across them ([32, 1]), one along them but broadcast down ([256]), a 0-d
+// one; against the unfused ops, in the rows kernel (sum) and the softmax that holds its rows.
+TEST(VulkanFusedAnchor, VectorPrologueWithBroadcastInputs) {
+  KILN_REQUIRE_VULKAN();
+  const std::vector<Tensor> in = {vk_randn(Shape{32, 256}, 7), vk_randn(Shape{32, 1}, 8), vk_randn(Shape{256}, 9),
+                                  vk_randn(Shape{}, 10)};
+  const auto prologue = [](std::vector<Tensor>& t) { return add(mul(add(mul(t[0], t[1]), t[2]), t[3]), 0.5); };
+  expect_fused([&](std::vector<Tensor>& t) { return sum(prologue(t), {1}); }, in, bytes(Shape{32, 256}));
+  expect_fused([&](std::vector<Tensor>& t) { return softmax(prologue(t), 1); }, in, 0);
+}
+
 TEST(VulkanFusedAnchor, MaxOfExpMinusOne) {
   KILN_REQUIRE_VULKAN();
   const Expression expr = [](std::vector<Tensor>& in) { return max(sub(exp(in[0]), 1.0), {1}); };
