@@ -129,6 +129,23 @@ DType elementwise_compute_dtype(const OpIr& op) {
   DType dtypes[3] = {};
   const std::size_t n = op.inputs.size() < 3 ? op.inputs.size() : 3;
   for (std::size_t i = 0; i < n; ++i) dtypes[i] = op.inputs[i].dtype;
+  // PyTorch's rule for 0-d tensors: next to tensors with dims, they lift the dtype only into a
+  // higher category (a 0-d f32 lifts an i64 tensor to f32, but an f16 tensor stays f16); in
+  // the same category the dimensioned operands decide. Where takes its values from inputs 1, 2.
+  const std::size_t first = op.kind == OpKind::where ? 1 : 0;
+  bool has_dims = false, has_zero_d = false;
+  DType dims = DType::bool_, zero_d = DType::bool_;
+  for (std::size_t i = first; i < n; ++i) {
+    const bool zero = op.inputs[i].shape.rank() == 0;
+    DType& t = zero ? zero_d : dims;
+    bool& seen = zero ? has_zero_d : has_dims;
+    t = seen ? promote_types(t, dtypes[i]) : dtypes[i];
+    seen = true;
+  }
+  const bool lifts = dims == DType::bool_ || (!is_floating(dims) && is_floating(zero_d));
+  if (has_dims && has_zero_d && !lifts)
+    for (std::size_t i = first; i < n; ++i)
+      if (op.inputs[i].shape.rank() == 0) dtypes[i] = dims;  // computed as the dimensioned dtype
   return elementwise_compute_dtype(op.kind, std::span<const DType>(dtypes, n), op.attrs);
 }
 

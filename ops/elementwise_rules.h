@@ -34,6 +34,8 @@ DType scalar_operand_dtype(DType tensor, double value);
 // It does not validate: the shape rules reject unsupported combinations (abs of bool, sub of
 // bool, ...) before any kernel sees them.
 DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, const OpAttrs& attrs);
+// The same for a message, with PyTorch's rule for 0-d inputs next to inputs with dims: they lift
+// the dtype only into a higher category (add(i64[3], f32[]) -> f32, add(f16[3], f32[]) -> f16).
 DType elementwise_compute_dtype(const OpIr& op);
 
 // The dtype operand `index` is converted to before the math runs: the compute dtype, except

@@ -295,4 +295,16 @@ for tag, dt in HALVES.items():
                       scatter_add_rounded(x, 1, index, src, dt), {"dim": 1}))
 
 
+# ---- a 0-d tensor next to a 16-bit one: the dimensioned operand's floating dtype wins (PyTorch's
+# rule for 0-d tensors), the 0-d value converted to it (as a device tensor is) before the f32 op --
+h, hb = randn(torch.float16, 2, 3), randn(torch.bfloat16, 3)
+z32, zb, z16 = torch.tensor(0.1), rounded(torch.tensor(-1.7), torch.bfloat16), rounded(torch.tensor(2.3), torch.float16)
+i = torch.randint(-4, 5, (3,))
+cases.append(case("add_f16_0d_f32", "add", [h, z32], via_f32(lambda u, v: u + v, torch.float16, h, z32.half())))
+cases.append(case("mul_0d_f32_bf16", "mul", [z32, hb],
+                  via_f32(lambda u, v: u * v, torch.bfloat16, z32.bfloat16(), hb)))
+cases.append(case("sub_f16_0d_bf16", "sub", [h, zb], via_f32(lambda u, v: u - v, torch.float16, h, zb.half())))
+cases.append(case("add_i64_0d_f16", "add", [i, z16], via_f32(lambda u, v: u + v, torch.float16, i, z16)))
+
+
 write("half", cases)
