@@ -99,8 +99,10 @@ class DeviceBackend {
 };
 
 std::unique_ptr<DeviceBackend> make_cpu_device();
-// One backend per usable Vulkan device, best first (discrete GPUs, then integrated, then
-// software); none when KILN_VULKAN=0, when there is no driver, or when built without Vulkan.
-std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices();
+// One backend per usable Vulkan device and stream, best first (discrete GPUs, then integrated,
+// then software); none when KILN_VULKAN=0, when there is no driver, or when built without
+// Vulkan. `streams_per_gpu`: 1 to kMaxGpuStreams, or 0 for KILN_VULKAN_QUEUES (else 1).
+inline constexpr std::uint32_t kMaxGpuStreams = 64;
+std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices(std::uint32_t streams_per_gpu = 0);
 
 }  // namespace kiln

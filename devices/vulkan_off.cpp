@@ -3,6 +3,6 @@
 
 namespace kiln {
 
-std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices() { return {}; }
+std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices(std::uint32_t) { return {}; }
 
 }  // namespace kiln

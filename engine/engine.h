@@ -58,6 +58,13 @@ EngineCounters counters(Device device = Device::cpu());
 // (KILN_DEVICE_TIME=1 turns it on for every device): the timestamps cost a few microseconds a
 // submission (H200: a 64 MiB map's wall time 62-64 us without, 66-70 with).
 void set_device_timing(Device device, bool enabled);
+// How many streams each GPU opens: each is a kiln device of its own (vulkan:0, vulkan:1, ...)
+// with its own queue where the GPU's compute family has enough, so that threads working on
+// separate modules do not queue behind each other. Call it before the engine starts (before the
+// first op, devices() or any other call that needs a device); after that it is an error, as is a
+// count outside 1..64. Without it: KILN_VULKAN_QUEUES, else 1.
+void set_gpu_streams(std::uint32_t per_gpu);
+
 // Every device, best first: the CPU, then Vulkan devices (discrete, integrated, virtual, then
 // software ones such as Mesa's lavapipe), so Device::vulkan(0) is the best GPU.
 std::vector<Device> devices();

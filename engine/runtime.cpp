@@ -1,5 +1,8 @@
 #include "engine/runtime.h"
 
+#include <mutex>
+#include <string>
+
 #include "engine/engine.h"
 #include "ops/log.h"
 #include "streams/runtime_settings.h"
@@ -8,6 +11,28 @@ namespace kiln {
 
 namespace {
 std::atomic<bool> g_alive{false};
+
+// set_gpu_streams: the count asked for (0: KILN_VULKAN_QUEUES or 1), and whether the engine has
+// read it (it opens the devices once).
+std::mutex g_config_mutex;
+std::uint32_t g_gpu_streams = 0;
+bool g_devices_opened = false;
+
+std::uint32_t gpu_streams_for_engine() {
+  std::lock_guard lock(g_config_mutex);
+  g_devices_opened = true;
+  return g_gpu_streams;
+}
+}  // namespace
+
+void set_gpu_streams(std::uint32_t per_gpu) {
+  KILN_CHECK(per_gpu >= 1 && per_gpu <= kMaxGpuStreams, "set_gpu_streams",
+             "streams per GPU must be 1 to " + std::to_string(kMaxGpuStreams) + ", got " + std::to_string(per_gpu));
+  std::lock_guard lock(g_config_mutex);
+  KILN_CHECK(!g_devices_opened, "set_gpu_streams",
+             "the engine has already opened its devices (the first op, devices() or another call that needs "
+             "a device came first); call set_gpu_streams before any of them");
+  g_gpu_streams = per_gpu;
 }
 
 Engine& Engine::get() {
@@ -26,7 +51,7 @@ Engine::Engine() {
   // Vulkan devices, unless KILN_VULKAN=0; none found means CPU only (logged at debug level).
   std::vector<std::unique_ptr<DeviceBackend>> gpus;
   try {
-    gpus = make_vulkan_devices();
+    gpus = make_vulkan_devices(gpu_streams_for_engine());
   } catch (const std::exception& e) {
     if (log_enabled(spdlog::level::debug)) logger().debug("vulkan unavailable: {}", e.what());
   }

@@ -297,10 +297,11 @@ namespace kiln {
 
 namespace {
 
-// KILN_VULKAN_QUEUES=n: n kiln devices per GPU, each with its own stream and, where the GPU's
-// compute family has n queues, its own queue (so their work can overlap on the GPU).
-std::uint32_t streams_per_gpu() {
-  constexpr long kMax = 64;
+// KILN_VULKAN_QUEUES=n (unless set_gpu_streams chose): n kiln devices per GPU, each with its own
+// stream and, where the GPU's compute family has n queues, its own queue (so their work can
+// overlap on the GPU).
+std::uint32_t streams_from_env() {
+  constexpr long kMax = kMaxGpuStreams;
   const char* env = std::getenv("KILN_VULKAN_QUEUES");
   if (!env || !*env) return 1;
   char* end = nullptr;
@@ -314,7 +315,7 @@ std::uint32_t streams_per_gpu() {
 
 }  // namespace
 
-std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices() {
+std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices(std::uint32_t streams_per_gpu) {
   std::vector<std::unique_ptr<DeviceBackend>> out;
   if (const char* env = std::getenv("KILN_VULKAN"); env && std::string(env) == "0") {
     if (log_enabled(spdlog::level::debug)) logger().debug("vulkan: disabled by KILN_VULKAN=0");
@@ -342,7 +343,7 @@ std::vector<std::unique_ptr<DeviceBackend>> make_vulkan_devices() {
     }
   };
   std::stable_sort(usable.begin(), usable.end(), [&](auto* a, auto* b) { return rank(a) < rank(b); });
-  const std::uint32_t streams = streams_per_gpu();
+  const std::uint32_t streams = streams_per_gpu ? streams_per_gpu : streams_from_env();
   for (const auto* d : usable) {
     try {
       // Opened together: a GPU that fails to open adds no device at all.

@@ -1,8 +1,9 @@
-// Several streams on one GPU (KILN_VULKAN_QUEUES=2): one kiln device per stream, each with its
-// own compute queue where the GPU's family has two (else they share one); their work, forward
-// and backward, runs from many threads at once and matches the CPU; `to` moves tensors between
-// them; mixing them in one op is an error naming both. ctest runs these as `devices_queues`
-// with KILN_VULKAN_QUEUES=2; the main devices run leaves them out (it opens one stream a GPU).
+// Several streams on one GPU (KILN_VULKAN_QUEUES=2 or set_gpu_streams(2)): one kiln device per
+// stream, each with its own compute queue where the GPU's family has two (else they share one);
+// their work, forward and backward, runs from many threads at once and matches the CPU; `to`
+// moves tensors between them; mixing them in one op is an error naming both. ctest runs these as
+// `devices_queues` (KILN_VULKAN_QUEUES=2) and `devices_streams` (set_gpu_streams(2)); the main
+// devices run leaves them out (it opens one stream a GPU).
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
@@ -16,14 +17,47 @@ namespace {
 
 constexpr Tol kF32{1e-4, 1e-4};
 
+// Two streams a GPU, asked for by KILN_VULKAN_QUEUES=2 (ctest: devices_queues) or through
+// set_gpu_streams(2) before the engine starts (KILN_TEST_GPU_STREAMS=2; ctest: devices_streams).
+bool two_streams_asked() {
+  static const bool asked = [] {
+    const char* api = std::getenv("KILN_TEST_GPU_STREAMS");
+    if (api && std::string(api) == "2") {
+      set_gpu_streams(2);  // the first thing this process asks of the engine
+      return true;
+    }
+    const char* env = std::getenv("KILN_VULKAN_QUEUES");
+    return env && std::string(env) == "2";
+  }();
+  return asked;
+}
+
 #define KILN_REQUIRE_TWO_STREAMS()                                                             \
   do {                                                                                         \
+    const bool two = two_streams_asked();                                                      \
     KILN_REQUIRE_VULKAN();                                                                     \
-    const char* env = std::getenv("KILN_VULKAN_QUEUES");                                       \
-    if (!env || std::string(env) != "2") GTEST_SKIP() << "needs KILN_VULKAN_QUEUES=2 (ctest: devices_queues)"; \
+    if (!two) GTEST_SKIP() << "needs two streams a GPU (ctest: devices_queues, devices_streams)"; \
   } while (0)
 
 const Device kFirst = Device::vulkan(0), kSecond = Device::vulkan(1);
+
+// The count is fixed once the engine has opened its devices: a later call is an error that says
+// so, as is a count out of range (this runs in the main devices run, after the engine started).
+TEST(VulkanStreamsSetting, IsAnErrorOnceTheEngineStartedOrOutOfRange) {
+  (void)devices();
+  auto message = [](std::uint32_t n) -> std::string {
+    try {
+      set_gpu_streams(n);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(message(0).find("set_gpu_streams: streams per GPU must be 1 to 64, got 0"), std::string::npos) << message(0);
+  EXPECT_NE(message(65).find("must be 1 to 64, got 65"), std::string::npos) << message(65);
+  EXPECT_NE(message(2).find("set_gpu_streams: the engine has already opened its devices"), std::string::npos)
+      << message(2);
+}
 
 TEST(VulkanQueues, ListsOneDevicePerStreamOfAGpu) {
   KILN_REQUIRE_TWO_STREAMS();
