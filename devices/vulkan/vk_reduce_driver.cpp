@@ -302,11 +302,12 @@ std::string access_functions(const ReduceSpec& spec, bool vec4, const ReduceFusi
   s += prologue ? "XT load_x(uint i) { return prologue(i); }\n"
                 : "XT load_x(uint i) { return " + glsl_load(spec.in, "xs", "i") + "; }\n";
   if (vec4) {
-    // Under a prologue the four elements are computed in place; the order of the steps stays.
-    s += fusion && fusion->vector_prologue ? "vec4 load_x4(uint i) { return prologue4(i); }\n"
-         : prologue ? "vec4 load_x4(uint i) { return vec4(prologue(i), prologue(i + 1u), prologue(i + 2u), "
-                      "prologue(i + 3u)); }\n"
-                  : "vec4 load_x4(uint i) { return " + glsl_load4(spec.in, "arg_u64(0)", "i >> 2") + "; }\n";
+    // Under a prologue the four elements are computed in place (from vector loads where the
+    // prologue allows); the order of the steps stays.
+    std::string four = glsl_load4(spec.in, "arg_u64(0)", "i >> 2");
+    if (fusion && fusion->vector_prologue) four = "prologue4(i)";
+    else if (prologue) four = "vec4(prologue(i), prologue(i + 1u), prologue(i + 2u), prologue(i + 3u))";
+    s += "vec4 load_x4(uint i) { return " + four + "; }\n";
   }
   s += "void store_y(uint i, YT v) { " + glsl_store(spec.out, "ys", "i", "v") + " }\n";
   if (spec.rewrite) {
