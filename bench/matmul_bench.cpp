@@ -3,7 +3,7 @@
 // "matmul_N/openblas" run into matmul_N's line as the "openblas" field. On a GPU the same ids
 // time the device (no OpenBLAS twin), plus matmul_4096_f16 and matmul_4096_bf16 (and _4000_, a
 // size that is no whole number of the tensor-core kernels' tiles, and matmul_batched_*, 16
-// products of 2000 x 1000 @ 1000 x 2000): inputs cast on
+// products of 2000 x 1000 @ 1000 x 2000), and linear_relu_4096_f16 (relu(A @ B + bias) in f16): inputs cast on
 // the device before the timed loop, f32 accumulation, a result of the inputs' dtype.
 #include <cblas.h>
 
@@ -19,24 +19,28 @@ namespace {
 
 double matmul_flops(int n) { return 2.0 * n * n * n; }
 
-// n x n @ n x n, or with batches > 0: batches x (n x k @ k x n).
-void kiln_matmul(benchmark::State& state, Device device, int n, DType dtype, int batches, int k) {
+// n x n @ n x n, or with batches > 0: batches x (n x k @ k x n). `layer`: relu(A @ B + bias),
+// what a linear layer computes (the bias and relu fuse into the product as its epilogue).
+void kiln_matmul(benchmark::State& state, Device device, int n, DType dtype, int batches, int k, bool layer) {
   Generator gen(5);
   if (k == 0) k = n;
   const Shape sa = batches ? Shape{batches, n, k} : Shape{n, k}, sb = batches ? Shape{batches, k, n} : Shape{k, n};
   Tensor a = randn(sa, gen, {DType::f32, device});
   Tensor b = randn(sb, gen, {DType::f32, device});
+  Tensor bias = randn(Shape{n}, gen, {DType::f32, device});
   if (dtype != DType::f32) {
     a = cast(std::move(a), dtype);
     b = cast(std::move(b), dtype);
+    bias = cast(std::move(bias), dtype);
   }
+  auto step = [&] { return layer ? relu(add(matmul(a, b), bias)) : matmul(a, b); };
   {
-    Tensor warm = matmul(a, b);
+    Tensor warm = step();
     wait(device);
   }
   CounterDelta delta(device);
   for (auto _ : state) {
-    Tensor c = matmul(a, b);
+    Tensor c = step();
     wait(device);
   }
   delta.report(state);
@@ -72,19 +76,22 @@ void register_matmul(Device device) {
   const std::pair<int, Policy> sizes[] = {{512, {}}, {1024, {0.2, 5}}, {2048, {0.2, 3}}, {4096, {0.0, 3, 1}}};
   for (const auto& [n, policy] : sizes) {
     const std::string id = "matmul_" + std::to_string(n);
-    apply(benchmark::RegisterBenchmark(id.c_str(), kiln_matmul, device, n, DType::f32, 0, 0), cpu ? policy : gpu_policy);
+    apply(benchmark::RegisterBenchmark(id.c_str(), kiln_matmul, device, n, DType::f32, 0, 0, false),
+          cpu ? policy : gpu_policy);
     if (cpu) apply(benchmark::RegisterBenchmark((id + "/openblas").c_str(), openblas_matmul, n), policy);
   }
   if (cpu) return;
-  apply(benchmark::RegisterBenchmark("matmul_4096_f16", kiln_matmul, device, 4096, DType::f16, 0, 0), gpu_policy);
-  apply(benchmark::RegisterBenchmark("matmul_4096_bf16", kiln_matmul, device, 4096, DType::bf16, 0, 0), gpu_policy);
-  // Not whole tiles of the workgroup-scope kernel (4000 = 31.25 x 128): its padded copies.
-  apply(benchmark::RegisterBenchmark("matmul_4000_f16", kiln_matmul, device, 4000, DType::f16, 0, 0), gpu_policy);
-  apply(benchmark::RegisterBenchmark("matmul_4000_bf16", kiln_matmul, device, 4000, DType::bf16, 0, 0), gpu_policy);
-  // Batched and no whole tiles: 16 x (2000 x 1000 @ 1000 x 2000), every matrix padded.
-  apply(benchmark::RegisterBenchmark("matmul_batched_f16", kiln_matmul, device, 2000, DType::f16, 16, 1000),
+  apply(benchmark::RegisterBenchmark("matmul_4096_f16", kiln_matmul, device, 4096, DType::f16, 0, 0, false), gpu_policy);
+  apply(benchmark::RegisterBenchmark("matmul_4096_bf16", kiln_matmul, device, 4096, DType::bf16, 0, 0, false), gpu_policy);
+  apply(benchmark::RegisterBenchmark("linear_relu_4096_f16", kiln_matmul, device, 4096, DType::f16, 0, 0, true),
         gpu_policy);
-  apply(benchmark::RegisterBenchmark("matmul_batched_bf16", kiln_matmul, device, 2000, DType::bf16, 16, 1000),
+  // Not whole tiles of the workgroup-scope kernel (4000 = 31.25 x 128): its padded copies.
+  apply(benchmark::RegisterBenchmark("matmul_4000_f16", kiln_matmul, device, 4000, DType::f16, 0, 0, false), gpu_policy);
+  apply(benchmark::RegisterBenchmark("matmul_4000_bf16", kiln_matmul, device, 4000, DType::bf16, 0, 0, false), gpu_policy);
+  // Batched and no whole tiles: 16 x (2000 x 1000 @ 1000 x 2000), every matrix padded.
+  apply(benchmark::RegisterBenchmark("matmul_batched_f16", kiln_matmul, device, 2000, DType::f16, 16, 1000, false),
+        gpu_policy);
+  apply(benchmark::RegisterBenchmark("matmul_batched_bf16", kiln_matmul, device, 2000, DType::bf16, 16, 1000, false),
         gpu_policy);
 }
 

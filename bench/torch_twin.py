@@ -24,7 +24,7 @@ Policy = collections.namedtuple("Policy", "min_time repetitions iterations", def
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
 GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
 # Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
-GPU_ONLY = {"grad_threads_streams", "gelu_fused_f16", "attention_softmax_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
+GPU_ONLY = {"grad_threads_streams", "gelu_fused_f16", "attention_softmax_f16", "linear_relu_4096_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
             "matmul_batched_f16", "matmul_batched_bf16"}
 
 
@@ -107,6 +107,16 @@ def matmul(n, dtype=torch.float32, batches=None, k=None):
     return setup
 
 
+def linear_relu(n, dtype):
+    """relu(a @ b + bias): a linear layer on n x n matrices."""
+    def setup(dev):
+        a = torch.randn(n, n, device=dev).to(dtype)
+        b = torch.randn(n, n, device=dev).to(dtype)
+        bias = torch.randn(n, device=dev).to(dtype)
+        return lambda: torch.relu(a @ b + bias)
+    return setup
+
+
 def grad_threads_pair(dev, streams=False):
     """grad_threads: per-module gradients of the MLP 784-512-512-10, batch 128 split in two, on one
     Python thread (the halves in turn) and on two (one half each; PyTorch releases the GIL in
@@ -176,6 +186,7 @@ WORKLOADS = {
     **{f"matmul_{n}": ("GFLOP/s", 2 * n**3, p, matmul(n)) for n, p in MATMUL_POLICY.items()},
     "matmul_4096_f16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.float16)),
     "matmul_4096_bf16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, matmul(4096, torch.bfloat16)),
+    "linear_relu_4096_f16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, linear_relu(4096, torch.float16)),
     "matmul_4000_f16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.float16)),
     "matmul_4000_bf16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.bfloat16)),
     "matmul_batched_f16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,

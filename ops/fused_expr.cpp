@@ -124,9 +124,12 @@ bool anchors_prologue(const OpIr& op) {
 }
 
 bool anchors_epilogue(const OpIr& op) {
-  if (op.kind == OpKind::matmul)
-    return op.inputs.size() == 2 && op.inputs[0].dtype == DType::f32 && op.inputs[1].dtype == DType::f32 &&
-           op.outputs.size() == 1 && op.outputs[0].dtype == DType::f32;
+  if (op.kind == OpKind::matmul) {
+    // Two f32 operands, or two of the same 16-bit float (accumulated in f32, C in their dtype).
+    if (op.inputs.size() != 2 || op.outputs.size() != 1) return false;
+    const DType t = op.inputs[0].dtype;
+    return (t == DType::f32 || is_half(t)) && op.inputs[1].dtype == t && op.outputs[0].dtype == t;
+  }
   return anchors_prologue(op);
 }
 

@@ -5,6 +5,7 @@
 // configuration.
 #include "devices/vulkan/vk_anchor.h"
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ class AnchoredKernel final : public CompiledKernel {
  public:
   std::string key;                       // the expression's structure key
   std::unique_ptr<AnchoredSteps> steps;  // set when the kernels cannot take the group in
+  // A matmul's steps, made when the configuration picked for a product takes no epilogue.
+  mutable std::once_flag fallback_once;
+  mutable std::unique_ptr<AnchoredSteps> fallback;
 };
 
 // Softmax and log_softmax: their output has the input's shape (a rewrite spec).
@@ -140,8 +144,11 @@ void run_matmul_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExp
            "void epilogue_init() { e_init(); }\nvoid epilogue(uint i, float c) { e_apply(i, c); }\n";
   };
   push_epilogue_args(e.args, expr, args, layout);
-  matmul_with_epilogue(dev, a.op, args.inputs[layout.operands], args.inputs[layout.operands + 1],
-                       a.keep_result ? args.outputs[layout.result] : nullptr, e);
+  if (matmul_with_epilogue(dev, a.op, args.inputs[layout.operands], args.inputs[layout.operands + 1],
+                           a.keep_result ? args.outputs[layout.result] : nullptr, e))
+    return;
+  std::call_once(k.fallback_once, [&] { k.fallback = std::make_unique<AnchoredSteps>(dev, expr); });
+  k.fallback->run(dev, expr, args);
 }
 
 }  // namespace

@@ -78,9 +78,11 @@ struct MatmulEpilogue {
 std::string tiled_matmul_source(const std::string& prelude, const TileConfig& config, const TileVariant& variant,
                                 const MatmulEpilogue* epilogue = nullptr);
 
-// An f32 matmul with an epilogue, in the configuration the autotuner picks for the plain product
-// (its timing runs write the plain product to C, or to scratch when C is not stored).
-void matmul_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* a, const Buffer* b, const Buffer* c,
+// A matmul with an epilogue, in the configuration the autotuner picks for the plain product (its
+// timing runs write the plain product to C, or to scratch when C is not stored). False, with
+// nothing run, where that configuration is no tiled one (the tensor-core kernels of 16-bit
+// products take no epilogue): the caller then runs the group in steps.
+bool matmul_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* a, const Buffer* b, const Buffer* c,
                           const MatmulEpilogue& epilogue);
 
 // A cooperative-matrix shape: M x N x K of one subgroup-scope multiply-add.

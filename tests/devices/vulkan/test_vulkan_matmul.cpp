@@ -13,6 +13,7 @@
 #include "devices/vulkan/vk_autotune.h"
 #include "devices/vulkan/vk_device.h"
 #include "devices/vulkan/vk_layout_copy.h"
+#include "support/fusion_scope.h"
 #include "devices/vulkan/vk_matmul.h"
 #include "devices/vulkan/vk_shader.h"
 #include "vulkan_test_support.h"
@@ -230,6 +231,41 @@ TEST(VulkanMatmul, CastsToHalfTypesRoundLikeTorch) {
   return close(host_values(cast(c, DType::f32)), host_values(want), tol);
 }
 
+// An f16/bf16 product with a bias, relu and a scale after it: fused (the product's epilogue:
+// one kernel where the product's kernel takes it, else the group in steps) and unfused give the
+// same bits (each op rounds where it would alone). `one_kernel`: check that it was one.
+::testing::AssertionResult half_epilogue_matches(DType t, const Shape& a, const Shape& b, bool one_kernel) {
+  const Tensor ha = cast(from_vector(random_values(a.numel(), 5), a, vk0()), t);
+  const Tensor hb = cast(from_vector(random_values(b.numel(), 6), b, vk0()), t);
+  const Tensor bias = cast(from_vector(random_values(b[b.rank() - 1], 7), Shape{b[b.rank() - 1]}, vk0()), t);
+  auto layer = [&] { return mul(relu(add(matmul(ha, hb), bias)), 0.3); };
+  auto bits = [](const Tensor& y) { return cast(y, DType::f32).to_vector<float>().get(); };
+  vk0().sync().get();
+  const EngineCounters before = counters(vk0());
+  const Tensor fused = layer();
+  vk0().sync().get();
+  const std::uint64_t kernels = counters(vk0()).fused_kernels - before.fused_kernels;
+  const std::vector<float> got = bits(fused);
+  test::FusionScope off(false, vk0());
+  const std::vector<float> want = bits(layer());
+  if (fused.dtype() != t) return ::testing::AssertionFailure() << "result dtype " << dtype_name(fused.dtype());
+  if (one_kernel && kernels != 1) return ::testing::AssertionFailure() << kernels << " fused kernels";
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i]) return ::testing::AssertionFailure() << "[" << i << "] " << got[i] << " != " << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+// The tiled kernel takes a 16-bit product's epilogue, single and batched (K not a multiple of 8:
+// the tiled kernel on every device); the tensor-core kernels: below, per configuration.
+TEST(VulkanMatmul, HalfProductsTakeTheirEpilogueIntoTheKernel) {
+  KILN_REQUIRE_VULKAN();
+  for (DType t : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(t));
+    EXPECT_TRUE(half_epilogue_matches(t, {33, 20}, {20, 40}, true));
+    EXPECT_TRUE(half_epilogue_matches(t, {2, 64, 36}, {2, 36, 64}, true));
+  }
+}
+
 TEST(VulkanMatmul, HalfTypesMatchTheCpuProductOfRoundedInputs) {
   KILN_REQUIRE_VULKAN();
   for (DType t : {DType::f16, DType::bf16}) {
@@ -307,6 +343,11 @@ TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
       // word (N = 130) and as vectors (N = 136).
       EXPECT_TRUE(half_matmul_matches(t, {3, 1, 60, 40}, {2, 40, 130}));
       EXPECT_TRUE(half_matmul_matches(t, {3, 1, 60, 40}, {2, 40, 136}));
+      // A product with an epilogue (which runs in steps after these kernels): whole tiles,
+      // batched, padded.
+      EXPECT_TRUE(half_epilogue_matches(t, {256, 512}, {512, 512}, false));
+      EXPECT_TRUE(half_epilogue_matches(t, {2, 512, 128}, {2, 128, 256}, false));
+      EXPECT_TRUE(half_epilogue_matches(t, {200, 136}, {136, 264}, false));
     }
   }
   vk::force_wg_coop_config(-1);
