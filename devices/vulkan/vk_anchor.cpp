@@ -5,6 +5,7 @@
 // configuration.
 #include "devices/vulkan/vk_anchor.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -114,10 +115,10 @@ void run_reduction_group(VulkanDevice& dev, const AnchoredKernel& k, const Fused
     for (std::size_t k = 0; k < in.size() && f.vector_prologue; ++k)
       f.vector_prologue = reduce::address_or_null(in[k]) % vector4_bytes(p->inputs[k].dtype) == 0;
   }
-  for (const TensorIr& t : expr.inputs) f.half = f.half || is_half(t.dtype);
-  for (const TensorIr& t : expr.outputs) f.half = f.half || is_half(t.dtype);
-  if (p)
-    for (const TensorIr& t : p->inputs) f.half = f.half || is_half(t.dtype);
+  const auto any_half = [](const auto& tensors) {
+    return std::any_of(tensors.begin(), tensors.end(), [](const TensorIr& t) { return is_half(t.dtype); });
+  };
+  f.half = any_half(expr.inputs) || any_half(expr.outputs) || (p && any_half(p->inputs));
   f.glsl = [&] { return reduce_glsl(expr, 8 + spec.params.size(), f.vector_prologue); };
   if (f.epilogue) push_epilogue_args(f.args, expr, args, layout);
   const Buffer* y = a.keep_result ? args.outputs[layout.result] : nullptr;

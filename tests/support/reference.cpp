@@ -156,6 +156,15 @@ std::vector<double> host_values(const Tensor& t) {
   return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult same_bits(const std::vector<double>& got, const std::vector<double>& want) {
+  ::testing::AssertionResult same = values_close(got, want, Tolerance{0, 0}, true);
+  if (!same) return same;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::signbit(got[i]) != std::signbit(want[i]) && !std::isnan(want[i]))
+      return ::testing::AssertionFailure() << "[" << i << "] zeros of opposite sign";
+  return ::testing::AssertionSuccess();
+}
+
 std::vector<Device> test_devices() {
   // Every device the engine offers (the CPU, and Vulkan devices such as lavapipe in CI);
   // KILN_TEST_VULKAN=0 keeps the op suites on the CPU.

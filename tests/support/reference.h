@@ -59,6 +59,10 @@ std::vector<double> host_values(const Tensor& t);
 ::testing::AssertionResult values_close(const std::vector<double>& got, const std::vector<double>& want, Tolerance tol,
                                  bool exact = false);
 
+// The same values bit for bit (from host_values): exact, NaN matching NaN, zeros of the same
+// sign. Fused runs against unfused ones; read the fused values before fusion is turned off.
+::testing::AssertionResult same_bits(const std::vector<double>& got, const std::vector<double>& want);
+
 // The devices op suites are instantiated for: the CPU, plus the Vulkan devices when
 // KILN_TEST_VULKAN=1.
 std::vector<Device> test_devices();

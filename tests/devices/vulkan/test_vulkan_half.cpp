@@ -52,19 +52,6 @@ DType out_dtype(const RefCase& c) { return test::parse_dtype(c.outputs[0].at("dt
   return test::matches(y, c.outputs[0], exact(c.op) ? Tolerance{0, 0} : ulp_of(out_dtype(c)));
 }
 
-// The values of `t` as f32 bits, for comparisons bit for bit.
-std::vector<float> as_f32(const Tensor& t) {
-  return (t.dtype() == DType::f32 ? t : cast(t, DType::f32)).to_vector<float>().get();
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) || std::signbit(a[i]) != std::signbit(b[i]))
-      return false;
-  return true;
-}
-
 TEST(VulkanHalf, EveryElementwiseOpMatchesPyTorch) {
   KILN_REQUIRE_VULKAN();
   std::size_t ran = 0;
@@ -74,12 +61,12 @@ TEST(VulkanHalf, EveryElementwiseOpMatchesPyTorch) {
     const Tensor fused = test::run_elementwise_case(c, test::vk0());
     EXPECT_TRUE(matches_case(fused, c));
     // The same op with fusion off: the same bits (f32 math, one rounding, either way).
-    std::vector<float> unfused_bits;
+    std::vector<double> unfused_bits;
     {
       test::FusionScope off(false, test::vk0());
-      unfused_bits = as_f32(test::run_elementwise_case(c, test::vk0()));
+      unfused_bits = test::host_values(test::run_elementwise_case(c, test::vk0()));
     }
-    EXPECT_TRUE(same_bits(as_f32(fused), unfused_bits));
+    EXPECT_TRUE(test::same_bits(test::host_values(fused), unfused_bits));
     ++ran;
   }
   EXPECT_GE(ran, 250u);
@@ -114,13 +101,13 @@ TEST(VulkanHalf, OpChainFusesAndRoundsWhereItsOpsWould) {
     test::vk0().sync().get();
     const EngineCounters before = counters(test::vk0());
     const Tensor y = chain();
-    const std::vector<float> fused = as_f32(y);
+    const std::vector<double> fused = test::host_values(y);
     // One kernel: the chain and the cast to f32 that the read asks for, writing y and the copy.
     EXPECT_EQ(counters(test::vk0()).fused_kernels - before.fused_kernels, 1u);
     EXPECT_EQ(y.dtype(), x.dtype());
     EXPECT_TRUE(test::matches(y, c->outputs[0], ulp_of(y.dtype())));
     test::FusionScope off(false, test::vk0());
-    EXPECT_TRUE(same_bits(fused, as_f32(chain())));
+    EXPECT_TRUE(test::same_bits(fused, test::host_values(chain())));
   }
 }
 
@@ -247,9 +234,9 @@ TEST(VulkanHalf, ReductionsTakeTheOpsAroundThemIntoTheirKernel) {
     }
     EXPECT_EQ(y.dtype(), in[0].dtype());
     EXPECT_TRUE(test::matches(y, c.outputs[0], ulp_of(y.dtype(), 2)));
-    const std::vector<float> fused = as_f32(y);
+    const std::vector<double> fused = test::host_values(y);
     test::FusionScope off(false, test::vk0());
-    EXPECT_TRUE(same_bits(fused, as_f32(expr(in, c.attrs))));
+    EXPECT_TRUE(test::same_bits(fused, test::host_values(expr(in, c.attrs))));
     ++ran;
   }
   EXPECT_EQ(ran, 9u);
