@@ -320,12 +320,12 @@ float kiln_atan2(float y, float x) {
 
 // sin, cos and tan with their own range reduction: Vulkan bounds the built-ins' error only on
 // [-pi, pi], and NVIDIA's lose about 1e-5 relative by |x| = 100 (PyTorch reduces exactly).
-// x = k * pi/2 + r, |r| <= pi/4, with pi/2 in four f32 parts (Cody and Waite) whose first three
-// have 8 significant bits, so every k * part is exact while |k| < 2^16 and r keeps about 1e-7
-// relative error without relying on a fused multiply-add (Vulkan lets fma round twice, and
-// lavapipe does). Beyond |x| = 1e5 the driver's functions are used (README, Vulkan).
-// The polynomials are Cephes' single-precision minimax fits on [-pi/4, pi/4].
-float kiln_reduce_pio2(float x, out int quadrant) {
+// x = k * pi/2 + r, |r| <= pi/4, quadrant = k mod 4. Below |x| = 1e5: pi/2 in four f32 parts
+// (Cody and Waite) whose first three have 8 significant bits, so every k * part is exact while
+// |k| < 2^16 and r keeps about 1e-7 relative error without relying on a fused multiply-add
+// (Vulkan lets fma round twice, and lavapipe does). From 1e5 up: Payne and Hanek's reduction,
+// below. The polynomials are Cephes' single-precision minimax fits on [-pi/4, pi/4].
+float kiln_reduce_pio2_small(float x, out int quadrant) {
   float k = roundEven(x * 0.636619772367581343);
   precise float r = x - k * 1.5703125;
   r = r - k * 4.825592041015625e-4;
@@ -333,6 +333,49 @@ float kiln_reduce_pio2(float x, out int quadrant) {
   r = r - k * 9.92093629470503e-10;
   quadrant = int(k) & 3;
   return r;
+}
+// The bits of 2/pi after the binary point, 32 to a word, after a word of zeros (the integer
+// part and the bits a small exponent would reach before the point).
+const uint kiln_two_over_pi[8] = uint[8](0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
+                                         0x3c439041u, 0xfe5163abu);
+// 32 bits of that table from bit j on (j < 192).
+uint kiln_two_over_pi_bits(uint j) {
+  const uint w = j >> 5, shift = j & 31u;
+  const uint next = w + 1u < 8u ? kiln_two_over_pi[w + 1u] : 0u;
+  return shift == 0u ? kiln_two_over_pi[w] : (kiln_two_over_pi[w] << shift) | (next >> (32u - shift));
+}
+// Payne and Hanek: x = m * 2^e (m the 24-bit significand) times 2/pi, exactly, modulo 4. Bits of
+// 2/pi whose product with m has weight 4 or more drop out of the quadrant, bits more than 94
+// places below the point of x * 2/pi fall below what r needs (even next to a multiple of pi/2
+// a float keeps 30 or more bits of r): so m times the 96 bits of 2/pi from place e - 1 on, as
+// three 64-bit products, carries the quadrant in its top two bits and r in the 94 below. For
+// finite |x| >= 2^16 (e >= -7).
+float kiln_reduce_pio2_large(float x, out int quadrant) {
+  const uint bits = floatBitsToUint(x);
+  const uint64_t m = uint64_t((bits & 0x7fffffu) | 0x800000u);
+  const uint j = ((bits >> 23) & 0xffu) - 120u;  // table bit of place e - 1: e + 30 = exponent - 120
+  const uint64_t p0 = m * kiln_two_over_pi_bits(j), p1 = m * kiln_two_over_pi_bits(j + 32u),
+                 p2 = m * kiln_two_over_pi_bits(j + 64u);
+  const uint64_t mid = (p2 >> 32) + (p1 & 0xffffffffUL);
+  const uint top = uint((p1 >> 32) + (p0 & 0xffffffffUL) + (mid >> 32));
+  uint q = top >> 30;
+  // The fraction of x * 2/pi, times 2^64.
+  uint64_t f = (uint64_t(top & 0x3fffffffu) << 34) | (uint64_t(uint(mid)) << 2) | uint64_t(uint(p2) >> 30);
+  const bool above_half = (f >> 63) != 0;
+  if (above_half) {  // r = f - 1: the next multiple of pi/2 is nearer
+    f = -f;
+    q += 1u;
+  }
+  if (f == 0) return 0.0;  // no float is a multiple of pi/2; kept for safety
+  const uint high = uint(f >> 32);
+  const int lead = high != 0u ? 31 - findMSB(high) : 63 - findMSB(uint(f));
+  const float r = ldexp(float(uint((f << lead) >> 32)) * 1.57079632679489662, -(32 + lead));
+  const bool negative = (bits >> 31) != 0u;
+  quadrant = int(negative ? 0u - q : q) & 3;
+  return (above_half != negative) ? -r : r;
+}
+float kiln_reduce_pio2(float x, out int quadrant) {
+  return abs(x) < 100000.0 ? kiln_reduce_pio2_small(x, quadrant) : kiln_reduce_pio2_large(x, quadrant);
 }
 float kiln_sin_poly(float r) {
   float z = r * r;
@@ -350,27 +393,24 @@ float kiln_tan_poly(float r) {
   return fma(p * z, r, r);
 }
 float kiln_sin(float x) {
-  if (kiln_isinf(x)) return kiln_nan();
+  if (kiln_isinf(x) || kiln_isnan(x)) return kiln_nan();
   if (abs(x) <= 0.785398163) return kiln_sin_poly(x);  // keeps -0.0
-  if (!(abs(x) < 100000.0)) return sin(x);             // NaN stays NaN
   int q;
   float r = kiln_reduce_pio2(x, q);
   float v = (q & 1) == 0 ? kiln_sin_poly(r) : kiln_cos_poly(r);
   return (q & 2) == 0 ? v : -v;
 }
 float kiln_cos(float x) {
-  if (kiln_isinf(x)) return kiln_nan();
+  if (kiln_isinf(x) || kiln_isnan(x)) return kiln_nan();
   if (abs(x) <= 0.785398163) return kiln_cos_poly(x);
-  if (!(abs(x) < 100000.0)) return cos(x);
   int q;
   float r = kiln_reduce_pio2(x, q);
   float v = (q & 1) == 0 ? kiln_cos_poly(r) : kiln_sin_poly(r);
   return ((q + 1) & 2) == 0 ? v : -v;
 }
 float kiln_tan(float x) {
-  if (kiln_isinf(x)) return kiln_nan();
+  if (kiln_isinf(x) || kiln_isnan(x)) return kiln_nan();
   if (abs(x) <= 0.785398163) return kiln_tan_poly(x);
-  if (!(abs(x) < 100000.0)) return tan(x);
   int q;
   float t = kiln_tan_poly(kiln_reduce_pio2(x, q));
   return (q & 1) == 0 ? t : -1.0 / t;

@@ -263,4 +263,18 @@ for name in ("expm1", "log1p", "tanh", "sin", "tan", "erf", "silu", "gelu"):
     fn = FLOAT_MATH[name]
     cases.append(case(name + "_small", name, [SMALL], fn(SMALL)))
 
+# ---- trigonometry of large arguments ----------------------------------------------------------------
+# From 1e5 up kiln's GPU kernels reduce by pi/2 with Payne and Hanek's method; PyTorch reduces
+# exactly. Exponents 2^16 to 2^127 of both signs, the bounds of the two reductions (1e5 and just
+# below it), f32's largest value, and 16367173 * 2^72, the float nearest a multiple of pi/2
+# (its remainder is about 1.6e-9, so sin and tan of it are as small).
+gen = torch.Generator().manual_seed(7)
+exponents = torch.arange(16, 128, 2, dtype=torch.float64)
+mantissas = 1.0 + torch.rand(exponents.numel(), generator=gen, dtype=torch.float64)
+signs = torch.where(torch.rand(exponents.numel(), generator=gen) < 0.5, -1.0, 1.0).double()
+LARGE = torch.cat([(signs * mantissas * 2.0 ** exponents).float(),
+                   torch.tensor([1e5, -1e5, 99999.99, 123456.79, 3.4028235e38, -3.4028235e38, 16367173 * 2.0 ** 72])])
+for name in ("sin", "cos", "tan"):
+    cases.append(case(name + "_large", name, [LARGE], FLOAT_MATH[name](LARGE)))
+
 write("elementwise", cases)
