@@ -15,6 +15,8 @@ and this form pins the rounding points whatever the host. JSON data are the valu
 Attributes as in gen_elementwise.py: {"scalar": s, "side": "rhs" | "lhs"}, {"min": m, "max": M},
 {"dtype": "..."}; layout cases carry their own ({"dims": [...]}, ...).
 """
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -306,5 +308,17 @@ cases.append(case("mul_0d_f32_bf16", "mul", [z32, hb],
 cases.append(case("sub_f16_0d_bf16", "sub", [h, zb], via_f32(lambda u, v: u - v, torch.float16, h, zb.half())))
 cases.append(case("add_i64_0d_f16", "add", [i, z16], via_f32(lambda u, v: u + v, torch.float16, i, z16)))
 
+
+# ---- rounding at the edges of each format: ties to even, the overflow threshold of f16 (65519 stays
+# finite, 65520 rounds to inf), its subnormals and the tie below the smallest (2.98e-8 -> 0), an
+# f32 subnormal, values near f32's largest (bf16 keeps them finite), and a sweep of exponents.
+EDGES = [0.0, -0.0, 1.0, -1.0, 0.1, 65504.0, 65519.0, 65520.0, -70000.0, 6.1e-5, 5.96e-8, 2.98e-8, 2.99e-8,
+         1e-9, 1e-40, INF, -INF, NAN, 1.00048828125, 1.00146484375, 3.0e38, 1.00390625, 1.01171875, 255.5, -1e-3]
+EDGES += [math.ldexp(1.0 + i / 137.0, i % 40 - 20) for i in range(100)]
+edges = torch.tensor(EDGES, dtype=torch.float32)
+ints = torch.tensor([0, 1, -7, 2049, 65504, 1 << 20])
+for tag, dt in HALVES.items():
+    cases.append(case("cast_f32_to_%s_edges" % tag, "cast", [edges], edges.to(dt), {"dtype": tag}))
+    cases.append(case("cast_i64_to_%s_edges" % tag, "cast", [ints], ints.to(dt), {"dtype": tag}))
 
 write("half", cases)
