@@ -52,6 +52,10 @@ void reset_peak_memory(Device device = Device::cpu());
 // Caps the bytes the device's pool may reserve (0: no cap); allocations over it fail through
 // the futures of the tensors they were for.
 void set_memory_limit(Device device, std::size_t bytes);
+// Gives the memory the device's pool caches (blocks of dropped tensors) back to the driver or the
+// system, in stream order: it waits for the work submitted before it, and reports that work's
+// errors as sync does. On a GPU whose streams have their own pools (set_gpu_streams), memory
+// one stream gives back is there for the others.
 void release_cached_memory(Device device = Device::cpu());
 EngineCounters counters(Device device = Device::cpu());
 // Whether the device times its own work for counters().device_busy_ns. Off by default

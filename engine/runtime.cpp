@@ -124,7 +124,15 @@ void set_memory_limit(Device device, std::size_t bytes) {
   Engine::get().runtime(device, "set_memory_limit").backend->memory().set_limit(bytes);
 }
 void release_cached_memory(Device device) {
-  Engine::get().runtime(device, "release_cached_memory").backend->memory().release_cached();
+  auto& rt = Engine::get().runtime(device, "release_cached_memory");
+  auto c = std::make_shared<SyncCompletion>();
+  std::future<void> f = c->promise.get_future();
+  OpIr op;
+  op.kind = OpKind::sync;
+  op.attrs.flag = true;  // the executor releases the device's unused memory (Executor::run_one)
+  op.completion = std::move(c);
+  rt.stream.submit(std::move(op), /*urgent=*/true);
+  Future<void>(std::move(f), rt.helper()).get();
 }
 
 EngineCounters counters(Device device) {

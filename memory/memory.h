@@ -25,6 +25,12 @@ class RawAllocator {
   virtual ~RawAllocator() = default;
   virtual Block allocate(std::size_t bytes) = 0;  // throws OutOfMemory
   virtual void release(const Block& block) = 0;
+  // Bytes held from the driver or the system; 0 where each block is its own allocation (the
+  // pool then reports its bytes_reserved).
+  virtual std::size_t held_bytes() const { return 0; }
+  // Gives back to the driver what no block uses. Only the device's scheduler thread calls it:
+  // an allocator may first wait for work that device has submitted.
+  virtual void trim() {}
 };
 
 // Thrown when a device (or the pool's limit) cannot serve an allocation.
@@ -48,6 +54,9 @@ struct MemoryStats {
   std::size_t peak_reserved = 0;
   std::uint64_t allocations = 0;       // buffers handed out
   std::uint64_t served_from_pool = 0;  // ... of which reused a cached block
+  // Held from the driver or the system: bytes_reserved, or more where the device sub-allocates
+  // blocks from larger chunks (Vulkan: chunks of 64 MiB) that a freed block leaves in place.
+  std::size_t bytes_from_device = 0;
 };
 
 class MemoryPool;
@@ -80,8 +89,11 @@ class MemoryPool {
   BufferPtr allocate(std::size_t bytes);  // throws OutOfMemory
   MemoryStats stats() const;
   void reset_peak();
-  // Frees the cached blocks back to the device.
+  // Frees the cached blocks back to the device's allocator (release_unused() in the executor
+  // also trims the allocator).
   void release_cached();
+  // release_cached(), then the allocator's trim(): from the device's scheduler thread only.
+  void release_unused();
   // Caps bytes_reserved; 0 means no limit. An allocation over the cap first drops the cache.
   void set_limit(std::size_t bytes);
 

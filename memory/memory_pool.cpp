@@ -62,7 +62,9 @@ void MemoryPool::give_back(const Block& block) {
 
 MemoryStats MemoryPool::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  MemoryStats s = stats_;
+  s.bytes_from_device = std::max(s.bytes_reserved, allocator_->held_bytes());
+  return s;
 }
 
 void MemoryPool::reset_peak() {
@@ -74,6 +76,11 @@ void MemoryPool::reset_peak() {
 void MemoryPool::release_cached() {
   std::lock_guard lock(mutex_);
   release_cached_locked();
+}
+
+void MemoryPool::release_unused() {
+  release_cached();
+  allocator_->trim();
 }
 
 void MemoryPool::release_cached_locked() {

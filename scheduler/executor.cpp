@@ -168,6 +168,9 @@ void Executor::run_one(OpIr& op) {
       return;
     case OpKind::sync:
       try {
+        // release_cached_memory: here, in stream order, so that no recorded command still uses
+        // a block whose memory goes back to the driver.
+        if (op.attrs.flag) device_.memory().release_unused();
         device_.synchronize();
         op.completion->complete(nullptr, 0);
       } catch (...) {

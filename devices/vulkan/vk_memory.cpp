@@ -121,9 +121,16 @@ void DeviceAllocator::free_empty_chunks_locked() {
   std::erase_if(chunks_, [](auto& c) { return c->used == 0; });
 }
 
-std::size_t DeviceAllocator::chunk_count() const {
+std::size_t DeviceAllocator::held_bytes() const {
   std::lock_guard lock(mutex_);
-  return chunks_.size();
+  std::size_t total = 0;
+  for (const auto& c : chunks_) total += c->alloc.size;
+  return total;
+}
+
+void DeviceAllocator::trim() {
+  std::lock_guard lock(mutex_);
+  free_empty_chunks_locked();
 }
 
 VkBuffer DeviceAllocator::buffer_of(const Block& block) { return static_cast<const Chunk*>(block.ptr)->alloc.buffer.get(); }

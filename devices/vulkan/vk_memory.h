@@ -41,6 +41,8 @@ class DeviceAllocator final : public RawAllocator {
 
   Block allocate(std::size_t bytes) override;  // throws OutOfMemory
   void release(const Block& block) override;
+  std::size_t held_bytes() const override;  // the chunks' sizes
+  void trim() override;                      // frees the empty chunks (after wait_idle)
 
   // Called before empty chunks go back to the driver: waits until no submitted work uses them.
   void set_wait_idle(std::function<void()> wait_idle) { wait_idle_ = std::move(wait_idle); }
@@ -48,7 +50,6 @@ class DeviceAllocator final : public RawAllocator {
   static VkBuffer buffer_of(const Block& block);
   static VkDeviceAddress address_of(const Block& block);
   std::uint64_t alignment() const { return alignment_; }
-  std::size_t chunk_count() const;
 
  private:
   struct Chunk {

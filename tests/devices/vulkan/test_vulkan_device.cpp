@@ -265,6 +265,28 @@ TEST(VulkanDevice, IntegerRemainderByZeroFailsOnlyItsDependents) {
   }
 }
 
+// A dropped tensor's block stays in the pool's cache, and its chunk of device memory with it;
+// release_cached_memory gives the chunk back to the driver (where another stream of the GPU, or
+// another process, can have it).
+TEST(VulkanDevice, ReleasingCachedMemoryGivesItsChunksBack) {
+  KILN_REQUIRE_VULKAN();
+  release_cached_memory(vk0());
+  const std::size_t base = memory_stats(vk0()).bytes_from_device;
+  constexpr std::size_t kBytes = std::size_t{160} << 20;  // more than a chunk: a chunk of its own
+  {
+    Tensor big = full(Shape{static_cast<std::int64_t>(kBytes / 4)}, 1.0, {DType::f32, vk0()});
+    vk0().sync().get();
+  }
+  vk0().sync().get();
+  const MemoryStats cached = memory_stats(vk0());
+  EXPECT_GE(cached.bytes_reserved, cached.bytes_in_use + kBytes);
+  EXPECT_GE(cached.bytes_from_device, base + kBytes);
+  release_cached_memory(vk0());
+  const MemoryStats released = memory_stats(vk0());
+  EXPECT_EQ(released.bytes_reserved, released.bytes_in_use);
+  EXPECT_LE(released.bytes_from_device, base);
+}
+
 TEST(VulkanDevice, MemoryIsPooled) {
   KILN_REQUIRE_VULKAN();
   vk0().sync().get();
