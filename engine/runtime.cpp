@@ -103,18 +103,23 @@ class SyncCompletion final : public Completion {
   void complete(const std::byte*, std::size_t) override { promise.set_value(); }
   void fail(std::exception_ptr e) override { promise.set_exception(e); }
 };
-}  // namespace
 
-Future<void> sync(Device device) {
-  auto& rt = Engine::get().runtime(device, "sync");
+// A sync message; `release_memory`: the executor first gives the device's unused memory back
+// (release_cached_memory), in stream order.
+Future<void> submit_sync(const char* what, Device device, bool release_memory) {
+  auto& rt = Engine::get().runtime(device, what);
   auto c = std::make_shared<SyncCompletion>();
   std::future<void> f = c->promise.get_future();
   OpIr op;
   op.kind = OpKind::sync;
+  op.attrs.flag = release_memory;
   op.completion = std::move(c);
   rt.stream.submit(std::move(op), /*urgent=*/true);
   return Future<void>(std::move(f), rt.helper());
 }
+}  // namespace
+
+Future<void> sync(Device device) { return submit_sync("sync", device, false); }
 
 Future<void> Device::sync() const { return kiln::sync(*this); }
 
@@ -123,17 +128,7 @@ void reset_peak_memory(Device device) { Engine::get().runtime(device, "reset_pea
 void set_memory_limit(Device device, std::size_t bytes) {
   Engine::get().runtime(device, "set_memory_limit").backend->memory().set_limit(bytes);
 }
-void release_cached_memory(Device device) {
-  auto& rt = Engine::get().runtime(device, "release_cached_memory");
-  auto c = std::make_shared<SyncCompletion>();
-  std::future<void> f = c->promise.get_future();
-  OpIr op;
-  op.kind = OpKind::sync;
-  op.attrs.flag = true;  // the executor releases the device's unused memory (Executor::run_one)
-  op.completion = std::move(c);
-  rt.stream.submit(std::move(op), /*urgent=*/true);
-  Future<void>(std::move(f), rt.helper()).get();
-}
+void release_cached_memory(Device device) { submit_sync("release_cached_memory", device, true).get(); }
 
 EngineCounters counters(Device device) {
   auto& rt = Engine::get().runtime(device, "counters");
