@@ -61,8 +61,12 @@ void MemoryPool::give_back(const Block& block) {
 }
 
 MemoryStats MemoryPool::stats() const {
-  std::lock_guard lock(mutex_);
-  MemoryStats s = stats_;
+  MemoryStats s;
+  {
+    std::lock_guard lock(mutex_);
+    s = stats_;
+  }
+  // After the pool's lock is let go: a call that only reads need not hold both locks.
   s.bytes_from_device = std::max(s.bytes_reserved, allocator_->held_bytes());
   return s;
 }

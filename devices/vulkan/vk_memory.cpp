@@ -129,8 +129,16 @@ std::size_t DeviceAllocator::held_bytes() const {
 }
 
 void DeviceAllocator::trim() {
+  {
+    std::lock_guard lock(mutex_);
+    if (std::none_of(chunks_.begin(), chunks_.end(), [](auto& c) { return c->used == 0; })) return;
+  }
+  // Unlocked while the device finishes: that drops what its submissions kept alive (buffers of
+  // other streams' pools, whose give-back must not wait on this lock). Only this device's
+  // scheduler thread allocates here, so the empty chunks stay empty meanwhile.
+  if (wait_idle_) wait_idle_();
   std::lock_guard lock(mutex_);
-  free_empty_chunks_locked();
+  std::erase_if(chunks_, [](auto& c) { return c->used == 0; });
 }
 
 VkBuffer DeviceAllocator::buffer_of(const Block& block) { return static_cast<const Chunk*>(block.ptr)->alloc.buffer.get(); }
