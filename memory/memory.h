@@ -104,6 +104,7 @@ class MemoryPool {
   friend class Buffer;
   void give_back(const Block& block);
   void release_cached_locked();
+  void count_allocation_locked(std::size_t cls);  // a block handed out: stats
 
   std::unique_ptr<RawAllocator> allocator_;
   mutable std::mutex mutex_;

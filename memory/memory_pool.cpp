@@ -34,24 +34,37 @@ BufferPtr MemoryPool::allocate(std::size_t bytes) {
       block = it->second.back();
       it->second.pop_back();
       ++stats_.served_from_pool;
+      count_allocation_locked(cls);
     } else {
       if (limit_ && stats_.bytes_reserved + cls > limit_) release_cached_locked();
       if (limit_ && stats_.bytes_reserved + cls > limit_) throw OutOfMemory(bytes);
-      try {
-        block = allocator_->allocate(cls);
-      } catch (const OutOfMemory&) {
-        // The device is full: give back what the pool caches and try once more.
-        release_cached_locked();
-        block = allocator_->allocate(cls);
-      }
-      stats_.bytes_reserved += cls;
-      stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.bytes_reserved);
     }
-    ++stats_.allocations;
-    stats_.bytes_in_use += cls;
-    stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.bytes_in_use);
+  }
+  if (block.bytes) return std::make_shared<Buffer>(this, block, bytes);
+  // The allocator is called without the pool's lock: out of memory, it may wait for the device
+  // to finish, which drops buffers the device's submissions kept alive, among them other pools'
+  // (streams of one GPU), whose give-back takes their lock. Holding this one meanwhile could
+  // close a cycle with another stream doing the same.
+  try {
+    block = allocator_->allocate(cls);
+  } catch (const OutOfMemory&) {
+    // The device is full: give back what the pool caches and try once more.
+    release_cached();
+    block = allocator_->allocate(cls);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stats_.bytes_reserved += cls;
+    stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.bytes_reserved);
+    count_allocation_locked(cls);
   }
   return std::make_shared<Buffer>(this, block, bytes);
+}
+
+void MemoryPool::count_allocation_locked(std::size_t cls) {
+  ++stats_.allocations;
+  stats_.bytes_in_use += cls;
+  stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.bytes_in_use);
 }
 
 void MemoryPool::give_back(const Block& block) {

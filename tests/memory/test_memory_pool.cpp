@@ -1,7 +1,12 @@
 // MemoryPool on its own: size classes, reuse of freed blocks, statistics, the limit.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "memory/memory.h"
 
@@ -69,6 +74,42 @@ TEST(MemoryPool, LimitFailsWithOutOfMemory) {
   // The cached block is given back to make room.
   BufferPtr b = pool.allocate(768 << 10);
   EXPECT_EQ(live, 1);
+}
+
+// An allocator that, inside each allocate(), has another thread read the pool's statistics (they
+// take the pool's lock), and fails its first allocation as a full device would. A Vulkan
+// allocator out of memory waits for its device, which drops buffers of other pools: the pool
+// must not hold its lock across the call, or two streams could wait on each other.
+class ProbingAllocator final : public RawAllocator {
+ public:
+  MemoryPool* pool = nullptr;
+  std::vector<bool> pool_lock_was_free;
+  std::vector<std::future<void>> probes;
+
+  Block allocate(std::size_t bytes) override {
+    auto done = std::make_shared<std::promise<void>>();
+    probes.push_back(done->get_future());
+    std::thread([p = pool, done] {
+      (void)p->stats();
+      done->set_value();
+    }).detach();
+    pool_lock_was_free.push_back(probes.back().wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+    if (pool_lock_was_free.size() == 1) throw OutOfMemory(bytes);
+    return Block{std::malloc(bytes), 0, bytes};
+  }
+  void release(const Block& b) override { std::free(b.ptr); }
+};
+
+TEST(MemoryPool, CallsItsAllocatorWithoutHoldingItsLock) {
+  auto owned = std::make_unique<ProbingAllocator>();
+  ProbingAllocator& probing = *owned;
+  MemoryPool pool(std::move(owned));
+  probing.pool = &pool;
+  { BufferPtr cached = pool.allocate(256); }  // fails once (released cache, retried), then cached
+  BufferPtr b = pool.allocate(1 << 20);
+  for (auto& f : probing.probes) f.wait();  // no probe outlives the pool
+  EXPECT_EQ(probing.pool_lock_was_free, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(pool.stats().bytes_reserved, 256u + (1u << 20));
 }
 
 TEST(MemoryPool, ZeroBytesNeedNoBlock) {
