@@ -338,7 +338,7 @@ float kiln_reduce_pio2_small(float x, out int quadrant) {
 // part and the bits a small exponent would reach before the point).
 const uint kiln_two_over_pi[8] = uint[8](0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
                                          0x3c439041u, 0xfe5163abu);
-// 32 bits of that table from bit j on (j < 192).
+// 32 bits of that table from bit j on (j < 224).
 uint kiln_two_over_pi_bits(uint j) {
   const uint w = j >> 5, shift = j & 31u;
   const uint next = w + 1u < 8u ? kiln_two_over_pi[w + 1u] : 0u;
@@ -366,12 +366,12 @@ float kiln_reduce_pio2_large(float x, out int quadrant) {
     f = -f;
     q += 1u;
   }
+  const bool negative = (bits >> 31) != 0u;
+  quadrant = int(negative ? 0u - q : q) & 3;
   if (f == 0) return 0.0;  // no float is a multiple of pi/2; kept for safety
   const uint high = uint(f >> 32);
   const int lead = high != 0u ? 31 - findMSB(high) : 63 - findMSB(uint(f));
   const float r = ldexp(float(uint((f << lead) >> 32)) * 1.57079632679489662, -(32 + lead));
-  const bool negative = (bits >> 31) != 0u;
-  quadrant = int(negative ? 0u - q : q) & 3;
   return (above_half != negative) ? -r : r;
 }
 float kiln_reduce_pio2(float x, out int quadrant) {
