@@ -68,7 +68,7 @@ bool DeviceAllocator::try_allocate_in(Chunk& c, std::uint64_t bytes, Block& out)
 
 Block DeviceAllocator::allocate(std::size_t requested) {
   const std::uint64_t bytes = (std::max<std::uint64_t>(requested, 1) + alignment_ - 1) / alignment_ * alignment_;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   Block out;
   for (auto& c : chunks_)
     if (try_allocate_in(*c, bytes, out)) return out;
@@ -78,7 +78,7 @@ Block DeviceAllocator::allocate(std::size_t requested) {
     chunk->alloc = allocate_buffer(ctx_, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   } catch (const OutOfMemory&) {
     // Give back empty chunks (a big tensor may fit where small ones were) and try once more.
-    free_empty_chunks_locked();
+    free_empty_chunks(lock);
     try {
       chunk->alloc = allocate_buffer(ctx_, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     } catch (const OutOfMemory&) {
@@ -114,10 +114,15 @@ void DeviceAllocator::release(const Block& block) {
   }
 }
 
-void DeviceAllocator::free_empty_chunks_locked() {
+void DeviceAllocator::free_empty_chunks(std::unique_lock<std::mutex>& lock) {
   const bool any_empty = std::any_of(chunks_.begin(), chunks_.end(), [](auto& c) { return c->used == 0; });
   if (!any_empty) return;
+  // Unlocked while the device finishes: that drops what its submissions kept alive (buffers of
+  // other streams' pools, whose give-back must not wait on this lock). Only this device's
+  // scheduler thread allocates here, so the empty chunks stay empty meanwhile.
+  lock.unlock();
   if (wait_idle_) wait_idle_();
+  lock.lock();
   std::erase_if(chunks_, [](auto& c) { return c->used == 0; });
 }
 
@@ -129,16 +134,8 @@ std::size_t DeviceAllocator::held_bytes() const {
 }
 
 void DeviceAllocator::trim() {
-  {
-    std::lock_guard lock(mutex_);
-    if (std::none_of(chunks_.begin(), chunks_.end(), [](auto& c) { return c->used == 0; })) return;
-  }
-  // Unlocked while the device finishes: that drops what its submissions kept alive (buffers of
-  // other streams' pools, whose give-back must not wait on this lock). Only this device's
-  // scheduler thread allocates here, so the empty chunks stay empty meanwhile.
-  if (wait_idle_) wait_idle_();
-  std::lock_guard lock(mutex_);
-  std::erase_if(chunks_, [](auto& c) { return c->used == 0; });
+  std::unique_lock lock(mutex_);
+  free_empty_chunks(lock);
 }
 
 VkBuffer DeviceAllocator::buffer_of(const Block& block) { return static_cast<const Chunk*>(block.ptr)->alloc.buffer.get(); }

@@ -58,7 +58,9 @@ class DeviceAllocator final : public RawAllocator {
     std::uint64_t used = 0;
   };
   bool try_allocate_in(Chunk& c, std::uint64_t bytes, Block& out);
-  void free_empty_chunks_locked();
+  // Gives the empty chunks back to the driver once the device has finished its work (the lock
+  // is let go while it waits).
+  void free_empty_chunks(std::unique_lock<std::mutex>& lock);
 
   const Context& ctx_;
   std::uint64_t alignment_ = 256;
