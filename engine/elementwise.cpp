@@ -64,6 +64,14 @@ Tensor cast(Tensor x, DType dtype) {
   return detail::submit1(OpKind::cast, std::move(x), std::move(a));
 }
 
+Tensor clone(const Tensor& x) {
+  // A cast to x's own dtype, submitted as an op (cast() would hand back x itself): one copy
+  // that fuses like any elementwise op and is never done in place, since x keeps its handle.
+  OpAttrs a;
+  a.dtype = x.dtype();
+  return detail::submit1(OpKind::cast, x, std::move(a));
+}
+
 #define KILN_BINARY(name)                                                                               \
   Tensor name(Tensor a, Tensor b) { return detail::submit2(OpKind::name, std::move(a), std::move(b)); } \
   Tensor name(Tensor a, double b) {                                                                     \

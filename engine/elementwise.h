@@ -20,6 +20,9 @@ KILN_UNARY(isnan) KILN_UNARY(isinf) KILN_UNARY(logical_not)
 #undef KILN_UNARY
 
 Tensor cast(Tensor x, DType dtype);
+// A copy of x's values in a buffer of its own (torch.clone); no gradient is recorded through
+// it unless x requires one.
+Tensor clone(const Tensor& x);
 
 #define KILN_BINARY(name)             \
   Tensor name(Tensor a, Tensor b);    \
