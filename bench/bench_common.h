@@ -81,5 +81,6 @@ void register_elementwise(Device device);
 void register_reduce(Device device);
 void register_matmul(Device device);
 void register_autograd(Device device);
+void register_nn(Device device);  // conv2d, conv2d_backward, resnet_block
 
 }  // namespace kiln::bench

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   kiln::bench::register_reduce(*device);
   kiln::bench::register_matmul(*device);
   kiln::bench::register_autograd(*device);
+  kiln::bench::register_nn(*device);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -30,6 +30,8 @@ def figure(run):
         return "GB/s", "higher", run["bytes_per_iter"] / seconds / 1e9
     if "flops_per_iter" in run:
         return "GFLOP/s", "higher", run["flops_per_iter"] / seconds / 1e9
+    if "steps_per_iter" in run:
+        return "ms/step", "lower", seconds * 1e3 / run["steps_per_iter"]
     if "ops_per_iter" in run:
         return "us/op", "lower", seconds * 1e6 / run["ops_per_iter"]
     raise SystemExit(f"report.py: {run['name']} records no work counter")

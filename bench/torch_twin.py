@@ -117,6 +117,49 @@ def linear_relu(n, dtype):
     return setup
 
 
+CONV_N, CONV_C, CONV_HW = 8, 64, 56
+CONV_FLOPS = 2 * CONV_N * CONV_C * CONV_C * CONV_HW * CONV_HW * 9
+
+
+def conv_inputs(dev, grad):
+    x = torch.randn(CONV_N, CONV_C, CONV_HW, CONV_HW, device=dev, requires_grad=grad)
+    w = (torch.randn(CONV_C, CONV_C, 3, 3, device=dev) * 0.05).requires_grad_(grad)
+    return x, w
+
+
+def conv2d(dev):
+    x, w = conv_inputs(dev, False)
+    return lambda: torch.nn.functional.conv2d(x, w, padding=1)
+
+
+def conv2d_backward(dev):
+    """The input's and the weight's gradients; each iteration runs the forward backward needs."""
+    x, w = conv_inputs(dev, True)
+    seed = torch.randn(CONV_N, CONV_C, CONV_HW, CONV_HW, device=dev)
+    return lambda: torch.autograd.grad(torch.nn.functional.conv2d(x, w, padding=1), [x, w], seed)
+
+
+class ResidualBlock(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(c)
+        self.conv2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return torch.relu(self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))) + x)
+
+
+def resnet_block(dev):
+    """Forward and backward of one residual block in training mode (input and weight gradients)."""
+    block = ResidualBlock(CONV_C).to(dev)
+    x = torch.randn(CONV_N, CONV_C, CONV_HW, CONV_HW, device=dev, requires_grad=True)
+    seed = torch.randn(CONV_N, CONV_C, CONV_HW, CONV_HW, device=dev)
+    params = [x] + list(block.parameters())
+    return lambda: torch.autograd.grad(block(x), params, seed)
+
+
 def grad_threads_pair(dev, streams=False):
     """grad_threads: per-module gradients of the MLP 784-512-512-10, batch 128 split in two, on one
     Python thread (the halves in turn) and on two (one half each; PyTorch releases the GIL in
@@ -189,6 +232,9 @@ WORKLOADS = {
     "linear_relu_4096_f16": ("GFLOP/s", 2 * 4096**3, GPU_MATMUL_POLICY, linear_relu(4096, torch.float16)),
     "matmul_4000_f16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.float16)),
     "matmul_4000_bf16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.bfloat16)),
+    "conv2d": ("GFLOP/s", CONV_FLOPS, Policy(0.5, 3), conv2d),
+    "conv2d_backward": ("GFLOP/s", 2 * CONV_FLOPS, Policy(0.5, 3), conv2d_backward),
+    "resnet_block": ("ms/step", 1, Policy(0.5, 3), resnet_block),
     "matmul_batched_f16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,
                            matmul(2000, torch.float16, batches=16, k=1000)),
     "matmul_batched_bf16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,
@@ -227,7 +273,11 @@ def seconds_per_iteration(fn, policy, sync):
 
 
 def figure(unit, work, seconds):
-    return seconds * 1e6 / work if unit == "us/op" else work / seconds / 1e9
+    if unit == "us/op":
+        return seconds * 1e6 / work
+    if unit == "ms/step":
+        return seconds * 1e3 / work
+    return work / seconds / 1e9
 
 
 def main():
@@ -272,7 +322,7 @@ def main():
         for threads in thread_counts:
             torch.set_num_threads(threads)
             results[threads] = figure(unit, work, seconds_per_iteration(fn, policy, sync))
-        better = "lower" if unit == "us/op" else "higher"
+        better = "lower" if unit in ("us/op", "ms/step") else "higher"
         pick = min if better == "lower" else max
         threads = pick(results, key=results.get)
         print(f"torch_twin: {wid} {unit}: " + ", ".join(f"{v:.4g} on {t} thread(s)" for t, v in results.items()),

@@ -7,14 +7,18 @@
 //   engine   — sync, memory statistics and limits, scheduler counters
 #pragma once
 
+#include "engine/conv.h"
 #include "engine/creation.h"
 #include "engine/device.h"
 #include "engine/elementwise.h"
 #include "engine/engine.h"
 #include "engine/future.h"
 #include "engine/index.h"
+#include "engine/interpolate.h"
 #include "engine/layout.h"
 #include "engine/linalg.h"
+#include "engine/pool.h"
 #include "engine/reduce.h"
 #include "engine/tensor.h"
 #include "engine/transfer.h"
+#include "engine/unfold.h"

@@ -161,6 +161,12 @@ void Module::deep_copy_in_place() {
       });
 }
 
+std::string format_setting(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 std::string Module::where() const {
   return (path_.empty() ? std::string("<model>") : path_) + " (" + type_name() + ")";
 }

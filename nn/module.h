@@ -120,6 +120,9 @@ class Module {
   std::string path_;
 };
 
+// A setting for describe(): the shortest form that reads back the same double ("1e-05", "0.1").
+std::string format_setting(double value);
+
 [[noreturn]] void rethrow_with_context(const Module& m, const Error& e);
 
 template <class F> decltype(auto) Module::guarded(F&& fn) const {
@@ -189,9 +192,10 @@ struct ChildNamer {
     m.map_parameters_in_place(fn);                                                                  \
     return m;                                                                                       \
   }                                                                                                 \
-  template <class... A>                                                                             \
-  auto operator()(A&&... a) const -> decltype(this->forward(std::forward<A>(a)...)) {               \
-    return this->forward(std::forward<A>(a)...);                                                   \
+  /* module(x) is module.forward(x), for types that have a forward (Self keeps it a template). */ \
+  template <class... A, class Self = Type>                                                          \
+  auto operator()(A&&... a) const -> decltype(std::declval<const Self&>().forward(std::forward<A>(a)...)) { \
+    return static_cast<const Self&>(*this).forward(std::forward<A>(a)...);                         \
   }
 
 // Declares a module's fields; put it last in the class body.

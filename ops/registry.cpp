@@ -15,6 +15,7 @@ constexpr OpFamily family_of(const char* f) {
   if (s == "linalg") return OpFamily::linalg;
   if (s == "layout") return OpFamily::layout;
   if (s == "index") return OpFamily::index;
+  if (s == "conv") return OpFamily::conv;
   return OpFamily::control;
 }
 }  // namespace
@@ -31,6 +32,7 @@ OpRegistry::OpRegistry() {
   register_linalg_ops(*this);
   register_layout_ops(*this);
   register_index_ops(*this);
+  register_conv_ops(*this);
 }
 
 const OpRegistry& OpRegistry::get() {

@@ -29,6 +29,7 @@ cpu::KernelTable build_kernel_table() {
   cpu::register_reduce_kernels(t);
   cpu::register_linalg_kernels(t);
   cpu::register_layout_kernels(t);
+  cpu::register_conv_kernels(t);
   cpu::register_index_kernels(t);
   return t;
 }

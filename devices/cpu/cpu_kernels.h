@@ -23,6 +23,7 @@ void register_elementwise_kernels(KernelTable& t);
 void register_reduce_kernels(KernelTable& t);
 void register_linalg_kernels(KernelTable& t);
 void register_layout_kernels(KernelTable& t);
+void register_conv_kernels(KernelTable& t);
 void register_index_kernels(KernelTable& t);
 
 template <class T> T* out_ptr(const KernelArgs& a, std::size_t i) { return static_cast<T*>(a.outputs[i]->data()); }

@@ -42,6 +42,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<Pip
   register_elementwise_kernels(kernels_);
   register_reduce_kernels(kernels_);
   register_layout_kernels(kernels_);
+  register_conv_kernels(kernels_);
   register_index_kernels(kernels_);
   register_linalg_kernels(kernels_);
   prelude_ = kernel_prelude(*this);

@@ -128,6 +128,7 @@ void register_creation_kernels(KernelTable& t);
 void register_elementwise_kernels(KernelTable& t);
 void register_reduce_kernels(KernelTable& t);  // vk_reduce*.cpp
 void register_layout_kernels(KernelTable& t);  // vk_layout.cpp
+void register_conv_kernels(KernelTable& t);    // vk_conv.cpp
 void register_index_kernels(KernelTable& t);   // vk_index.cpp
 void register_linalg_kernels(KernelTable& t);
 

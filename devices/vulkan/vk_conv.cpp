@@ -1,0 +1,213 @@
+// Vulkan kernels of the sliding-window ops unfold and fold, over 3 spatial dims (missing leading
+// dims have size 1). unfold: one thread per output element, which finds its window and kernel
+// offset by multiply-high divisions and copies the input element as a raw word of its size (every
+// dtype shares one kernel per element size), or writes the pad word where the window hangs over
+// the border. fold: one thread per image element, which gathers the column elements of every
+// kernel offset whose window covers it, in kernel-offset order, into an f32 sum that it rounds
+// once to the dtype: no atomics, and the same order (so, for f32, the same bits) as the CPU.
+#include <algorithm>
+#include <string>
+
+#include "devices/vulkan/vk_layout_copy.h"
+#include "ops/registry.h"
+
+namespace kiln::vk {
+namespace {
+
+// The window of an op over 3 spatial dims; `image` is unfold's input and fold's output, `out`
+// counts the windows along each dim.
+struct Geometry {
+  std::int64_t batch_channels = 0;  // N * C
+  std::int64_t image[3] = {1, 1, 1};
+  std::int64_t out[3] = {1, 1, 1};
+  std::int64_t kernel[3] = {1, 1, 1};
+  std::int64_t dilation[3] = {1, 1, 1};
+  std::int64_t padding[3] = {0, 0, 0};
+  std::int64_t stride[3] = {1, 1, 1};
+  std::int64_t plane() const { return image[0] * image[1] * image[2]; }
+  std::int64_t volume() const { return kernel[0] * kernel[1] * kernel[2]; }  // K
+  std::int64_t windows() const { return out[0] * out[1] * out[2]; }          // L
+};
+
+Geometry geometry(const char* op, const OpIr& o, const Shape& image_shape) {
+  const auto& ints = o.attrs.ints;  // [s, kernel[s], dilation[s], padding[s], stride[s], ...]
+  const int s = static_cast<int>(ints[0]);
+  Geometry g;
+  g.batch_channels = image_shape[0] * image_shape[1];
+  for (int d = 0; d < s; ++d) {
+    const int e = 3 - s + d;
+    const auto at = [&](int group) { return ints[1 + static_cast<std::size_t>(group * s + d)]; };
+    g.image[e] = image_shape[2 + d];
+    g.kernel[e] = at(0);
+    g.dilation[e] = at(1);
+    g.padding[e] = at(2);
+    g.stride[e] = at(3);
+    g.out[e] = (g.image[e] + 2 * g.padding[e] - g.dilation[e] * (g.kernel[e] - 1) - 1) / g.stride[e] + 1;
+    // The kernels compute coordinates in 32-bit ints: the farthest a window reaches, and the
+    // padding subtracted from it, must fit (any window that does not is far larger than memory).
+    const std::int64_t reach = (g.out[e] - 1) * g.stride[e] + (g.kernel[e] - 1) * g.dilation[e];
+    KILN_CHECK(reach < INT32_MAX && g.padding[e] < INT32_MAX, op,
+               "window parameters beyond 2^31 are not supported on Vulkan (" + describe(o.inputs[0]) + ")");
+  }
+  return g;
+}
+
+std::uint64_t pair(std::int64_t lo, std::int64_t hi) {
+  return static_cast<std::uint32_t>(lo) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(hi)) << 32;
+}
+
+// A divisor as two words: (d, magic) and shifts; GLSL reads them with div_args below.
+LaunchArgs& push_div(LaunchArgs& a, std::int64_t divisor) {
+  const FastDiv div(static_cast<std::uint32_t>(divisor));
+  return a.u64(pair(div.d, div.magic)).u32(div.shifts);
+}
+
+// The window arguments both kernels read after their own: per spatial dim (padding, stride,
+// dilation) and the image size; the kernel's size and the window counts by their divisors.
+void push_window(LaunchArgs& a, const Geometry& g) {
+  for (int d = 0; d < 3; ++d) a.u64(pair(g.padding[d], g.stride[d])).u64(pair(g.dilation[d], g.image[d]));
+}
+
+const char* glsl_window_args() {
+  return R"(
+struct Div { uint d, magic, shifts; };
+Div div_at(uint i) { uint64_t w = arg_u64(i); return Div(uint(w), uint(w >> 32), arg_u32(i + 1u)); }
+uint div_by(uint n, Div v) { return kiln_div(n, v.magic, v.shifts); }
+// Window arguments from word `at`: per dim padding, stride, dilation and image size.
+void window_at(uint at, out ivec3 pad, out uvec3 stride, out uvec3 dil, out uvec3 size) {
+  for (int d = 0; d < 3; ++d) {
+    uint64_t w0 = arg_u64(at + 2u * uint(d)), w1 = arg_u64(at + 2u * uint(d) + 1u);
+    pad[d] = int(uint(w0)); stride[d] = uint(w0 >> 32); dil[d] = uint(w1); size[d] = uint(w1 >> 32);
+  }
+}
+)";
+}
+
+void check_sizes(const char* op, const OpIr& o) {
+  check_32bit_elements(op, o.inputs[0].numel());
+  check_32bit_elements(op, o.outputs[0].numel());
+}
+
+// Output element i = ((nc * K + k) * L + l): window l = (od, oh, ow), kernel offset k = (kd, kh, kw).
+void unfold_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  const TensorIr &x = op.inputs[0], &y = op.outputs[0];
+  if (y.numel() == 0) return;
+  check_sizes("unfold", op);
+  const Geometry g = geometry("unfold", op, x.shape);
+  const std::size_t elem = dtype_size(x.dtype);
+  LaunchArgs a;
+  a.buffer(*args.inputs[0]).buffer(*args.outputs[0]).u32(static_cast<std::uint32_t>(y.numel()));
+  a.u64(raw_word(op.attrs.scalar, x.dtype)).u32(static_cast<std::uint32_t>(g.plane()));
+  push_div(a, g.windows());    // 5, 6
+  push_div(a, g.volume());     // 7, 8
+  push_div(a, g.out[2]);       // 9, 10
+  push_div(a, g.out[1]);       // 11, 12
+  push_div(a, g.kernel[2]);    // 13, 14
+  push_div(a, g.kernel[1]);    // 15, 16
+  push_window(a, g);           // 17..22
+  dev.launch(
+      "conv/unfold/e" + std::to_string(elem), "unfold",
+      [&] {
+        const std::string ptr = raw_pointer_type(elem), val = raw_value_type(elem);
+        std::string s = dev.prelude() + glsl_fast_div() + glsl_window_args();
+        s += "layout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "  " + ptr + " src = " + ptr + "(arg_u64(0));\n  " + ptr + " dst = " + ptr + "(arg_u64(1));\n";
+        s += "  " + val + " fill = " + (elem == 8 ? "arg_i64(3)" : "arg_u32(3)") + ";\n";
+        s += R"(  uint total = arg_u32(2), plane = arg_u32(4);
+  Div by_l = div_at(5u), by_k = div_at(7u), by_ow = div_at(9u), by_oh = div_at(11u), by_kw = div_at(13u),
+      by_kh = div_at(15u);
+  ivec3 pad; uvec3 stride, dil, size;
+  window_at(17u, pad, stride, dil, size);
+  KILN_FOR_EACH(i, total) {
+    uint r = div_by(i, by_l), l = i - r * by_l.d;
+    uint nc = div_by(r, by_k), k = r - nc * by_k.d;
+    uint t = div_by(l, by_ow), od = div_by(t, by_oh);
+    uvec3 o = uvec3(od, t - od * by_oh.d, l - t * by_ow.d);
+    uint u = div_by(k, by_kw), kd = div_by(u, by_kh);
+    uvec3 kk = uvec3(kd, u - kd * by_kh.d, k - u * by_kw.d);
+    ivec3 at = ivec3(o * stride + kk * dil) - pad;
+    bool inside = all(lessThan(uvec3(at), size));
+    // Element 0 stands in for the padding: no address outside the input is ever formed.
+    uint from = inside ? nc * plane + (uint(at.x) * size.y + uint(at.y)) * size.z + uint(at.z) : 0u;
+)";
+        s += "    " + raw_store(elem, "dst", "i", "inside ? " + raw_load(elem, "src", "from") + " : fill") + "\n";
+        s += "  }\n}\n";
+        return s;
+      },
+      a, groups_for(static_cast<std::uint64_t>(y.numel())));
+}
+
+// Image element i = (nc * plane + p), p = (id, ih, iw): along each dim, kernel offset k covers
+// it from window o when o * stride + k * dilation - padding equals its coordinate.
+void fold_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  const TensorIr& y = op.outputs[0];
+  if (y.numel() == 0) return;
+  check_sizes("fold", op);
+  const Geometry g = geometry("fold", op, y.shape);
+  const DType t = y.dtype;
+  LaunchArgs a;
+  a.buffer(*args.inputs[0]).buffer(*args.outputs[0]).u32(static_cast<std::uint32_t>(y.numel()));
+  a.u64(pair(g.volume(), g.windows()));                              // 3
+  a.u64(pair(g.kernel[0], g.kernel[1])).u64(pair(g.kernel[2], 0));  // 4, 5
+  a.u64(pair(g.out[0], g.out[1])).u64(pair(g.out[2], 0));           // 6, 7
+  push_div(a, g.plane());                                            // 8, 9
+  push_div(a, g.image[2]);                                           // 10, 11
+  push_div(a, g.image[1]);                                           // 12, 13
+  for (int d = 0; d < 3; ++d) push_div(a, g.stride[d]);              // 14..19
+  push_window(a, g);                                                 // 20..25
+  dev.launch(
+      std::string("conv/fold/") + dtype_name(t), "fold",
+      [&] {
+        const std::string ptr = glsl_pointer_type(t);
+        std::string s = dev.prelude() + glsl_fast_div() + glsl_window_args();
+        s += "layout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "  " + ptr + " cols = " + ptr + "(arg_u64(0));\n  " + ptr + " dst = " + ptr + "(arg_u64(1));\n";
+        s += R"(  uint total = arg_u32(2);
+  uint K = uint(arg_u64(3)), L = uint(arg_u64(3) >> 32);
+  uvec3 kernel = uvec3(uint(arg_u64(4)), uint(arg_u64(4) >> 32), uint(arg_u64(5)));
+  uvec3 windows = uvec3(uint(arg_u64(6)), uint(arg_u64(6) >> 32), uint(arg_u64(7)));
+  Div by_plane = div_at(8u), by_w = div_at(10u), by_h = div_at(12u);
+  Div by_stride[3] = Div[3](div_at(14u), div_at(16u), div_at(18u));
+  ivec3 pad; uvec3 stride, dil, size;
+  window_at(20u, pad, stride, dil, size);
+  KILN_FOR_EACH(i, total) {
+    uint nc = div_by(i, by_plane), p = i - nc * by_plane.d;
+    uint t = div_by(p, by_w), id = div_by(t, by_h);
+    ivec3 at = ivec3(uvec3(id, t - id * by_h.d, p - t * by_w.d)) + pad;
+    uint base = nc * K * L;
+    float acc = 0.0;
+    // For each dim, offset k reaches the element from window (at - k * dil) / stride when that
+    // is a whole number in [0, windows); `at - k * dil` only falls as k grows.
+    for (uint kd = 0u; kd < kernel.x; ++kd) {
+      int rd = at.x - int(kd * dil.x);
+      if (rd < 0) break;
+      uint od = div_by(uint(rd), by_stride[0]);
+      if (od * stride.x != uint(rd) || od >= windows.x) continue;
+      for (uint kh = 0u; kh < kernel.y; ++kh) {
+        int rh = at.y - int(kh * dil.y);
+        if (rh < 0) break;
+        uint oh = div_by(uint(rh), by_stride[1]);
+        if (oh * stride.y != uint(rh) || oh >= windows.y) continue;
+        uint row = (kd * kernel.y + kh) * kernel.z, window_row = (od * windows.y + oh) * windows.z;
+        for (uint kw = 0u; kw < kernel.z; ++kw) {
+          int rw = at.z - int(kw * dil.z);
+          if (rw < 0) break;
+          uint ow = div_by(uint(rw), by_stride[2]);
+          if (ow * stride.z != uint(rw) || ow >= windows.z) continue;
+)";
+        s += "          acc += " + glsl_load(t, "cols", "base + (row + kw) * L + window_row + ow") + ";\n";
+        s += "        }\n      }\n    }\n";
+        s += "    " + glsl_store(t, "dst", "i", "acc") + "\n  }\n}\n";
+        return s;
+      },
+      a, groups_for(static_cast<std::uint64_t>(y.numel())));
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelTable& t) {
+  t.set(OpKind::unfold, unfold_kernel);
+  t.set(OpKind::fold, fold_kernel);
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,48 @@
+#include "nn/activation_layers.h"
+
+#include "nn/functional.h"
+
+namespace kiln::nn {
+
+Tensor ReLU::forward(const Tensor& x) const { return relu(x); }
+Tensor SiLU::forward(const Tensor& x) const { return silu(x); }
+Tensor Mish::forward(const Tensor& x) const { return mish(x); }
+Tensor Tanh::forward(const Tensor& x) const { return tanh(x); }
+Tensor Sigmoid::forward(const Tensor& x) const { return sigmoid(x); }
+Tensor GELU::forward(const Tensor& x) const { return gelu(x, tanh_); }
+Tensor LeakyReLU::forward(const Tensor& x) const { return leaky_relu(x, slope_); }
+Tensor ELU::forward(const Tensor& x) const { return elu(x, alpha_); }
+Tensor Softmax::forward(const Tensor& x) const {
+  return guarded([&] { return softmax(x, dim_); });
+}
+Tensor LogSoftmax::forward(const Tensor& x) const {
+  return guarded([&] { return log_softmax(x, dim_); });
+}
+
+PReLU::PReLU(std::int64_t n, double init, Device device) {
+  KILN_CHECK(n > 0, "PReLU", "num_parameters must be positive, got " + std::to_string(n));
+  weight = Parameter(full(Shape{n}, init, TensorOptions{DType::f32, device}));
+}
+
+Tensor PReLU::forward(const Tensor& x) const {
+  const std::int64_t n = weight.shape()[0];
+  KILN_CHECK(n == 1 || (x.rank() >= 2 && x.shape()[1] == n), where(),
+             "expected an input with " + std::to_string(n) + " channels in dim 1, got " + x.shape().str());
+  return guarded([&] { return prelu(x, weight); });
+}
+
+Dropout::Dropout(double p, std::optional<std::uint64_t> seed)
+    : p_(p), seed_(seed ? *seed : default_generator().next_draw()) {
+  KILN_CHECK(p >= 0.0 && p <= 1.0, "Dropout", "p must be in [0, 1], got " + std::to_string(p));
+}
+
+Tensor Dropout::forward(const Tensor& x) const {
+  if (!is_training() || p_ == 0.0) return x;
+  // One generator per call, from the seed and the call's number (SplitMix64's odd constant
+  // keeps the streams of consecutive calls apart).
+  const std::uint64_t call = calls_->fetch_add(1, std::memory_order_relaxed);
+  Generator gen(seed_ ^ ((call + 1) * 0x9E3779B97F4A7C15ULL));
+  return guarded([&] { return dropout(x, p_, true, gen); });
+}
+
+}  // namespace kiln::nn

@@ -1,0 +1,126 @@
+// Normalization layers, with PyTorch's parameter and buffer names: BatchNorm1d/2d (weight,
+// bias, running_mean, running_var, num_batches_tracked), LayerNorm, GroupNorm, InstanceNorm1d/2d,
+// RMSNorm. In training mode BatchNorm normalizes with the batch's statistics and moves its
+// running statistics toward them (momentum); in eval mode it uses the running statistics.
+#pragma once
+#include <optional>
+
+#include "nn/module.h"
+
+namespace kiln::nn {
+
+struct BatchNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;
+  bool affine = true;
+  Device device = Device::cpu();
+};
+
+class BatchNorm1d : public Module {
+ public:
+  explicit BatchNorm1d(std::int64_t num_features, const BatchNormOptions& options = {});
+  Tensor forward(const Tensor& x) const;  // [N, C] or [N, C, L]
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  Buffer running_mean, running_var, num_batches_tracked;
+  KILN_MODULE(BatchNorm1d, weight, bias, running_mean, running_var, num_batches_tracked)
+
+ private:
+  BatchNormOptions options_;
+};
+
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(std::int64_t num_features, const BatchNormOptions& options = {});
+  Tensor forward(const Tensor& x) const;  // [N, C, H, W]
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  Buffer running_mean, running_var, num_batches_tracked;
+  KILN_MODULE(BatchNorm2d, weight, bias, running_mean, running_var, num_batches_tracked)
+
+ private:
+  BatchNormOptions options_;
+};
+
+// Normalizes over the trailing dims `normalized_shape`.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(std::vector<std::int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                     bool bias = true, Device device = Device::cpu());
+  Tensor forward(const Tensor& x) const;
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  KILN_MODULE(LayerNorm, weight, bias)
+
+ private:
+  std::vector<std::int64_t> shape_;
+  double eps_;
+};
+
+class GroupNorm : public Module {
+ public:
+  GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps = 1e-5, bool affine = true,
+            Device device = Device::cpu());
+  Tensor forward(const Tensor& x) const;  // [N, C, *]
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  KILN_MODULE(GroupNorm, weight, bias)
+
+ private:
+  std::int64_t groups_, channels_;
+  double eps_;
+};
+
+// Each sample and channel normalized over its own spatial values (no running statistics, as
+// torch's default track_running_stats=False).
+class InstanceNorm1d : public Module {
+ public:
+  explicit InstanceNorm1d(std::int64_t num_features, double eps = 1e-5, bool affine = false,
+                          Device device = Device::cpu());
+  Tensor forward(const Tensor& x) const;  // [N, C, L]
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  KILN_MODULE(InstanceNorm1d, weight, bias)
+
+ private:
+  std::int64_t channels_;
+  double eps_;
+};
+
+class InstanceNorm2d : public Module {
+ public:
+  explicit InstanceNorm2d(std::int64_t num_features, double eps = 1e-5, bool affine = false,
+                          Device device = Device::cpu());
+  Tensor forward(const Tensor& x) const;  // [N, C, H, W]
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  KILN_MODULE(InstanceNorm2d, weight, bias)
+
+ private:
+  std::int64_t channels_;
+  double eps_;
+};
+
+// x / sqrt(mean(x², trailing dims) + eps) * weight.
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(std::vector<std::int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true, Device device = Device::cpu());
+  Tensor forward(const Tensor& x) const;
+  std::string describe() const override;
+
+  Parameter weight;
+  KILN_MODULE(RMSNorm, weight)
+
+ private:
+  std::vector<std::int64_t> shape_;
+  std::optional<double> eps_;
+};
+
+}  // namespace kiln::nn
