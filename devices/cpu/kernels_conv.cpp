@@ -175,7 +175,9 @@ void unfold_kernel(const OpIr& op, const KernelArgs& a) {
   const TensorIr &x = op.inputs[0], &y = op.outputs[0];
   if (y.numel() == 0) return;
   const Geometry g = geometry(op, x.shape);
-  const double v = op.attrs.scalar;
+  // Without padding the value is never written, and the shape rule let any value through.
+  const bool padded = g.padding[0] > 0 || g.padding[1] > 0 || g.padding[2] > 0;
+  const double v = padded ? op.attrs.scalar : 0.0;
   switch (dtype_size(x.dtype)) {
     case 1: unfold_rows(g, in_ptr<std::uint8_t>(a, 0), out_ptr<std::uint8_t>(a, 0), pad_bits<std::uint8_t>(x.dtype, v)); break;
     case 4: unfold_rows(g, in_ptr<std::uint32_t>(a, 0), out_ptr<std::uint32_t>(a, 0), pad_bits<std::uint32_t>(x.dtype, v)); break;

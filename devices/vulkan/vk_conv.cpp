@@ -97,7 +97,9 @@ void unfold_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const std::size_t elem = dtype_size(x.dtype);
   LaunchArgs a;
   a.buffer(*args.inputs[0]).buffer(*args.outputs[0]).u32(static_cast<std::uint32_t>(y.numel()));
-  a.u64(raw_word(op.attrs.scalar, x.dtype)).u32(static_cast<std::uint32_t>(g.plane()));
+  // Without padding the value is never written, and the shape rule let any value through.
+  const bool padded = g.padding[0] > 0 || g.padding[1] > 0 || g.padding[2] > 0;
+  a.u64(raw_word(padded ? op.attrs.scalar : 0.0, x.dtype)).u32(static_cast<std::uint32_t>(g.plane()));
   push_div(a, g.windows());    // 5, 6
   push_div(a, g.volume());     // 7, 8
   push_div(a, g.out[2]);       // 9, 10

@@ -113,13 +113,15 @@ TEST_P(Unfold, FoldIsDeterministic) {
 // shapes: "same" (3x3, pad 1: one copy per slice) and strided rows.
 TEST_P(Unfold, LargeOutputsMatchPerImageOnes) {
   Generator gen(11);
-  const Tensor x = to(randn(Shape{4, 32, 64, 64}, gen), dev());
+  const std::int64_t n = 8;
+  const Tensor x = to(randn(Shape{n, 32, 64, 64}, gen), dev());
   for (const Window& stride : {Window{1}, Window{1, 2}}) {
     const Tensor whole = unfold(x, {3}, {1}, {1}, stride, -2.0);
     ASSERT_GE(whole.numel() * 4, std::int64_t{16} << 20);
     std::vector<Tensor> parts;
-    for (std::int64_t n = 0; n < 4; ++n) parts.push_back(unfold(slice(x, 0, n, n + 1), {3}, {1}, {1}, stride, -2.0));
-    EXPECT_TRUE(test::same_bits(test::host_values(whole), test::host_values(cat(parts, 0)))) << stride.size();
+    for (std::int64_t i = 0; i < n; ++i) parts.push_back(unfold(slice(x, 0, i, i + 1), {3}, {1}, {1}, stride, -2.0));
+    // randn has no NaN: == compares every bit that matters
+    EXPECT_TRUE(whole.to_vector<float>().get() == cat(parts, 0).to_vector<float>().get()) << "stride " << stride.size();
   }
 }
 
