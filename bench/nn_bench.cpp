@@ -2,7 +2,7 @@
 // [8, 64, 56, 56] input by [64, 64, 3, 3] weights; conv2d_backward, its input and weight
 // gradients (each iteration runs the forward that backward needs, in kiln and in the twin);
 // resnet_block, conv-bn-relu-conv-bn + residual add, relu, forward and backward in training
-// mode, as nn modules. torch_twin.py runs the same three in PyTorch.
+// mode, as nn modules; on a GPU also conv2d_f16. torch_twin.py runs the same in PyTorch.
 #include "autograd/autograd.h"
 #include "bench/bench_common.h"
 #include "nn/nn.h"
@@ -24,10 +24,11 @@ struct ResidualBlock : nn::Module {
   KILN_MODULE(ResidualBlock, conv1, bn1, conv2, bn2)
 };
 
-void conv2d_forward(benchmark::State& state, Device device) {
+// `dtype`: f32, or f16 on a GPU (inputs drawn in f32 and cast before the timed loop).
+void conv2d_forward(benchmark::State& state, Device device, DType dtype) {
   Generator gen(3);
-  const Tensor x = randn(Shape{kN, kC, kH, kW}, gen, {DType::f32, device});
-  const Tensor w = mul(randn(Shape{kC, kC, 3, 3}, gen, {DType::f32, device}), 0.05);
+  const Tensor x = cast(randn(Shape{kN, kC, kH, kW}, gen, {DType::f32, device}), dtype);
+  const Tensor w = cast(mul(randn(Shape{kC, kC, 3, 3}, gen, {DType::f32, device}), 0.05), dtype);
   const ConvOptions pad1{.padding = {1}};
   {
     Tensor warm = conv2d(x, w, {}, pad1);
@@ -80,7 +81,9 @@ void resnet_block(benchmark::State& state, Device device) {
 
 void register_nn(Device device) {
   const Policy slow{0.5, 3};
-  apply(benchmark::RegisterBenchmark("conv2d", conv2d_forward, device), slow);
+  apply(benchmark::RegisterBenchmark("conv2d", conv2d_forward, device, DType::f32), slow);
+  if (device != Device::cpu())
+    apply(benchmark::RegisterBenchmark("conv2d_f16", conv2d_forward, device, DType::f16), slow);
   apply(benchmark::RegisterBenchmark("conv2d_backward", conv2d_backward, device), slow);
   apply(benchmark::RegisterBenchmark("resnet_block", resnet_block, device), slow);
 }

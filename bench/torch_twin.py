@@ -24,7 +24,7 @@ Policy = collections.namedtuple("Policy", "min_time repetitions iterations", def
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
 GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
 # Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
-GPU_ONLY = {"grad_threads_streams", "gelu_fused_f16", "attention_softmax_f16", "linear_relu_4096_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
+GPU_ONLY = {"grad_threads_streams", "conv2d_f16", "gelu_fused_f16", "attention_softmax_f16", "linear_relu_4096_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
             "matmul_batched_f16", "matmul_batched_bf16"}
 
 
@@ -127,8 +127,9 @@ def conv_inputs(dev, grad):
     return x, w
 
 
-def conv2d(dev):
+def conv2d(dev, dtype=torch.float32):
     x, w = conv_inputs(dev, False)
+    x, w = x.to(dtype), w.to(dtype)
     return lambda: torch.nn.functional.conv2d(x, w, padding=1)
 
 
@@ -233,6 +234,7 @@ WORKLOADS = {
     "matmul_4000_f16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.float16)),
     "matmul_4000_bf16": ("GFLOP/s", 2 * 4000**3, GPU_MATMUL_POLICY, matmul(4000, torch.bfloat16)),
     "conv2d": ("GFLOP/s", CONV_FLOPS, Policy(0.5, 3), conv2d),
+    "conv2d_f16": ("GFLOP/s", CONV_FLOPS, Policy(0.5, 3), lambda dev: conv2d(dev, torch.float16)),
     "conv2d_backward": ("GFLOP/s", 2 * CONV_FLOPS, Policy(0.5, 3), conv2d_backward),
     "resnet_block": ("ms/step", 1, Policy(0.5, 3), resnet_block),
     "matmul_batched_f16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,
@@ -297,6 +299,10 @@ def main():
     if args.device == "cuda":
         # Plain f32 FMA (no TF32) for the f32 matmuls, f32 accumulation for f16/bf16: as kiln.
         torch.backends.cuda.matmul.allow_tf32 = False
+        # The same for convolutions (cuDNN allows TF32 by default); let cuDNN pick its fastest
+        # algorithm for each shape, as a tuned PyTorch program does.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
