@@ -10,49 +10,6 @@ std::string shape_str(const std::vector<std::int64_t>& s) { return Shape(s).str(
 
 TensorOptions on(Device device) { return TensorOptions{DType::f32, device}; }
 
-struct BatchNormState {
-  Parameter& weight;
-  Parameter& bias;
-  Buffer& running_mean;
-  Buffer& running_var;
-  Buffer& num_batches_tracked;
-};
-
-void init_batch_norm(const char* layer, std::int64_t c, const BatchNormOptions& o, BatchNormState s) {
-  KILN_CHECK(c > 0, layer, "num_features must be positive, got " + std::to_string(c));
-  if (o.affine) {
-    s.weight = Parameter(ones(Shape{c}, on(o.device)));
-    s.bias = Parameter(zeros(Shape{c}, on(o.device)));
-  }
-  s.running_mean = Buffer(zeros(Shape{c}, on(o.device)));
-  s.running_var = Buffer(ones(Shape{c}, on(o.device)));
-  s.num_batches_tracked = Buffer(zeros(Shape{}, TensorOptions{DType::i64, o.device}));
-}
-
-// One forward of a batch norm layer: in training mode the running statistics move (shared
-// cells: every copy of the module sees them, as every user of a torch module does).
-Tensor run_batch_norm(const Module& m, const Tensor& x, const BatchNormOptions& o, const Parameter& weight,
-                      const Parameter& bias, const Buffer& running_mean, const Buffer& running_var,
-                      const Buffer& batches) {
-  const bool training = m.is_training();
-  BatchNormResult r = m.guarded([&] {
-    return batch_norm(x, running_mean.get(), running_var.get(), weight, bias, training, o.momentum, o.eps);
-  });
-  if (training) {
-    running_mean.update(r.running_mean);
-    running_var.update(r.running_var);
-    // i64 + an i64 one: a Python-style double scalar would lift the count to f32.
-    const Tensor count = batches.get();
-    batches.update(add(count, scalar(1, TensorOptions{DType::i64, count.device()})));
-  }
-  return std::move(r.output);
-}
-
-std::string batch_norm_describe(std::int64_t c, const BatchNormOptions& o) {
-  return std::to_string(c) + ", eps=" + format_setting(o.eps) + ", momentum=" + format_setting(o.momentum) +
-         ", affine=" + (o.affine ? "true" : "false");
-}
-
 void check_channels(const Module& m, const Tensor& x, std::int64_t c, int min_rank, int max_rank,
                     const char* expected) {
   KILN_CHECK(x.defined() && x.rank() >= min_rank && x.rank() <= max_rank && x.shape()[1] == c, m.where(),
@@ -62,33 +19,62 @@ void check_channels(const Module& m, const Tensor& x, std::int64_t c, int min_ra
 
 }  // namespace
 
-BatchNorm1d::BatchNorm1d(std::int64_t c, const BatchNormOptions& o) : options_(o) {
-  init_batch_norm("BatchNorm1d", c, o, {weight, bias, running_mean, running_var, num_batches_tracked});
+namespace detail {
+
+BatchNormBase::BatchNormBase(const char* layer, std::int64_t c, const BatchNormOptions& o) : options_(o) {
+  KILN_CHECK(c > 0, layer, "num_features must be positive, got " + std::to_string(c));
+  if (o.affine) {
+    weight = Parameter(ones(Shape{c}, on(o.device)));
+    bias = Parameter(zeros(Shape{c}, on(o.device)));
+  }
+  running_mean = Buffer(zeros(Shape{c}, on(o.device)));
+  running_var = Buffer(ones(Shape{c}, on(o.device)));
+  num_batches_tracked = Buffer(zeros(Shape{}, TensorOptions{DType::i64, o.device}));
 }
 
-Tensor BatchNorm1d::forward(const Tensor& x) const {
-  check_channels(*this, x, running_mean.get().shape()[0], 2, 3, "[N, C] or [N, C, L]");
-  return run_batch_norm(*this, x, options_, weight, bias, running_mean, running_var,
-                        num_batches_tracked);
+// In training mode the running statistics move (shared cells: every copy of the module sees
+// them, as every user of a torch module does).
+Tensor BatchNormBase::run(const Tensor& x, int min_rank, int max_rank, const char* expected) const {
+  check_channels(*this, x, running_mean.get().shape()[0], min_rank, max_rank, expected);
+  const bool training = is_training();
+  BatchNormResult r = guarded([&] {
+    return batch_norm(x, running_mean.get(), running_var.get(), weight, bias, training, options_.momentum,
+                      options_.eps);
+  });
+  if (training) {
+    running_mean.update(r.running_mean);
+    running_var.update(r.running_var);
+    // i64 + an i64 one: a Python-style double scalar would lift the count to f32.
+    const Tensor count = num_batches_tracked.get();
+    num_batches_tracked.update(add(count, scalar(1, TensorOptions{DType::i64, count.device()})));
+  }
+  return std::move(r.output);
 }
 
-std::string BatchNorm1d::describe() const {
-  return batch_norm_describe(running_mean.get().shape()[0], options_);
+std::string BatchNormBase::describe() const {
+  return std::to_string(running_mean.get().shape()[0]) + ", eps=" + format_setting(options_.eps) +
+         ", momentum=" + format_setting(options_.momentum) + ", affine=" + (weight.defined() ? "true" : "false");
 }
 
-BatchNorm2d::BatchNorm2d(std::int64_t c, const BatchNormOptions& o) : options_(o) {
-  init_batch_norm("BatchNorm2d", c, o, {weight, bias, running_mean, running_var, num_batches_tracked});
+InstanceNormBase::InstanceNormBase(std::int64_t c, double eps, bool affine, Device device)
+    : channels_(c), eps_(eps) {
+  KILN_CHECK(c > 0, "InstanceNorm", "num_features must be positive, got " + std::to_string(c));
+  if (affine) {
+    weight = Parameter(ones(Shape{c}, on(device)));
+    bias = Parameter(zeros(Shape{c}, on(device)));
+  }
 }
 
-Tensor BatchNorm2d::forward(const Tensor& x) const {
-  check_channels(*this, x, running_mean.get().shape()[0], 4, 4, "[N, C, H, W]");
-  return run_batch_norm(*this, x, options_, weight, bias, running_mean, running_var,
-                        num_batches_tracked);
+Tensor InstanceNormBase::run(const Tensor& x, int rank, const char* expected) const {
+  check_channels(*this, x, channels_, rank, rank, expected);
+  return guarded([&] { return instance_norm(x, weight, bias, eps_); });
 }
 
-std::string BatchNorm2d::describe() const {
-  return batch_norm_describe(running_mean.get().shape()[0], options_);
+std::string InstanceNormBase::describe() const {
+  return std::to_string(channels_) + ", eps=" + format_setting(eps_);
 }
+
+}  // namespace detail
 
 LayerNorm::LayerNorm(std::vector<std::int64_t> shape, double eps, bool affine, bool with_bias, Device device)
     : shape_(std::move(shape)), eps_(eps) {
@@ -127,38 +113,6 @@ Tensor GroupNorm::forward(const Tensor& x) const {
 std::string GroupNorm::describe() const {
   return std::to_string(groups_) + ", " + std::to_string(channels_) + ", eps=" + format_setting(eps_);
 }
-
-namespace {
-void init_instance_norm(std::int64_t c, bool affine, Device device, Parameter& weight, Parameter& bias) {
-  KILN_CHECK(c > 0, "InstanceNorm", "num_features must be positive, got " + std::to_string(c));
-  if (affine) {
-    weight = Parameter(ones(Shape{c}, on(device)));
-    bias = Parameter(zeros(Shape{c}, on(device)));
-  }
-}
-}  // namespace
-
-InstanceNorm1d::InstanceNorm1d(std::int64_t c, double eps, bool affine, Device device) : channels_(c), eps_(eps) {
-  init_instance_norm(c, affine, device, weight, bias);
-}
-
-Tensor InstanceNorm1d::forward(const Tensor& x) const {
-  check_channels(*this, x, channels_, 3, 3, "[N, C, L]");
-  return guarded([&] { return instance_norm(x, weight, bias, eps_); });
-}
-
-std::string InstanceNorm1d::describe() const { return std::to_string(channels_) + ", eps=" + format_setting(eps_); }
-
-InstanceNorm2d::InstanceNorm2d(std::int64_t c, double eps, bool affine, Device device) : channels_(c), eps_(eps) {
-  init_instance_norm(c, affine, device, weight, bias);
-}
-
-Tensor InstanceNorm2d::forward(const Tensor& x) const {
-  check_channels(*this, x, channels_, 4, 4, "[N, C, H, W]");
-  return guarded([&] { return instance_norm(x, weight, bias, eps_); });
-}
-
-std::string InstanceNorm2d::describe() const { return std::to_string(channels_) + ", eps=" + format_setting(eps_); }
 
 RMSNorm::RMSNorm(std::vector<std::int64_t> shape, std::optional<double> eps, bool affine, Device device)
     : shape_(std::move(shape)), eps_(eps) {

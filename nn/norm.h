@@ -16,32 +16,38 @@ struct BatchNormOptions {
   Device device = Device::cpu();
 };
 
-class BatchNorm1d : public Module {
+namespace detail {
+// What BatchNorm1d and BatchNorm2d share; each says which input ranks it takes.
+class BatchNormBase : public Module {
  public:
-  explicit BatchNorm1d(std::int64_t num_features, const BatchNormOptions& options = {});
-  Tensor forward(const Tensor& x) const;  // [N, C] or [N, C, L]
   std::string describe() const override;
 
   Parameter weight, bias;
   Buffer running_mean, running_var, num_batches_tracked;
-  KILN_MODULE(BatchNorm1d, weight, bias, running_mean, running_var, num_batches_tracked)
+
+ protected:
+  BatchNormBase(const char* layer, std::int64_t num_features, const BatchNormOptions& options);
+  Tensor run(const Tensor& x, int min_rank, int max_rank, const char* expected) const;
 
  private:
   BatchNormOptions options_;
 };
+}  // namespace detail
 
-class BatchNorm2d : public Module {
+class BatchNorm1d : public detail::BatchNormBase {
  public:
-  explicit BatchNorm2d(std::int64_t num_features, const BatchNormOptions& options = {});
-  Tensor forward(const Tensor& x) const;  // [N, C, H, W]
-  std::string describe() const override;
+  explicit BatchNorm1d(std::int64_t num_features, const BatchNormOptions& options = {})
+      : BatchNormBase("BatchNorm1d", num_features, options) {}
+  Tensor forward(const Tensor& x) const { return run(x, 2, 3, "[N, C] or [N, C, L]"); }
+  KILN_MODULE(BatchNorm1d, weight, bias, running_mean, running_var, num_batches_tracked)
+};
 
-  Parameter weight, bias;
-  Buffer running_mean, running_var, num_batches_tracked;
+class BatchNorm2d : public detail::BatchNormBase {
+ public:
+  explicit BatchNorm2d(std::int64_t num_features, const BatchNormOptions& options = {})
+      : BatchNormBase("BatchNorm2d", num_features, options) {}
+  Tensor forward(const Tensor& x) const { return run(x, 4, 4, "[N, C, H, W]"); }
   KILN_MODULE(BatchNorm2d, weight, bias, running_mean, running_var, num_batches_tracked)
-
- private:
-  BatchNormOptions options_;
 };
 
 // Normalizes over the trailing dims `normalized_shape`.
@@ -75,36 +81,42 @@ class GroupNorm : public Module {
   double eps_;
 };
 
-// Each sample and channel normalized over its own spatial values (no running statistics, as
-// torch's default track_running_stats=False).
-class InstanceNorm1d : public Module {
+namespace detail {
+// What InstanceNorm1d and InstanceNorm2d share.
+class InstanceNormBase : public Module {
  public:
-  explicit InstanceNorm1d(std::int64_t num_features, double eps = 1e-5, bool affine = false,
-                          Device device = Device::cpu());
-  Tensor forward(const Tensor& x) const;  // [N, C, L]
   std::string describe() const override;
 
   Parameter weight, bias;
-  KILN_MODULE(InstanceNorm1d, weight, bias)
+
+ protected:
+  InstanceNormBase(std::int64_t num_features, double eps, bool affine, Device device);
+  Tensor run(const Tensor& x, int rank, const char* expected) const;
 
  private:
   std::int64_t channels_;
   double eps_;
 };
+}  // namespace detail
 
-class InstanceNorm2d : public Module {
+// Each sample and channel normalized over its own spatial values (no running statistics, as
+// torch's default track_running_stats=False).
+class InstanceNorm1d : public detail::InstanceNormBase {
+ public:
+  explicit InstanceNorm1d(std::int64_t num_features, double eps = 1e-5, bool affine = false,
+                          Device device = Device::cpu())
+      : InstanceNormBase(num_features, eps, affine, device) {}
+  Tensor forward(const Tensor& x) const { return run(x, 3, "[N, C, L]"); }
+  KILN_MODULE(InstanceNorm1d, weight, bias)
+};
+
+class InstanceNorm2d : public detail::InstanceNormBase {
  public:
   explicit InstanceNorm2d(std::int64_t num_features, double eps = 1e-5, bool affine = false,
-                          Device device = Device::cpu());
-  Tensor forward(const Tensor& x) const;  // [N, C, H, W]
-  std::string describe() const override;
-
-  Parameter weight, bias;
+                          Device device = Device::cpu())
+      : InstanceNormBase(num_features, eps, affine, device) {}
+  Tensor forward(const Tensor& x) const { return run(x, 4, "[N, C, H, W]"); }
   KILN_MODULE(InstanceNorm2d, weight, bias)
-
- private:
-  std::int64_t channels_;
-  double eps_;
 };
 
 // x / sqrt(mean(x², trailing dims) + eps) * weight.

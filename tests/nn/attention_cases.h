@@ -10,8 +10,7 @@
 
 namespace kiln::test {
 
-// The case of nn_attention.json called `name` (defined in test_attention.cpp).
-const Json& attention_case(const std::string& name);
+inline const Json& attention_case(const std::string& name) { return nn_case("nn_attention.json", name); }
 
 // A JSON tensor, or an undefined tensor for JSON null (a mask the case does not use).
 inline Tensor optional_tensor(const Json& t, Device device) { return t.is_null() ? Tensor{} : make_tensor(t, device); }
@@ -21,20 +20,6 @@ inline std::map<std::string, Tensor> input_leaves(const Json& c, Device device) 
   std::map<std::string, Tensor> out;
   for (const auto& [name, tensor] : by_name(c.at("inputs"))) out[name] = require_grad(make_tensor(tensor, device));
   return out;
-}
-
-// Names, shapes and order of the state_dict, and the parameter count, as torch's.
-template <class M> void expect_state_dict_names(const M& model, const Json& c) {
-  const std::vector<nn::NamedTensor> mine = model.state_dict();
-  const Json& theirs = c.at("state");
-  ASSERT_EQ(mine.size(), theirs.size()) << c.at("name");
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    EXPECT_EQ(mine[i].name, theirs[i].at("name").get<std::string>()) << c.at("name") << " entry " << i;
-    EXPECT_EQ(mine[i].tensor.shape(), json_shape(theirs[i].at("tensor"))) << c.at("name") << " " << mine[i].name;
-  }
-  if (c.contains("parameter_count")) {
-    EXPECT_EQ(model.parameter_count(), c.at("parameter_count").get<std::int64_t>()) << c.at("name");
-  }
 }
 
 // The gradients of sum(seed * output) for every parameter of `model` and every input leaf.

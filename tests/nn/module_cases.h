@@ -47,8 +47,23 @@ inline std::map<std::string, Json> by_name(const Json& list) {
   return out;
 }
 
-// The reference case of gen_nn_modules.py called `name`.
-const Json& module_case(const std::string& name);
+// The case called `name` of tests/data/<file> (a gen_nn_*.py output), loaded once per file.
+const Json& nn_case(const std::string& file, const std::string& name);
+inline const Json& module_case(const std::string& name) { return nn_case("nn_modules.json", name); }
+
+// Names, shapes and order of the state_dict, and the parameter count, as torch's.
+template <class M> void expect_state_dict_names(const M& model, const Json& c) {
+  const std::vector<nn::NamedTensor> mine = model.state_dict();
+  const Json& theirs = c.at("state");
+  ASSERT_EQ(mine.size(), theirs.size()) << c.at("name");
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    EXPECT_EQ(mine[i].name, theirs[i].at("name").get<std::string>()) << c.at("name") << " entry " << i;
+    EXPECT_EQ(mine[i].tensor.shape(), json_shape(theirs[i].at("tensor"))) << c.at("name") << " " << mine[i].name;
+  }
+  if (c.contains("parameter_count")) {
+    EXPECT_EQ(model.parameter_count(), c.at("parameter_count").get<std::int64_t>()) << c.at("name");
+  }
+}
 
 // Loads every parameter and buffer of `m` from the case's state dict (all must be there).
 template <class M> M load_state(const M& m, const Json& c, Device device) {

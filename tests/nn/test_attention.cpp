@@ -5,23 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 
 #include "nn/attention.h"
 #include "nn/attention_cases.h"
 
 namespace kiln::test {
-
-const Json& attention_case(const std::string& name) {
-  static const Json all = [] {
-    std::ifstream in(std::string(KILN_TEST_DATA_DIR) + "/nn_attention.json");
-    EXPECT_TRUE(in.good()) << "missing tests/data/nn_attention.json (run tests/data/gen_nn_attention.py)";
-    return Json::parse(in);
-  }();
-  for (const Json& c : all.at("cases"))
-    if (c.at("name") == name) return c;
-  throw std::runtime_error("no attention case " + name);
-}
 
 namespace {
 

@@ -3,35 +3,11 @@
 // parameter's gradient, the buffers a training step updates, and eval-mode outputs.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "nn/module_cases.h"
 
 namespace kiln::test {
 
-const Json& module_case(const std::string& name) {
-  static const Json all = [] {
-    std::ifstream in(std::string(KILN_TEST_DATA_DIR) + "/nn_modules.json");
-    EXPECT_TRUE(in.good()) << "missing tests/data/nn_modules.json (run tests/data/gen_nn_modules.py)";
-    return Json::parse(in);
-  }();
-  for (const Json& c : all.at("cases"))
-    if (c.at("name") == name) return c;
-  throw std::runtime_error("no module case " + name);
-}
-
 namespace {
-
-template <class M> void expect_state_dict_like_torch(const M& model, const Json& c) {
-  const std::vector<nn::NamedTensor> mine = model.state_dict();
-  const Json& theirs = c.at("state");
-  ASSERT_EQ(mine.size(), theirs.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    EXPECT_EQ(mine[i].name, theirs[i].at("name").get<std::string>()) << "entry " << i;
-    EXPECT_EQ(mine[i].tensor.shape(), json_shape(theirs[i].at("tensor"))) << mine[i].name;
-  }
-  EXPECT_EQ(model.parameter_count(), c.at("parameter_count").get<std::int64_t>());
-}
 
 // Training-mode forward, gradients of sum(seed * output), buffers after, eval-mode forward.
 template <class M> void expect_model_like_torch(const M& fresh, const Json& c, Device device) {
@@ -66,10 +42,10 @@ template <class M> void expect_model_like_torch(const M& fresh, const Json& c, D
 class ModelsLikeTorch : public ::testing::TestWithParam<Device> {};
 
 TEST(ModelsLikeTorch, StateDictNamesShapesAndCounts) {
-  expect_state_dict_like_torch(MLP{}, module_case("mlp"));
-  expect_state_dict_like_torch(sequential_model(), module_case("sequential"));
-  expect_state_dict_like_torch(SmallCNN{}, module_case("small_cnn"));
-  expect_state_dict_like_torch(ResidualBlock(4), module_case("residual_block"));
+  expect_state_dict_names(MLP{}, module_case("mlp"));
+  expect_state_dict_names(sequential_model(), module_case("sequential"));
+  expect_state_dict_names(SmallCNN{}, module_case("small_cnn"));
+  expect_state_dict_names(ResidualBlock(4), module_case("residual_block"));
 }
 
 TEST_P(ModelsLikeTorch, Mlp) { expect_model_like_torch(MLP{}, module_case("mlp"), GetParam()); }

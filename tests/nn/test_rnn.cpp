@@ -3,7 +3,6 @@
 // input and of the initial states; dropout between layers; errors naming the layer.
 #include <gtest/gtest.h>
 
-#include <fstream>
 
 #include "nn/module_cases.h"
 #include "nn/rnn.h"
@@ -11,16 +10,7 @@
 namespace kiln::test {
 namespace {
 
-const Json& rnn_case(const std::string& name) {
-  static const Json all = [] {
-    std::ifstream in(std::string(KILN_TEST_DATA_DIR) + "/nn_rnn.json");
-    EXPECT_TRUE(in.good()) << "missing tests/data/nn_rnn.json (run tests/data/gen_nn_rnn.py)";
-    return Json::parse(in);
-  }();
-  for (const Json& c : all.at("cases"))
-    if (c.at("name") == name) return c;
-  throw std::runtime_error("no recurrent case " + name);
-}
+const Json& rnn_case(const std::string& name) { return nn_case("nn_rnn.json", name); }
 
 // A fresh layer built with the case's settings (torch's defaults where the case has none).
 template <class M> M layer_for(const Json& c) {
@@ -51,15 +41,7 @@ Run run(const nn::GRU& m, const Tensor& x, const std::map<std::string, Tensor>& 
 
 template <class M> void expect_state_dict_like_torch(const std::string& name) {
   const Json& c = rnn_case(name);
-  const M m = layer_for<M>(c);
-  const std::vector<nn::NamedTensor> mine = m.state_dict();
-  const Json& theirs = c.at("state");
-  ASSERT_EQ(mine.size(), theirs.size()) << name;
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    EXPECT_EQ(mine[i].name, theirs[i].at("name").get<std::string>()) << name << " entry " << i;
-    EXPECT_EQ(mine[i].tensor.shape(), json_shape(theirs[i].at("tensor"))) << name << " " << mine[i].name;
-  }
-  EXPECT_EQ(m.parameter_count(), c.at("parameter_count").get<std::int64_t>()) << name;
+  expect_state_dict_names(layer_for<M>(c), c);
 }
 
 // Output and final states; gradients of sum(seed * output) + sum(seed_h * h_n) [+ c_n] for
