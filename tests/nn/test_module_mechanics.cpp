@@ -145,6 +145,29 @@ TEST(ModuleMechanics, MisuseNamesTheLayerPathAndShapes) {
   }
 }
 
+// Errors from inside a layer's ops carry the layer's path: a kernel larger than the padded
+// input, and (where a second device exists) a device mix.
+TEST(ModuleMechanics, OpErrorsInsideALayerNameItsPath) {
+  nn::Sequential net(nn::Conv2d(1, 2, {5}), nn::ReLU());
+  const auto message_of = [&](const Tensor& x) {
+    try {
+      net(x);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string small = message_of(randn(Shape{1, 1, 3, 3}));
+  EXPECT_NE(small.find("0 (Conv2d)"), std::string::npos) << small;
+  EXPECT_NE(small.find("[1, 1, 3, 3]"), std::string::npos) << small;
+  for (const Device& d : test_devices()) {
+    if (d == Device::cpu()) continue;
+    const std::string mixed = message_of(randn(Shape{1, 1, 6, 6}, default_generator(), {DType::f32, d}));
+    EXPECT_NE(mixed.find("0 (Conv2d)"), std::string::npos) << mixed;
+    EXPECT_NE(mixed.find(d.str()), std::string::npos) << mixed;
+  }
+}
+
 // One module, four threads: inference agrees with a single thread's, and each thread's
 // gradients (its own graph over shared parameters) agree with the same batch run alone.
 TEST(ModuleMechanics, ForwardAndBackwardOnManyThreads) {
