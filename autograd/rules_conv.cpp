@@ -1,10 +1,17 @@
-// Backward rules of unfold and fold: each is the other's adjoint. unfold copies every image
+// Backward rules of the conv family. unfold and fold: each is the other's adjoint. unfold copies every image
 // element into the columns of the windows that cover it (or drops it), so its gradient adds
 // those columns back: fold over the input's spatial size with the same window. fold adds the
 // columns into the image, so each column's gradient is the image gradient at the place it was
 // added to, and zero where it fell in the padding: unfold with pad value 0. Neither reads the
 // forward's values; the window is in the record's attrs.
+//
+// conv, conv_input_grad and conv_weight_grad (the CPU's convolution, engine/conv.cpp) are one
+// bilinear form <dy, conv(x, w)> read three ways, so each one's gradients are the other two:
+// conv's are conv_input_grad(dy, w) and conv_weight_grad(dy, x) (and dy summed over all but the
+// channel dim for the bias). The weight gradient reads x again rather than keeping columns.
+// The gradients append to the forward's ints the size they cannot infer (ops/op_list.def).
 #include "autograd/rules.h"
+#include "engine/submit.h"
 
 namespace kiln::autograd {
 
@@ -39,11 +46,60 @@ std::vector<Tensor> fold_backward(const ForwardRecord& fwd, const std::vector<Te
   return {unfold(grads_out[0], w.kernel, w.dilation, w.padding, w.stride, 0.0)};
 }
 
+// The ints every conv op starts with: [s, stride[s], padding[s], dilation[s], groups].
+OpAttrs conv_attrs(const OpAttrs& attrs) {
+  OpAttrs a;
+  const auto s = static_cast<std::ptrdiff_t>(attrs.ints[0]);
+  a.ints.assign(attrs.ints.begin(), attrs.ints.begin() + 2 + 3 * s);
+  return a;
+}
+
+// The same, with the spatial dims of `shape` appended: a gradient op's extra sizes.
+OpAttrs conv_attrs(const OpAttrs& attrs, const Shape& shape) {
+  OpAttrs a = conv_attrs(attrs);
+  a.ints.insert(a.ints.end(), shape.begin() + 2, shape.end());
+  return a;
+}
+
+// x, weight[, bias] -> y.
+std::vector<Tensor> conv_backward(const ForwardRecord& fwd, const std::vector<Tensor>& grads_out) {
+  const bool has_bias = fwd.input_meta.size() == 3;
+  if (!grads_out[0].defined()) return std::vector<Tensor>(has_bias ? 3 : 2);
+  const Tensor &dy = grads_out[0], &x = fwd.inputs[0], &w = fwd.inputs[1];
+  std::vector<Tensor> grads{detail::submit2(OpKind::conv_input_grad, dy, w, conv_attrs(fwd.attrs, x.shape())),
+                            detail::submit2(OpKind::conv_weight_grad, dy, x, conv_attrs(fwd.attrs, w.shape()))};
+  if (has_bias) {
+    Dims dims{0};
+    for (int d = 2; d < dy.rank(); ++d) dims.push_back(d);
+    grads.push_back(sum(dy, dims));
+  }
+  return grads;
+}
+
+// dy, weight -> dx.
+std::vector<Tensor> conv_input_grad_backward(const ForwardRecord& fwd, const std::vector<Tensor>& grads_out) {
+  if (!grads_out[0].defined()) return {Tensor{}, Tensor{}};
+  const Tensor &g = grads_out[0], &dy = fwd.inputs[0], &w = fwd.inputs[1];
+  return {detail::submit2(OpKind::conv, g, w, conv_attrs(fwd.attrs)),
+          detail::submit2(OpKind::conv_weight_grad, dy, g, conv_attrs(fwd.attrs, w.shape()))};
+}
+
+// dy, x -> dw.
+std::vector<Tensor> conv_weight_grad_backward(const ForwardRecord& fwd, const std::vector<Tensor>& grads_out) {
+  if (!grads_out[0].defined()) return {Tensor{}, Tensor{}};
+  const Tensor &g = grads_out[0], &dy = fwd.inputs[0], &x = fwd.inputs[1];
+  return {detail::submit2(OpKind::conv, x, g, conv_attrs(fwd.attrs)),
+          detail::submit2(OpKind::conv_input_grad, dy, g, conv_attrs(fwd.attrs, x.shape()))};
+}
+
 }  // namespace
 
 void register_conv_rules(RuleTable& t) {
   t.set(OpKind::unfold, BackwardRule{unfold_backward, false, false});
   t.set(OpKind::fold, BackwardRule{fold_backward, false, false});
+  t.set(OpKind::conv, BackwardRule{conv_backward, /*saves_inputs=*/true, false});
+  t.set(OpKind::conv_input_grad, BackwardRule{conv_input_grad_backward, /*saves_inputs=*/true, false});
+  t.set(OpKind::conv_weight_grad, BackwardRule{conv_weight_grad_backward, /*saves_inputs=*/true, false});
 }
 
 }  // namespace kiln::autograd

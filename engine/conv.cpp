@@ -1,6 +1,6 @@
-// Convolution as unfold + one matmul, transposed convolution as one matmul + fold. Every check
-// happens here, on the caller's thread, so that errors name the conv op and its operands rather
-// than the primitives it is built from.
+// Convolution as unfold + one matmul, transposed convolution as one matmul + fold; on the CPU
+// one conv op and one conv_input_grad op instead. Every check happens here, on the caller's
+// thread, so that errors name the conv op and its operands rather than the ops it submits.
 #include "engine/conv.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include "engine/elementwise.h"
 #include "engine/layout.h"
 #include "engine/linalg.h"
+#include "engine/submit.h"
 #include "engine/window_args.h"
 
 namespace kiln {
@@ -62,6 +63,16 @@ bool pointwise(const Window& kernel, const Window& stride, const Window& padding
          std::all_of(padding.begin(), padding.end(), is(0));
 }
 
+// The ints every conv op starts with: [s, stride[s], padding[s], dilation[s], groups]
+// (ops/op_list.def).
+OpAttrs conv_attrs(int dims, const Window& stride, const Window& padding, const Window& dilation, std::int64_t groups) {
+  OpAttrs a;
+  a.ints = {dims};
+  for (const Window* w : {&stride, &padding, &dilation}) a.ints.insert(a.ints.end(), w->begin(), w->end());
+  a.ints.push_back(groups);
+  return a;
+}
+
 // [K] -> [K, 1, ..., 1]: broadcast along `trailing` dims.
 Tensor bias_column(Tensor bias, int trailing) {
   std::vector<std::int64_t> shape(static_cast<std::size_t>(trailing) + 1, 1);
@@ -111,6 +122,18 @@ Tensor conv_nd(const char* op, int dims, const Tensor& x, Tensor weight, Tensor 
     out[d] = (padded[d] - span) / stride[d] + 1;
   }
 
+  // The CPU runs the whole convolution as one conv op (devices/cpu/conv_gemm.h), which never
+  // builds the columns below: for a ResNet layer they are tens of MB that go to memory and back,
+  // and the backward would keep them. Its backward rule uses conv_input_grad and
+  // conv_weight_grad. Other devices have no kernel for these ops and run unfold + matmul, which
+  // stays the CPU kernels' test oracle.
+  if (input.device().kind == DeviceKind::cpu) {
+    const OpAttrs a = conv_attrs(dims, stride, padding, dilation, g);
+    Tensor y = bias.defined() ? detail::submit3(OpKind::conv, std::move(input), std::move(weight), std::move(bias), a)
+                              : detail::submit2(OpKind::conv, std::move(input), std::move(weight), a);
+    return detail::unbatched_result(std::move(y), unbatched);
+  }
+
   // [N, C * kk, L]: row c * kk + j is channel c at kernel offset j, the order of weight's
   // [K, C, *kernel] layout flattened, so the convolution is one matmul. A 1x1 convolution's
   // columns are the input itself.
@@ -157,6 +180,17 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x, Tensor weigh
                "the output size would be " + ints_str(out) + " (not positive), got " + operands(x, weight, bias) +
                    ", padding " + ints_str(padding));
     direct = direct && output_padding[d] < stride[d];
+  }
+
+  // On the CPU a transposed convolution is the input gradient of the convolution it transposes:
+  // one conv_input_grad op (devices/cpu/conv_gemm.h) while output_padding stays below the
+  // stride, where that convolution's windows over `out` are exactly x's positions.
+  if (xb.device().kind == DeviceKind::cpu && direct) {
+    OpAttrs a = conv_attrs(dims, stride, padding, dilation, g);
+    a.ints.insert(a.ints.end(), out.begin(), out.end());
+    Tensor y = detail::submit2(OpKind::conv_input_grad, xb, std::move(weight), std::move(a));
+    if (bias.defined()) y = add(std::move(y), bias_column(std::move(bias), dims));
+    return detail::unbatched_result(std::move(y), unbatched);
   }
 
   // [K * kk, C] @ [N, C, L] (per group: [G, K/G * kk, C/G] @ [N, G, C/G, L]) -> [N, K * kk, L]:

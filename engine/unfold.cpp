@@ -53,12 +53,13 @@ Tensor unfold(Tensor x, const Window& kernel, const Window& dilation, const Wind
   return detail::submit1(OpKind::unfold, std::move(x), std::move(a));
 }
 
-Tensor fold(Tensor cols, const Window& output_size, const Window& kernel, const Window& dilation,
-            const Window& padding, const Window& stride) {
+Tensor fold(Tensor cols, const Window& output_size, const Window& kernel, const Window& dilation, const Window& padding,
+            const Window& stride) {
   KILN_CHECK(cols.defined(), "fold", "the columns are an undefined tensor");
   const auto s = static_cast<int>(output_size.size());
-  KILN_CHECK(s >= 1 && s <= 3, "fold",
-             "output_size " + ints_str(output_size) + " must name 1 to 3 spatial dims (columns " + describe(cols) + ")");
+  KILN_CHECK(
+      s >= 1 && s <= 3, "fold",
+      "output_size " + ints_str(output_size) + " must name 1 to 3 spatial dims (columns " + describe(cols) + ")");
   OpAttrs a;
   a.ints = window_ints("fold", s, "output_size " + ints_str(output_size), kernel, dilation, padding, stride);
   a.ints.insert(a.ints.end(), output_size.begin(), output_size.end());

@@ -1,7 +1,10 @@
-// Shape rules of the sliding-window ops unfold and fold (engine/unfold.h). Both read the window
-// from ints = [s, kernel[s], dilation[s], padding[s], stride[s]] (fold: then output_size[s]),
-// which engine/unfold.cpp builds with one value per spatial dim; the rules check that canonical
-// form strictly, so a message that reaches a kernel always describes at least one window.
+// Shape rules of the sliding-window ops unfold and fold (engine/unfold.h), and of the direct
+// convolution ops conv, conv_input_grad and conv_weight_grad (engine/conv.cpp, autograd's conv
+// rule). unfold and fold read the window from ints = [s, kernel[s], dilation[s], padding[s],
+// stride[s]] (fold: then output_size[s]), which engine/unfold.cpp builds with one value per
+// spatial dim; the conv ops' ints are in ops/op_list.def. The rules check that canonical form
+// strictly, so a message that reaches a kernel always describes at least one window.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -64,8 +67,7 @@ WindowAttrs read_window(const OpIr& op, bool fold) {
 std::int64_t windows_along(const WindowAttrs& w, int d, std::int64_t size) {
   std::int64_t padded = 0, span = 0;
   if (__builtin_mul_overflow(w.padding[d], 2, &padded) || __builtin_add_overflow(padded, size, &padded)) return 0;
-  if (__builtin_mul_overflow(w.dilation[d], w.kernel[d] - 1, &span) || __builtin_add_overflow(span, 1, &span))
-    return 0;
+  if (__builtin_mul_overflow(w.dilation[d], w.kernel[d] - 1, &span) || __builtin_add_overflow(span, 1, &span)) return 0;
   if (padded < span) return 0;
   return (padded - span) / w.stride[d] + 1;
 }
@@ -139,12 +141,128 @@ void fold_rule(const OpIr& op, TensorList& out) {
   out.push_back(TensorIr{0, shape, cols.dtype, TensorStatus::NotInit});
 }
 
+// The attrs of the conv ops: ints = [s, stride[s], padding[s], dilation[s], groups] and, for the
+// gradients, the sizes the forward's operands had that the gradient's own operands do not fix
+// (conv_input_grad: the input's spatial size; conv_weight_grad: the kernel).
+struct ConvAttrs {
+  WindowAttrs window;  // kernel filled in by the caller
+  std::int64_t groups = 1;
+  const std::int64_t* sizes = nullptr;  // the gradients' extra sizes
+};
+
+ConvAttrs read_conv_attrs(const OpIr& op, int s, bool sizes) {
+  const char* name = op_name(op.kind);
+  const auto& ints = op.attrs.ints;
+  const std::size_t want = 2 + (sizes ? 4 : 3) * static_cast<std::size_t>(s);
+  KILN_CHECK(ints.size() == want && ints[0] == s, name,
+             "expected ints = [s, stride[s], padding[s], dilation[s], groups" +
+                 std::string(sizes ? (op.kind == OpKind::conv_input_grad ? ", input_size[s]" : ", kernel[s]") : "") +
+                 "] for s = " + std::to_string(s) + " spatial dims (" + std::to_string(want) + " ints), got " +
+                 std::to_string(ints.size()) + " ints");
+  ConvAttrs a;
+  a.window.s = s;
+  a.window.stride = ints.data() + 1;
+  a.window.padding = a.window.stride + s;
+  a.window.dilation = a.window.padding + s;
+  a.groups = a.window.dilation[s];
+  if (sizes) a.sizes = a.window.dilation + s + 1;
+  for (int d = 0; d < s; ++d) {
+    KILN_CHECK(a.window.stride[d] > 0 && a.window.dilation[d] > 0 && a.window.padding[d] >= 0, name,
+               "strides and dilations must be positive and paddings not negative, got stride " +
+                   ints_str(a.window.stride, s) + ", padding " + ints_str(a.window.padding, s) + ", dilation " +
+                   ints_str(a.window.dilation, s));
+    KILN_CHECK(!sizes || a.sizes[d] > 0, name, "sizes must be positive, got " + ints_str(a.sizes, s));
+  }
+  KILN_CHECK(a.groups >= 1, name, "groups must be positive, got " + std::to_string(a.groups));
+  return a;
+}
+
+// The spatial rank of a [N, C, *spatial] operand, which every conv op has first.
+int spatial_rank(const OpIr& op) {
+  KILN_CHECK(!op.inputs.empty(), op_name(op.kind), "expected inputs");
+  const int rank = op.inputs[0].shape.rank();
+  KILN_CHECK(rank >= 3 && rank <= 5, op_name(op.kind),
+             "expected [N, C, *spatial] with 1 to 3 spatial dims, got " + describe(op.inputs[0]));
+  return rank - 2;
+}
+
+void check_floating(const OpIr& op) {
+  for (const TensorIr& t : op.inputs)
+    KILN_CHECK(is_floating(t.dtype) && t.dtype == op.inputs[0].dtype, op_name(op.kind),
+               "operands must have one floating dtype, got " + describe(op.inputs[0]) + " and " + describe(t));
+}
+
+// conv: x [N, C, *in], weight [K, C / groups, *kernel], optional bias [K] -> [N, K, *out].
+void conv_rule(const OpIr& op, TensorList& out) {
+  const int s = spatial_rank(op);
+  KILN_CHECK(op.inputs.size() == 2 || op.inputs.size() == 3, "conv",
+             "expected inputs (x, weight) or (x, weight, bias), got " + std::to_string(op.inputs.size()));
+  check_floating(op);
+  const TensorIr &x = op.inputs[0], &w = op.inputs[1];
+  ConvAttrs a = read_conv_attrs(op, s, false);
+  KILN_CHECK(w.shape.rank() == s + 2 && w.shape[0] % a.groups == 0 && w.shape[1] * a.groups == x.shape[1], "conv",
+             "expected a weight [K, C / groups, *kernel] with groups (" + std::to_string(a.groups) +
+                 ") dividing K, got input " + describe(x) + ", weight " + describe(w));
+  KILN_CHECK(op.inputs.size() == 2 || op.inputs[2].shape == Shape{w.shape[0]}, "conv",
+             "expected a bias [" + std::to_string(w.shape[0]) + "], got " + describe(op.inputs.back()));
+  a.window.kernel = w.shape.begin() + 2;
+  const Shape windows = window_counts(op_name(op.kind), a.window, x.shape.begin() + 2, "input " + describe(x));
+  Shape shape{x.shape[0], w.shape[0]};
+  for (std::int64_t v : windows) shape.push_back(v);
+  out.push_back(TensorIr{0, shape, x.dtype, TensorStatus::NotInit});
+}
+
+// conv_input_grad: dy [N, K, *out], weight [K, C / groups, *kernel] -> dx [N, C, *input_size].
+void conv_input_grad_rule(const OpIr& op, TensorList& out) {
+  const int s = spatial_rank(op);
+  check_arity(op, 2);
+  check_floating(op);
+  const TensorIr &dy = op.inputs[0], &w = op.inputs[1];
+  ConvAttrs a = read_conv_attrs(op, s, true);
+  KILN_CHECK(w.shape.rank() == s + 2 && w.shape[0] == dy.shape[1] && w.shape[0] % a.groups == 0, "conv_input_grad",
+             "expected a weight [K, C / groups, *kernel] with K = dy's channels, divided by groups (" +
+                 std::to_string(a.groups) + "), got dy " + describe(dy) + ", weight " + describe(w));
+  a.window.kernel = w.shape.begin() + 2;
+  const Shape windows = window_counts(op_name(op.kind), a.window, a.sizes, "input " + ints_str(a.sizes, s));
+  KILN_CHECK(std::equal(windows.begin(), windows.end(), dy.shape.begin() + 2), "conv_input_grad",
+             "dy " + describe(dy) + " does not hold the " + windows.str() + " windows of an input " +
+                 ints_str(a.sizes, s) + " and weight " + describe(w));
+  Shape shape{dy.shape[0], w.shape[1] * a.groups};
+  for (int d = 0; d < s; ++d) shape.push_back(a.sizes[d]);
+  out.push_back(TensorIr{0, shape, dy.dtype, TensorStatus::NotInit});
+}
+
+// conv_weight_grad: dy [N, K, *out], x [N, C, *in] -> dw [K, C / groups, *kernel].
+void conv_weight_grad_rule(const OpIr& op, TensorList& out) {
+  const int s = spatial_rank(op);
+  check_arity(op, 2);
+  check_floating(op);
+  const TensorIr &dy = op.inputs[0], &x = op.inputs[1];
+  ConvAttrs a = read_conv_attrs(op, s, true);
+  KILN_CHECK(
+      x.shape.rank() == s + 2 && x.shape[0] == dy.shape[0] && x.shape[1] % a.groups == 0 && dy.shape[1] % a.groups == 0,
+      "conv_weight_grad",
+      "expected dy [N, K, *out] and x [N, C, *in] with groups (" + std::to_string(a.groups) +
+          ") dividing C and K, got dy " + describe(dy) + ", x " + describe(x));
+  a.window.kernel = a.sizes;
+  const Shape windows = window_counts(op_name(op.kind), a.window, x.shape.begin() + 2, "input " + describe(x));
+  KILN_CHECK(std::equal(windows.begin(), windows.end(), dy.shape.begin() + 2), "conv_weight_grad",
+             "dy " + describe(dy) + " does not hold the " + windows.str() + " windows of x " + describe(x) +
+                 " and kernel " + ints_str(a.sizes, s));
+  Shape shape{dy.shape[1], x.shape[1] / a.groups};
+  for (int d = 0; d < s; ++d) shape.push_back(a.sizes[d]);
+  out.push_back(TensorIr{0, shape, dy.dtype, TensorStatus::NotInit});
+}
+
 }  // namespace
 
 void register_conv_ops(OpRegistry& r) {
   // Both gather from other positions than they write: never in place.
   r.at(OpKind::unfold).shape_rule = unfold_rule;
   r.at(OpKind::fold).shape_rule = fold_rule;
+  r.at(OpKind::conv).shape_rule = conv_rule;
+  r.at(OpKind::conv_input_grad).shape_rule = conv_input_grad_rule;
+  r.at(OpKind::conv_weight_grad).shape_rule = conv_weight_grad_rule;
 }
 
 }  // namespace kiln

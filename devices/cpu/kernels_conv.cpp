@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include "devices/cpu/conv_gemm.h"
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/parallel.h"
 
@@ -60,8 +61,9 @@ Span inside(std::int64_t offset, std::int64_t stride, std::int64_t size, std::in
   return {std::min(lo, out), std::clamp(hi, std::min(lo, out), out)};
 }
 
-// The stored bits of the pad value in an element of the op's dtype (raw copies by size).
-template <class Raw> Raw pad_bits(DType dtype, double value) {
+// The stored bits of the pad value in an element of the op's dtype, by its size: bool, f32 or i64.
+template <class Raw>
+Raw pad_bits(double value) {
   if constexpr (sizeof(Raw) == 1) {
     return value != 0.0 ? 1 : 0;  // bool
   } else if constexpr (sizeof(Raw) == 4) {
@@ -126,7 +128,8 @@ void stream_copy(std::byte* dst, const std::byte* src, std::size_t n) {
   std::memcpy(dst, src, head);
   std::size_t i = head;
   for (; i + 32 <= n; i += 32)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
   std::memcpy(dst + i, src + i, n - i);
 #else
   std::memcpy(dst, src, n);
@@ -140,8 +143,8 @@ void unfold_rows(const Geometry& g, const Raw* x, Raw* y, Raw pad) {
   const std::int64_t K = g.volume(), L = g.windows(), slice_size = g.image[1] * g.image[2];
   const std::int64_t slice_out = g.out[1] * g.out[2];
   const std::int64_t rows = g.batch_channels * K;
-  const bool stream = rows * L * static_cast<std::int64_t>(sizeof(Raw)) >= kStreamBytes &&
-                      slice_out * sizeof(Raw) <= kStageBytes;
+  const bool stream =
+      rows * L * static_cast<std::int64_t>(sizeof(Raw)) >= kStreamBytes && slice_out * sizeof(Raw) <= kStageBytes;
   parallel_for(rows, std::max<std::int64_t>(1, kDefaultGrain / L), [&](std::int64_t b, std::int64_t e) {
     alignas(64) Raw stage[kStageBytes / sizeof(Raw)];  // uninitialized: only used when streaming
     for (std::int64_t r = b; r < e; ++r) {
@@ -178,63 +181,72 @@ void unfold_kernel(const OpIr& op, const KernelArgs& a) {
   // Without padding the value is never written, and the shape rule let any value through.
   const bool padded = g.padding[0] > 0 || g.padding[1] > 0 || g.padding[2] > 0;
   const double v = padded ? op.attrs.scalar : 0.0;
+  const auto run = [&](auto raw) {
+    using Raw = decltype(raw);
+    unfold_rows(g, in_ptr<Raw>(a, 0), out_ptr<Raw>(a, 0), pad_bits<Raw>(v));
+  };
   switch (dtype_size(x.dtype)) {
-    case 1: unfold_rows(g, in_ptr<std::uint8_t>(a, 0), out_ptr<std::uint8_t>(a, 0), pad_bits<std::uint8_t>(x.dtype, v)); break;
-    case 4: unfold_rows(g, in_ptr<std::uint32_t>(a, 0), out_ptr<std::uint32_t>(a, 0), pad_bits<std::uint32_t>(x.dtype, v)); break;
-    case 8: unfold_rows(g, in_ptr<std::uint64_t>(a, 0), out_ptr<std::uint64_t>(a, 0), pad_bits<std::uint64_t>(x.dtype, v)); break;
+    case 1: return run(std::uint8_t{});
+    case 4: return run(std::uint32_t{});
+    case 8: return run(std::uint64_t{});
     default: throw Error("unfold", std::string("dtype ") + dtype_name(x.dtype) + " is not supported on the CPU");
   }
 }
 
-// Each task owns image rows (n, c, id, ih): zeroed, then for every kernel offset in order the
+// Along dim d, the window whose kernel offset k lands on image position i: o with
+// o * stride + k * dilation - padding == i, or -1 when there is none.
+std::int64_t window_of(const Geometry& g, int d, std::int64_t i, std::int64_t k) {
+  const std::int64_t t = i + g.padding[d] - k * g.dilation[d];
+  if (t < 0 || t % g.stride[d] != 0 || t / g.stride[d] >= g.out[d]) return -1;
+  return t / g.stride[d];
+}
+
+// Image row r = (nc, id, ih) of fold's output: zeroed, then for every kernel offset in order the
 // one column segment (if any) whose windows cover the row added in.
-void fold_kernel(const OpIr& op, const KernelArgs& a) {
-  const TensorIr &cols = op.inputs[0], &y = op.outputs[0];
-  if (y.numel() == 0) return;
-  KILN_CHECK(cols.dtype == DType::f32, "fold", std::string("dtype ") + dtype_name(cols.dtype) + " is not supported on the CPU");
-  const Geometry g = geometry(op, y.shape);
-  const float* c = in_ptr<float>(a, 0);
-  float* out = out_ptr<float>(a, 0);
-  const std::int64_t K = g.volume(), L = g.windows(), W = g.image[2], ow_n = g.out[2], sw = g.stride[2];
-  const std::int64_t rows = g.batch_channels * g.image[0] * g.image[1];
-  // Where along one dim the windows' kernel offset k covers image position i: window o with
-  // o * stride + k * dilation - padding == i, or -1.
-  const auto window_of = [&](int d, std::int64_t i, std::int64_t k) -> std::int64_t {
-    const std::int64_t t = i + g.padding[d] - k * g.dilation[d];
-    if (t < 0 || t % g.stride[d] != 0 || t / g.stride[d] >= g.out[d]) return -1;
-    return t / g.stride[d];
-  };
-  parallel_for(rows, std::max<std::int64_t>(1, kDefaultGrain / std::max<std::int64_t>(W * K, 1)),
-               [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const std::int64_t ih = r % g.image[1], id = r / g.image[1] % g.image[0], nc = r / (g.image[0] * g.image[1]);
-      float* row = out + r * W;
-      std::fill_n(row, W, 0.0f);
-      for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-        const std::int64_t od = window_of(0, id, kd);
-        if (od < 0) continue;
-        for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-          const std::int64_t oh = window_of(1, ih, kh);
-          if (oh < 0) continue;
-          for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-            const std::int64_t k = (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
-            const float* seg = c + (nc * K + k) * L + (od * g.out[1] + oh) * ow_n;
-            const std::int64_t w0 = kw * g.dilation[2] - g.padding[2];
-            const Span s = inside(w0, sw, W, ow_n);
-            // row[ow * sw + w0] += seg[ow] for ow in s
-            float* at = row + w0 + s.lo * sw;
-            const float* from = seg + s.lo;
-            const std::int64_t n = s.hi - s.lo;
-            if (sw == 1) {
-              for (std::int64_t i = 0; i < n; ++i) at[i] += from[i];
-            } else {
-              for (std::int64_t i = 0; i < n; ++i) at[i * sw] += from[i];
-            }
-          }
+void fold_row(const Geometry& g, const float* cols, float* out, std::int64_t r) {
+  const std::int64_t K = g.volume(), L = g.windows(), W = g.image[2], out_w = g.out[2], sw = g.stride[2];
+  const std::int64_t ih = r % g.image[1], id = r / g.image[1] % g.image[0], nc = r / (g.image[0] * g.image[1]);
+  float* row = out + r * W;
+  std::fill_n(row, W, 0.0f);
+  for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    const std::int64_t od = window_of(g, 0, id, kd);
+    if (od < 0) continue;
+    for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      const std::int64_t oh = window_of(g, 1, ih, kh);
+      if (oh < 0) continue;
+      for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        const std::int64_t k = (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
+        const float* seg = cols + (nc * K + k) * L + (od * g.out[1] + oh) * out_w;
+        const std::int64_t w0 = kw * g.dilation[2] - g.padding[2];
+        const Span s = inside(w0, sw, W, out_w);
+        // row[ow * sw + w0] += seg[ow] for ow in s
+        float* at = row + w0 + s.lo * sw;
+        const float* from = seg + s.lo;
+        const std::int64_t n = s.hi - s.lo;
+        if (sw == 1) {
+          for (std::int64_t i = 0; i < n; ++i) at[i] += from[i];
+        } else {
+          for (std::int64_t i = 0; i < n; ++i) at[i * sw] += from[i];
         }
       }
     }
-  });
+  }
+}
+
+// Each task owns whole image rows, so no two tasks add into one element.
+void fold_kernel(const OpIr& op, const KernelArgs& a) {
+  const TensorIr &cols = op.inputs[0], &y = op.outputs[0];
+  if (y.numel() == 0) return;
+  KILN_CHECK(cols.dtype == DType::f32, "fold",
+             std::string("dtype ") + dtype_name(cols.dtype) + " is not supported on the CPU");
+  const Geometry g = geometry(op, y.shape);
+  const float* c = in_ptr<float>(a, 0);
+  float* out = out_ptr<float>(a, 0);
+  const std::int64_t row_work = std::max<std::int64_t>(1, g.image[2] * g.volume());
+  parallel_for(g.batch_channels * g.image[0] * g.image[1], std::max<std::int64_t>(1, kDefaultGrain / row_work),
+               [&](std::int64_t b, std::int64_t e) {
+                 for (std::int64_t r = b; r < e; ++r) fold_row(g, c, out, r);
+               });
 }
 
 }  // namespace
@@ -242,6 +254,9 @@ void fold_kernel(const OpIr& op, const KernelArgs& a) {
 void register_conv_kernels(KernelTable& t) {
   t.set(OpKind::unfold, unfold_kernel);
   t.set(OpKind::fold, fold_kernel);
+  t.set(OpKind::conv, conv_kernel);  // devices/cpu/conv_gemm.h
+  t.set(OpKind::conv_input_grad, conv_input_grad_kernel);
+  t.set(OpKind::conv_weight_grad, conv_weight_grad_kernel);
 }
 
 }  // namespace kiln::cpu

@@ -33,9 +33,8 @@ RuleCase conv_case(const RefCase& c) {
     const int s = test::json_shape(c.inputs[0]).rank() - 2;
     attrs.ints = window_ints(s, {kernel, dilation, padding, stride});
     attrs.scalar = value;
-    return {OpKind::unfold, attrs, [=](In x) {
-              return std::vector<Tensor>{unfold(x[0], kernel, dilation, padding, stride, value)};
-            }};
+    return {OpKind::unfold, attrs,
+            [=](In x) { return std::vector<Tensor>{unfold(x[0], kernel, dilation, padding, stride, value)}; }};
   }
   const Window size = json_ints(a.at("output_size"));
   attrs.ints = window_ints(static_cast<int>(size.size()), {kernel, dilation, padding, stride, size});

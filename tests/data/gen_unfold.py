@@ -175,6 +175,14 @@ def main():
         fold_case("fold_3d_" + tag, (4, 5, 6), 2, (2, 3, 2), dilation=(1, 1, 2), padding=(1, 0, 1), dtype=dt)
         fold_case("fold_1d_rounded_sums_" + tag, (40,), 2, (9,), padding=(4,), dtype=dt, magnitude=250)
 
+    # ---- rows of a multiple of 4 windows (the Vulkan kernels' vector stores), every element size ---------
+    unfold_case("unfold_2d_rows_of_4", quarters(2, 3, 4, 6), (3,), padding=(1,))
+    unfold_case("unfold_2d_bool_rows_of_4", torch.rand(1, 2, 4, 4) > 0.5, (3,), padding=(1,))
+    unfold_case("unfold_2d_i64_rows_of_4", torch.randint(-50, 50, (1, 2, 4, 4)), (3,), padding=(1,), pad_value=-1)
+    fold_case("fold_2d_rows_of_4", (5, 8), 2, (3,), padding=(1,))
+    for dt, tag in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):
+        unfold_case("unfold_2d_rows_of_4_" + tag, quarters(2, 3, 4, 6).to(dt), (3,), padding=(1,), pad_value=-math.inf)
+
     write("unfold", cases)
 
 

@@ -1,0 +1,172 @@
+// What the direct convolution kernels share: the geometry read from the op, the
+// taps along each dim, the window planes a task reads its B operand from, and
+// how outputs split into tasks (devices/cpu/conv_gemm.h).
+#include "devices/cpu/conv_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "devices/cpu/simd.h"
+
+namespace kiln::cpu::conv_detail {
+
+ConvGeometry conv_geometry(const OpIr& op, const Shape& x, const Shape& weight, const Shape& y) {
+  const auto& ints = op.attrs.ints;  // [s, stride[s], padding[s], dilation[s], groups, ...]
+  const int s = static_cast<int>(ints[0]);
+  ConvGeometry g;
+  g.batch = x[0];
+  g.channels = x[1];
+  g.out_channels = y[1];
+  g.groups = ints[1 + 3 * static_cast<std::size_t>(s)];
+  for (int d = 0; d < s; ++d) {
+    const int e = 3 - s + d;
+    const auto at = [&](int group) { return ints[1 + static_cast<std::size_t>(group * s + d)]; };
+    g.in[e] = x[2 + d];
+    g.out[e] = y[2 + d];
+    g.kernel[e] = weight[2 + d];
+    g.stride[e] = at(0);
+    g.padding[e] = at(1);
+    g.dilation[e] = at(2);
+  }
+  return g;
+}
+
+std::vector<std::int64_t> ConvGeometry::displacements(int d) const {
+  std::vector<std::int64_t> v;
+  for (std::int64_t k = 0; k < kernel[d]; ++k) v.push_back(k * dilation[d] - padding[d]);
+  return v;
+}
+
+namespace {
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+// dst[k] = src[first + k * step] where that lies in [0, size), else 0, for k < n.
+void gather_row(float* dst, std::int64_t n, const float* src, std::int64_t size, std::int64_t first,
+                std::int64_t step) {
+  const std::int64_t lo = std::clamp<std::int64_t>(first >= 0 ? 0 : (-first + step - 1) / step, 0, n);
+  const std::int64_t hi = std::clamp<std::int64_t>(size - first <= 0 ? 0 : (size - first + step - 1) / step, lo, n);
+  std::fill_n(dst, lo, 0.0f);
+  std::int64_t k = lo;
+  if (step == 1) {
+    std::memcpy(dst + lo, src + first + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
+    k = hi;
+  } else if (step == 2) {
+    // The even elements of two vectors (a phase of a stride-2 source, Winograd's tiles).
+    for (; k + simd::kLanes <= hi && first + 2 * (k + simd::kLanes) <= size; k += simd::kLanes) {
+      const float* from = src + first + 2 * k;
+#if defined(__AVX512F__)
+      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      _mm512_storeu_ps(dst + k, _mm512_permutex2var_ps(_mm512_loadu_ps(from), even, _mm512_loadu_ps(from + 16)));
+#else
+      const __m256 pairs = _mm256_shuffle_ps(_mm256_loadu_ps(from), _mm256_loadu_ps(from + 8), 0x88);
+      _mm256_storeu_ps(dst + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xd8)));
+#endif
+    }
+  }
+  for (; k < hi; ++k) dst[k] = src[first + k * step];
+  std::fill_n(dst + hi, n - hi, 0.0f);
+}
+
+}  // namespace
+
+AxisTaps::AxisTaps(std::int64_t source_stride, std::int64_t source_size, const std::vector<std::int64_t>& displacement)
+    : stride(source_stride), size(source_size) {
+  for (std::int64_t d : displacement) {
+    const std::int64_t a = floor_div(d, stride), phase = d - a * stride;
+    auto at = std::find(phases.begin(), phases.end(), phase);
+    if (at == phases.end()) at = phases.insert(phases.end(), phase);
+    alpha.push_back(a);
+    plane.push_back(at - phases.begin());
+  }
+  if (!alpha.empty()) {
+    lo = *std::min_element(alpha.begin(), alpha.end());
+    hi = *std::max_element(alpha.begin(), alpha.end());
+  }
+}
+
+void build_planes(const PlaneSource& src, const AxisTaps& h, const AxisTaps& w, const OutputRange& range,
+                  std::int64_t slack, std::vector<float>& storage, WindowPlanes& out) {
+  const auto depth_taps = static_cast<std::int64_t>(src.slices.size());
+  const auto ph = static_cast<std::int64_t>(h.phases.size()), pw = static_cast<std::int64_t>(w.phases.size());
+  out.rows = range.rows() + h.halo();
+  out.width = range.columns() + w.halo();
+  const std::int64_t plane = out.rows * out.width;
+  storage.resize(static_cast<std::size_t>(src.channels * depth_taps * ph * pw * plane + slack));
+  float* dst = storage.data();
+  for (std::int64_t c = 0; c < src.channels; ++c) {
+    for (std::int64_t t = 0; t < depth_taps; ++t) {
+      const std::int64_t s = src.slices[static_cast<std::size_t>(t)];
+      const float* slice = s < 0 ? nullptr : src.data + c * src.channel_stride + s * src.slice_size;
+      for (std::int64_t i = 0; i < ph; ++i) {
+        for (std::int64_t j = 0; j < pw; ++j, dst += plane) {
+          const std::int64_t first = (range.w0 + w.lo) * w.stride + w.phases[static_cast<std::size_t>(j)];
+          for (std::int64_t r = 0; r < out.rows; ++r) {
+            const std::int64_t row = (range.u0 + h.lo + r) * h.stride + h.phases[static_cast<std::size_t>(i)];
+            float* to = dst + r * out.width;
+            if (slice == nullptr || row < 0 || row >= h.size) {
+              std::fill_n(to, out.width, 0.0f);
+            } else {
+              gather_row(to, out.width, slice + row * w.size, w.size, first, w.stride);
+            }
+          }
+        }
+      }
+    }
+  }
+  std::fill_n(dst, slack, 0.0f);
+  out.data = storage.data();
+
+  out.offsets.clear();
+  for (std::int64_t c = 0; c < src.channels; ++c)
+    for (std::int64_t t = 0; t < depth_taps; ++t)
+      for (std::int64_t a = 0; a < h.count(); ++a)
+        for (std::int64_t b = 0; b < w.count(); ++b)
+          out.offsets.push_back((((c * depth_taps + t) * ph + h.plane[a]) * pw + w.plane[b]) * plane +
+                                (h.alpha[a] - h.lo) * out.width + (w.alpha[b] - w.lo));
+}
+
+void prefetch_source(const PlaneSource& src, const AxisTaps& h, const OutputRange& range, std::int64_t row_size,
+                     std::int64_t c0, std::int64_t c1) {
+  const std::int64_t first = std::max<std::int64_t>(0, (range.u0 + h.lo) * h.stride);
+  const std::int64_t last = std::min(h.size, (range.u1 + h.hi) * h.stride + 1);
+  for (std::int64_t c = c0; c < std::min(c1, src.channels); ++c) {
+    for (const std::int64_t s : src.slices) {
+      if (s < 0) continue;
+      const float* rows = src.data + c * src.channel_stride + s * src.slice_size + first * row_size;
+      for (std::int64_t e = 0; e < (last - first) * row_size; e += 16) __builtin_prefetch(rows + e, 0, 2);
+    }
+  }
+}
+
+OutputRange TaskBlocks::range(std::int64_t block, std::int64_t out_rows, std::int64_t out_columns) const {
+  const std::int64_t r = block / column_blocks, c = block % column_blocks;
+  return {r * rows, std::min((r + 1) * rows, out_rows), c * columns, std::min((c + 1) * columns, out_columns)};
+}
+
+TaskBlocks task_blocks(std::int64_t out_rows, std::int64_t out_columns, std::int64_t planes, const AxisTaps& h,
+                       const AxisTaps& w, std::int64_t extra, std::int64_t min_row_blocks, std::int64_t budget) {
+  // By default a task's planes within 192 KiB stay in L2 beside the packed
+  // weights. The blocks depend on the shapes alone, so the results never depend
+  // on the thread count.
+  constexpr std::int64_t kMinColumns = 128;
+  TaskBlocks t;
+  const std::int64_t row_floats = planes * (out_columns + w.halo()) + extra * out_columns;
+  if (planes * (1 + h.halo()) * (out_columns + w.halo()) + extra * out_columns > budget) {
+    // Not even one whole row fits: one row per task, cut into runs of columns.
+    const std::int64_t per_column = planes * (1 + h.halo()) + extra;
+    const std::int64_t fit = (budget - planes * (1 + h.halo()) * w.halo()) / std::max<std::int64_t>(per_column, 1);
+    t.columns = std::clamp(fit, std::min(out_columns, kMinColumns), out_columns);
+  } else {
+    const std::int64_t fit =
+        (budget - planes * h.halo() * (out_columns + w.halo())) / std::max<std::int64_t>(row_floats, 1);
+    const std::int64_t wanted = (out_rows + min_row_blocks - 1) / std::max<std::int64_t>(min_row_blocks, 1);
+    t.rows = std::clamp<std::int64_t>(std::min(fit, wanted), 1, out_rows);
+    t.columns = out_columns;
+  }
+  t.row_blocks = (out_rows + t.rows - 1) / t.rows;
+  t.column_blocks = (out_columns + t.columns - 1) / t.columns;
+  return t;
+}
+
+}  // namespace kiln::cpu::conv_detail

@@ -1,0 +1,236 @@
+// Stride-1 3x3 convolutions by Winograd's F(2x2, 3x3)
+// (devices/cpu/conv_gemm.h): a 4x4 patch d of the input and a 3x3 kernel g give
+// a 2x2 tile of outputs A^T [(G g G^T) . (B^T d B)] A, where
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],  G = [1 0 0; .5 .5 .5; .5
+//   -.5 .5; 0 0 1], A^T = [1 1 1 0; 0 1 -1 -1],
+// so that each of the 16 elements of the transformed tile is one product summed
+// over the input channels: 16 multiplies per tile and pair of channels where
+// the direct sum takes 36. The transforms only add, subtract and halve, so the
+// values stay as close to the direct sums as another order of summation would.
+//
+// A task takes a block of tile rows of one image, group and depth slice: the
+// window planes (stride-2 phases of the padded input) give each tile's 4x4
+// patch at 16 offsets; the patches' transforms U[xi][c][tile] feed 16 products
+// M[xi] = V[xi] U[xi] with the transformed weights V[xi][o][c], tiled as conv's
+// are (devices/cpu/conv_tile.h), and M's transforms are the outputs.
+#include <algorithm>
+#include <cstdint>
+
+#include "devices/cpu/conv_gemm.h"
+#include "devices/cpu/conv_tile.h"
+#include "devices/cpu/parallel.h"
+
+namespace kiln::cpu::conv_detail {
+
+namespace {
+
+constexpr int kXi = 16;  // elements of a transformed tile
+
+// V[xi] = G g G^T for each (output, input) channel pair, packed for one product
+// per xi.
+std::vector<PackedWeights> transform_weights(const Winograd3x3& p) {
+  const std::int64_t pairs = p.out_channels * p.in_channels;
+  std::vector<float> v(static_cast<std::size_t>(p.groups * pairs * kXi));
+  for (std::int64_t e = 0; e < p.groups * pairs; ++e) {
+    const float* g = p.weights + e * 9;
+    float t[4][3];  // G g
+    for (int j = 0; j < 3; ++j) {
+      t[0][j] = g[j];
+      t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+      t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+      t[3][j] = g[6 + j];
+    }
+    float* to = v.data() + e * kXi;  // (G g) G^T
+    for (int i = 0; i < 4; ++i) {
+      to[i * 4 + 0] = t[i][0];
+      to[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+      to[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+      to[i * 4 + 3] = t[i][2];
+    }
+  }
+  std::vector<PackedWeights> packed;
+  for (std::int64_t grp = 0; grp < p.groups; ++grp)
+    for (int xi = 0; xi < kXi; ++xi)
+      packed.emplace_back(p.out_channels, p.in_channels, [&](std::int64_t o, std::int64_t c) {
+        return v[static_cast<std::size_t>(((grp * p.out_channels + o) * p.in_channels + c) * kXi + xi)];
+      });
+  return packed;
+}
+
+// Lanes a0 b0 a1 b1 ... of two vectors: the even and odd output columns of
+// consecutive tiles.
+void interleave(VF a, VF b, VF& lo, VF& hi) {
+#if defined(__AVX512F__)
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  lo = reinterpret_cast<VF>(_mm512_permutex2var_ps(reinterpret_cast<__m512>(a), first, reinterpret_cast<__m512>(b)));
+  hi = reinterpret_cast<VF>(_mm512_permutex2var_ps(reinterpret_cast<__m512>(a), second, reinterpret_cast<__m512>(b)));
+#else
+  const __m256 l = _mm256_unpacklo_ps(reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b));
+  const __m256 h = _mm256_unpackhi_ps(reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b));
+  lo = reinterpret_cast<VF>(_mm256_permute2f128_ps(l, h, 0x20));
+  hi = reinterpret_cast<VF>(_mm256_permute2f128_ps(l, h, 0x31));
+#endif
+}
+
+// A task's buffers, 64-byte aligned, each xi's block a line past a multiple of
+// 4 KiB so that the 16 streams of a transform do not fall on the same cache
+// sets.
+struct Transformed {
+  std::int64_t positions = 0, u_stride = 0, m_stride = 0;
+  float* u = nullptr;  // U[xi][c][position]: xi * u_stride + c * positions + q
+  float* m = nullptr;  // M[xi][o][position]
+};
+Transformed transformed_buffers(std::int64_t positions, std::int64_t in_channels, std::int64_t out_rows,
+                                std::vector<float>& storage) {
+  Transformed t;
+  t.positions = positions;
+  t.u_stride = in_channels * positions + simd::kLanes;
+  t.m_stride = out_rows * positions + simd::kLanes;
+  storage.resize(static_cast<std::size_t>(kXi * (t.u_stride + t.m_stride) + 16));
+  const auto at = reinterpret_cast<std::uintptr_t>(storage.data());
+  t.u = storage.data() + ((64 - at % 64) % 64) / sizeof(float);
+  t.m = t.u + kXi * t.u_stride;
+  return t;
+}
+
+void transform_input(const WindowPlanes& planes, std::int64_t in_channels, const Transformed& t) {
+  for (std::int64_t c = 0; c < in_channels; ++c) {
+    const float* d[4][4];
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) d[a][b] = planes.data + planes.offsets[static_cast<std::size_t>(c * 16 + a * 4 + b)];
+    float* u = t.u + c * t.positions;
+    for (std::int64_t q = 0; q < t.positions; q += simd::kLanes) {
+      VF s[4][4];  // B^T d
+      for (int b = 0; b < 4; ++b) {
+        const VF d0 = simd::load(d[0][b] + q), d1 = simd::load(d[1][b] + q);
+        const VF d2 = simd::load(d[2][b] + q), d3 = simd::load(d[3][b] + q);
+        s[0][b] = d0 - d2;
+        s[1][b] = d1 + d2;
+        s[2][b] = d2 - d1;
+        s[3][b] = d1 - d3;
+      }
+      for (int a = 0; a < 4; ++a) {  // (B^T d) B
+        float* to = u + (a * 4) * t.u_stride + q;
+        simd::store(to, s[a][0] - s[a][2]);
+        simd::store(to + t.u_stride, s[a][1] + s[a][2]);
+        simd::store(to + 2 * t.u_stride, s[a][2] - s[a][1]);
+        simd::store(to + 3 * t.u_stride, s[a][1] - s[a][3]);
+      }
+    }
+  }
+}
+
+// M[xi] = V[xi] U[xi]: for each xi the rows of U stay in L1 while every block of outputs runs
+// through them. `between(xi)` runs before each xi's products.
+template <class Between>
+void multiply(const PackedWeights* v, std::int64_t in_channels, const Transformed& t, std::vector<std::int64_t>& rows,
+              Between between) {
+  rows.resize(static_cast<std::size_t>(in_channels));
+  for (std::int64_t c = 0; c < in_channels; ++c) rows[static_cast<std::size_t>(c)] = c * t.positions;
+  for (int xi = 0; xi < kXi; ++xi) {
+    between(xi);
+    const PackedWeights& a = v[xi];
+    for (std::int64_t b = 0; b < a.blocks(); ++b) {
+      for (std::int64_t q = 0; q < t.positions; q += kTile) {
+        const auto vectors = std::min<std::int64_t>(kVectors, (t.positions - q) / simd::kLanes);
+        kTileProducts[static_cast<std::size_t>(a.rows_of(b) - 1)][static_cast<std::size_t>(vectors - 1)](
+            a.block(b), t.u + xi * t.u_stride + q, rows.data(), in_channels,
+            t.m + xi * t.m_stride + b * kRows * t.positions + q, t.positions);
+      }
+    }
+  }
+}
+
+// The outputs of tile rows [range.u0, range.u1), tile columns [range.w0,
+// range.w1): row 2 u + a, columns 2 w and 2 w + 1 of each output channel, from
+// A^T M A.
+void transform_output(const Winograd3x3& p, const Transformed& t, const OutputRange& range, std::int64_t width,
+                      float* out, const float* bias) {
+  const std::int64_t out_h = p.out_h(), out_w = p.out_w(), plane = p.slices * out_h * out_w;
+  for (std::int64_t o = 0; o < p.out_channels; ++o) {
+    const float* m = t.m + o * t.positions;
+    for (std::int64_t r = 0; r < range.rows(); ++r) {
+      for (std::int64_t w = 0; w < range.columns(); w += simd::kLanes) {
+        const std::int64_t q = r * width + w;
+        VF s[2][4];  // A^T M
+        for (int b = 0; b < 4; ++b) {
+          const VF m0 = simd::load(m + b * t.m_stride + q), m1 = simd::load(m + (4 + b) * t.m_stride + q);
+          const VF m2 = simd::load(m + (8 + b) * t.m_stride + q), m3 = simd::load(m + (12 + b) * t.m_stride + q);
+          s[0][b] = m0 + m1 + m2;
+          s[1][b] = m1 - m2 - m3;
+        }
+        const std::int64_t column = 2 * (range.w0 + w);
+        const std::int64_t valid =
+            std::min<std::int64_t>({2 * simd::kLanes, 2 * (range.columns() - w), out_w - column});
+        for (int a = 0; a < 2; ++a) {  // (A^T M) A
+          const std::int64_t row = 2 * (range.u0 + r) + a;
+          if (row >= out_h) break;
+          VF lo, hi;
+          interleave(s[a][0] + s[a][1] + s[a][2], s[a][1] - s[a][2] - s[a][3], lo, hi);
+          float* to = out + o * plane + row * out_w + column;
+          store_lanes(to, lo, std::min<std::int64_t>(valid, simd::kLanes), bias ? bias + o : nullptr);
+          if (valid > simd::kLanes) store_lanes(to + simd::kLanes, hi, valid - simd::kLanes, bias ? bias + o : nullptr);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool winograd_pays(std::int64_t in_channels, std::int64_t out_channels) {
+  // The transforms cost about as much per tile as 16 channels' products.
+  return in_channels >= 16 && out_channels >= 16;
+}
+
+void winograd_conv3x3(const Winograd3x3& p) {
+  const std::vector<PackedWeights> v = transform_weights(p);
+  const std::int64_t tile_rows = (p.out_h() + 1) / 2, tile_columns = (p.out_w() + 1) / 2;
+  const AxisTaps h(2, p.in_h, {-p.pad_h, 1 - p.pad_h, 2 - p.pad_h, 3 - p.pad_h});
+  const AxisTaps w(2, p.in_w, {-p.pad_w, 1 - p.pad_w, 2 - p.pad_w, 3 - p.pad_w});
+  const std::int64_t outer = p.batch * p.groups * p.slices;
+  const std::int64_t out_rows = v[0].blocks() * kRows;
+  // Transformed tiles of up to 1 MiB stay in L2.
+  const TaskBlocks blocks = task_blocks(tile_rows, tile_columns, p.in_channels * 4, h, w,
+                                        kXi * (p.in_channels + out_rows), (16 + outer - 1) / outer, 256 << 10);
+  const std::int64_t in_plane = p.slices * p.in_h * p.in_w, out_plane = p.slices * p.out_h() * p.out_w();
+
+  parallel_for(outer * blocks.count(), 1, [&](std::int64_t begin, std::int64_t end) {
+    thread_local std::vector<float> plane_storage, transformed_storage;
+    WindowPlanes planes;
+    std::vector<std::int64_t> rows;
+    PlaneSource src;
+    src.channels = p.in_channels;
+    src.channel_stride = in_plane;
+    src.slice_size = p.in_h * p.in_w;
+    src.slices = {0};
+    PlaneSource next = src;
+    const auto locate = [&](std::int64_t t, PlaneSource& s) {
+      const std::int64_t slice = t / blocks.count() % p.slices, grp = t / blocks.count() / p.slices % p.groups;
+      const std::int64_t n = t / blocks.count() / p.slices / p.groups;
+      s.data = p.src + (n * p.groups + grp) * p.in_channels * in_plane;
+      s.slices[0] = slice;
+      return blocks.range(t % blocks.count(), tile_rows, tile_columns);
+    };
+    for (std::int64_t t = begin; t < end; ++t) {
+      const std::int64_t slice = t / blocks.count() % p.slices;
+      const std::int64_t grp = t / blocks.count() / p.slices % p.groups, n = t / blocks.count() / p.slices / p.groups;
+      const OutputRange r = locate(t, src);
+      const OutputRange after = t + 1 < end ? locate(t + 1, next) : OutputRange{};
+      const std::int64_t width = r.columns() + w.halo();
+      const std::int64_t positions = (r.rows() * width + simd::kLanes - 1) / simd::kLanes * simd::kLanes;
+      build_planes(src, h, w, r, positions - r.rows() * width + width, plane_storage, planes);
+      const Transformed tr = transformed_buffers(positions, p.in_channels, out_rows, transformed_storage);
+      transform_input(planes, p.in_channels, tr);
+      multiply(v.data() + grp * kXi, p.in_channels, tr, rows, [&](int xi) {
+        if (after.rows() > 0)
+          prefetch_source(next, h, after, p.in_w, xi * p.in_channels / kXi, (xi + 1) * p.in_channels / kXi);
+      });
+      float* out = p.dst + (n * p.groups + grp) * p.out_channels * out_plane + slice * p.out_h() * p.out_w();
+      transform_output(p, tr, r, width, out, p.bias ? p.bias + grp * p.out_channels : nullptr);
+    }
+  });
+}
+
+}  // namespace kiln::cpu::conv_detail
