@@ -122,4 +122,23 @@ inline std::vector<ReduceRun> reduce_runs(const Shape& shape, const std::vector<
   return runs;
 }
 
+// The window of an unfold or fold op over 3 spatial dims (missing leading dims have size 1).
+// `image` is unfold's input and fold's output; `out` counts the windows along each dim.
+struct WindowGeometry {
+  std::int64_t batch_channels = 0;  // N * C
+  std::int64_t image[3] = {1, 1, 1};
+  std::int64_t out[3] = {1, 1, 1};
+  std::int64_t kernel[3] = {1, 1, 1};
+  std::int64_t dilation[3] = {1, 1, 1};
+  std::int64_t padding[3] = {0, 0, 0};
+  std::int64_t stride[3] = {1, 1, 1};
+  std::int64_t plane() const { return image[0] * image[1] * image[2]; }
+  std::int64_t volume() const { return kernel[0] * kernel[1] * kernel[2]; }  // K
+  std::int64_t windows() const { return out[0] * out[1] * out[2]; }          // L
+};
+
+// From the op's attrs ([s, kernel[s], dilation[s], padding[s], stride[s], ...]) and the image's
+// shape [N, C, *spatial].
+WindowGeometry window_geometry(const OpIr& op, const Shape& image_shape);
+
 }  // namespace kiln

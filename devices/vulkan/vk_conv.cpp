@@ -9,41 +9,18 @@
 #include <algorithm>
 #include <string>
 
+#include "devices/shape_plans.h"
 #include "devices/vulkan/vk_layout_copy.h"
 #include "ops/registry.h"
 
 namespace kiln::vk {
 namespace {
 
-// The window of an op over 3 spatial dims; `image` is unfold's input and fold's output, `out`
-// counts the windows along each dim.
-struct Geometry {
-  std::int64_t batch_channels = 0;  // N * C
-  std::int64_t image[3] = {1, 1, 1};
-  std::int64_t out[3] = {1, 1, 1};
-  std::int64_t kernel[3] = {1, 1, 1};
-  std::int64_t dilation[3] = {1, 1, 1};
-  std::int64_t padding[3] = {0, 0, 0};
-  std::int64_t stride[3] = {1, 1, 1};
-  std::int64_t plane() const { return image[0] * image[1] * image[2]; }
-  std::int64_t volume() const { return kernel[0] * kernel[1] * kernel[2]; }  // K
-  std::int64_t windows() const { return out[0] * out[1] * out[2]; }          // L
-};
+using Geometry = WindowGeometry;
 
 Geometry geometry(const char* op, const OpIr& o, const Shape& image_shape) {
-  const auto& ints = o.attrs.ints;  // [s, kernel[s], dilation[s], padding[s], stride[s], ...]
-  const int s = static_cast<int>(ints[0]);
-  Geometry g;
-  g.batch_channels = image_shape[0] * image_shape[1];
-  for (int d = 0; d < s; ++d) {
-    const int e = 3 - s + d;
-    const auto at = [&](int group) { return ints[1 + static_cast<std::size_t>(group * s + d)]; };
-    g.image[e] = image_shape[2 + d];
-    g.kernel[e] = at(0);
-    g.dilation[e] = at(1);
-    g.padding[e] = at(2);
-    g.stride[e] = at(3);
-    g.out[e] = (g.image[e] + 2 * g.padding[e] - g.dilation[e] * (g.kernel[e] - 1) - 1) / g.stride[e] + 1;
+  const Geometry g = window_geometry(o, image_shape);
+  for (int e = 0; e < 3; ++e) {
     // The kernels compute coordinates in 32-bit ints: the farthest a window reaches, and the
     // padding subtracted from it, must fit (any window that does not is far larger than memory).
     const std::int64_t reach = (g.out[e] - 1) * g.stride[e] + (g.kernel[e] - 1) * g.dilation[e];
