@@ -1,6 +1,6 @@
-// What the direct convolution kernels share: the geometry read from the op, the
-// taps along each dim, the window planes a task reads its B operand from, and
-// how outputs split into tasks (devices/cpu/conv_gemm.h).
+// What the direct convolution kernels share: the geometry read from the op, the taps along each
+// dim, the window planes a task reads its B operand from, and how outputs split into tasks
+// (devices/cpu/conv_gemm.h).
 #include "devices/cpu/conv_gemm.h"
 
 #include <algorithm>
@@ -53,16 +53,29 @@ void gather_row(float* dst, std::int64_t n, const float* src, std::int64_t size,
     k = hi;
   } else if (step == 2) {
     // The even elements of two vectors (a phase of a stride-2 source, Winograd's tiles).
-    for (; k + simd::kLanes <= hi && first + 2 * (k + simd::kLanes) <= size; k += simd::kLanes) {
-      const float* from = src + first + 2 * k;
 #if defined(__AVX512F__)
-      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (; k + 16 <= hi && first + 2 * (k + 16) <= size; k += 16) {
+      const float* from = src + first + 2 * k;
       _mm512_storeu_ps(dst + k, _mm512_permutex2var_ps(_mm512_loadu_ps(from), even, _mm512_loadu_ps(from + 16)));
-#else
-      const __m256 pairs = _mm256_shuffle_ps(_mm256_loadu_ps(from), _mm256_loadu_ps(from + 8), 0x88);
-      _mm256_storeu_ps(dst + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xd8)));
-#endif
     }
+    if (k < hi) {  // the last few, through masks that keep the loads inside the row
+      const std::int64_t count = hi - k, span = 2 * count - 1;
+      const float* from = src + first + 2 * k;
+      const __m512 a =
+          _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << std::min<std::int64_t>(span, 16)) - 1), from);
+      const __m512 b =
+          _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << std::max<std::int64_t>(span - 16, 0)) - 1), from + 16);
+      _mm512_mask_storeu_ps(dst + k, static_cast<__mmask16>((1u << count) - 1), _mm512_permutex2var_ps(a, even, b));
+      k = hi;
+    }
+#else
+    for (; k + 8 <= hi && first + 2 * (k + 8) <= size; k += 8) {
+      const __m256 pairs =
+          _mm256_shuffle_ps(_mm256_loadu_ps(src + first + 2 * k), _mm256_loadu_ps(src + first + 2 * k + 8), 0x88);
+      _mm256_storeu_ps(dst + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xd8)));
+    }
+#endif
   }
   for (; k < hi; ++k) dst[k] = src[first + k * step];
   std::fill_n(dst + hi, n - hi, 0.0f);
@@ -92,7 +105,9 @@ void build_planes(const PlaneSource& src, const AxisTaps& h, const AxisTaps& w, 
   out.rows = range.rows() + h.halo();
   out.width = range.columns() + w.halo();
   const std::int64_t plane = out.rows * out.width;
-  storage.resize(static_cast<std::size_t>(src.channels * depth_taps * ph * pw * plane + slack));
+  // Grown, never shrunk: a smaller task's resize would make the next task's zero the difference.
+  const auto needed = static_cast<std::size_t>(src.channels * depth_taps * ph * pw * plane + slack);
+  if (storage.size() < needed) storage.resize(needed);
   float* dst = storage.data();
   for (std::int64_t c = 0; c < src.channels; ++c) {
     for (std::int64_t t = 0; t < depth_taps; ++t) {
@@ -126,19 +141,6 @@ void build_planes(const PlaneSource& src, const AxisTaps& h, const AxisTaps& w, 
                                 (h.alpha[a] - h.lo) * out.width + (w.alpha[b] - w.lo));
 }
 
-void prefetch_source(const PlaneSource& src, const AxisTaps& h, const OutputRange& range, std::int64_t row_size,
-                     std::int64_t c0, std::int64_t c1) {
-  const std::int64_t first = std::max<std::int64_t>(0, (range.u0 + h.lo) * h.stride);
-  const std::int64_t last = std::min(h.size, (range.u1 + h.hi) * h.stride + 1);
-  for (std::int64_t c = c0; c < std::min(c1, src.channels); ++c) {
-    for (const std::int64_t s : src.slices) {
-      if (s < 0) continue;
-      const float* rows = src.data + c * src.channel_stride + s * src.slice_size + first * row_size;
-      for (std::int64_t e = 0; e < (last - first) * row_size; e += 16) __builtin_prefetch(rows + e, 0, 2);
-    }
-  }
-}
-
 OutputRange TaskBlocks::range(std::int64_t block, std::int64_t out_rows, std::int64_t out_columns) const {
   const std::int64_t r = block / column_blocks, c = block % column_blocks;
   return {r * rows, std::min((r + 1) * rows, out_rows), c * columns, std::min((c + 1) * columns, out_columns)};
@@ -146,9 +148,8 @@ OutputRange TaskBlocks::range(std::int64_t block, std::int64_t out_rows, std::in
 
 TaskBlocks task_blocks(std::int64_t out_rows, std::int64_t out_columns, std::int64_t planes, const AxisTaps& h,
                        const AxisTaps& w, std::int64_t extra, std::int64_t min_row_blocks, std::int64_t budget) {
-  // By default a task's planes within 192 KiB stay in L2 beside the packed
-  // weights. The blocks depend on the shapes alone, so the results never depend
-  // on the thread count.
+  // By default a task's planes within 192 KiB stay in L2 beside the packed weights. The blocks
+  // depend on the shapes alone, so the results never depend on the thread count.
   constexpr std::int64_t kMinColumns = 128;
   TaskBlocks t;
   const std::int64_t row_floats = planes * (out_columns + w.halo()) + extra * out_columns;

@@ -1,11 +1,10 @@
-// Direct convolution on the CPU: the kernels of conv, conv_input_grad and
-// conv_weight_grad, which never build unfold's [N, C kk, L] columns. Each task
-// copies the part of one image that a block of outputs reads into a small
-// buffer of the calling thread (`WindowPlanes`: zero padding in place, strided
-// sources split by phase) in which every reduction row (channel, kernel offset)
-// is one offset from a position and the block's positions are consecutive;
-// tiles of outputs held in registers then read it straight from the cache.
-// Private to devices/cpu.
+// Convolution on the CPU: the kernels of conv, conv_input_grad and conv_weight_grad, which never
+// build unfold's [N, C kk, L] columns. Each task copies the part of one image that a block of
+// outputs reads into a small buffer of the calling thread (`WindowPlanes`: zero padding in place,
+// strided sources split by phase) in which every reduction row (channel, kernel offset) is one
+// offset from a position and the block's positions are consecutive; tiles of outputs held in
+// registers then read it straight from the cache. Stride-1 3x3 convolutions take Winograd's
+// F(2x2, 3x3) instead of the direct sums. Private to devices/cpu.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -20,9 +19,8 @@ void conv_weight_grad_kernel(const OpIr& op, const KernelArgs& args);
 
 namespace conv_detail {
 
-// A convolution seen over 3 spatial dims (depth, height, width; missing leading
-// dims have size 1): x [N, C, *in] * weight [K, C / G, *kernel] -> y [N, K,
-// *out], whichever op runs.
+// A convolution seen over 3 spatial dims (depth, height, width; missing leading dims have size 1):
+// x [N, C, *in] * weight [K, C / G, *kernel] -> y [N, K, *out], whichever op runs.
 struct ConvGeometry {
   std::int64_t batch = 0, channels = 0, out_channels = 0, groups = 1;
   std::int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
@@ -33,18 +31,17 @@ struct ConvGeometry {
   std::int64_t taps() const { return kernel[0] * kernel[1] * kernel[2]; }
   std::int64_t in_volume() const { return in[0] * in[1] * in[2]; }
   std::int64_t out_volume() const { return out[0] * out[1] * out[2]; }
-  // Per kernel offset along dim d: the input element an output reads, relative
-  // to its own position times the stride (k * dilation - padding).
+  // Per kernel offset along dim d: the input element an output reads, relative to its own position
+  // times the stride (k * dilation - padding).
   std::vector<std::int64_t> displacements(int d) const;
 };
 
 // From the op's ints (ops/op_list.def) and the shapes of x, the weight and y.
 ConvGeometry conv_geometry(const OpIr& op, const Shape& x, const Shape& weight, const Shape& y);
 
-// The taps along one spatial dim. Output position u reads source element
-// u * stride + displacement[t] for tap t, written (u + alpha[t]) * stride +
-// phase: the planes keep each phase of a strided source apart, so that
-// consecutive outputs read consecutive plane elements.
+// The taps along one spatial dim. Output position u reads source element u * stride +
+// displacement[t] for tap t, written (u + alpha[t]) * stride + phase: the planes keep each phase of
+// a strided source apart, so that consecutive outputs read consecutive plane elements.
 struct AxisTaps {
   std::int64_t stride = 1, size = 1;  // of the source along the dim
   std::vector<std::int64_t> alpha;
@@ -58,9 +55,8 @@ struct AxisTaps {
   std::int64_t halo() const { return hi - lo; }
 };
 
-// What a task's planes are cut from: `channels` channels from `data` on, each
-// of depth slices of `slice_size` elements; `slices` names the slice each depth
-// tap reads (-1: zeros).
+// What a task's planes are cut from: `channels` channels from `data` on, each of depth slices of
+// `slice_size` elements; `slices` names the slice each depth tap reads (-1: zeros).
 struct PlaneSource {
   const float* data = nullptr;
   std::int64_t channels = 0, channel_stride = 0, slice_size = 0;
@@ -74,12 +70,11 @@ struct OutputRange {
   std::int64_t columns() const { return w1 - w0; }
 };
 
-// The B operand of one task: for every source channel, depth tap and pair of
-// phases, a plane of `rows` x `width` elements, where output (u0 + r, w0 + w)
-// reads element (r + alpha_h - lo_h) * width + (w + alpha_w - lo_w) of its
-// tap's plane. Position q = r * width + w of a block is junk where w >= its
-// columns: never stored, never summed. `slack` zeros follow the planes, so that
-// a tile may run past the last position.
+// The B operand of one task: for every source channel, depth tap and pair of phases, a plane of
+// `rows` x `width` elements, where output (u0 + r, w0 + w) reads element (r + alpha_h - lo_h) *
+// width + (w + alpha_w - lo_w) of its tap's plane. Position q = r * width + w of a block is junk
+// where w >= its columns: never stored, never summed. `slack` zeros follow the planes, so that a
+// tile may run past the last position.
 struct WindowPlanes {
   const float* data = nullptr;
   std::int64_t rows = 0, width = 0;
@@ -89,17 +84,9 @@ struct WindowPlanes {
 void build_planes(const PlaneSource& src, const AxisTaps& h, const AxisTaps& w, const OutputRange& range,
                   std::int64_t slack, std::vector<float>& storage, WindowPlanes& out);
 
-// Asks for the source rows that build_planes would read for `range`, of channels [c0, c1), to
-// be brought into L2: a task calls it for the next task's while it computes. Each channel's rows
-// are a few cache lines apart from the last channel's, too short a run for the hardware's
-// prefetcher, so without it the copy waits for memory channel by channel.
-void prefetch_source(const PlaneSource& src, const AxisTaps& h, const OutputRange& range, std::int64_t row_size,
-                     std::int64_t c0, std::int64_t c1);
-
-// How a dim of output rows and columns splits into tasks: each task's planes
-// (`planes` of them, plus `extra` floats per output position) within the cache
-// budget, and rows cut into at least `min_row_blocks` blocks where there are
-// rows enough.
+// How a dim of output rows and columns splits into tasks: each task's planes (`planes` of them,
+// plus `extra` floats per output position) within the cache budget, and rows cut into at least
+// `min_row_blocks` blocks where there are rows enough.
 struct TaskBlocks {
   std::int64_t rows = 1, columns = 1, row_blocks = 1, column_blocks = 1;
   std::int64_t count() const { return row_blocks * column_blocks; }
@@ -109,10 +96,9 @@ TaskBlocks task_blocks(std::int64_t out_rows, std::int64_t out_columns, std::int
                        const AxisTaps& w, std::int64_t extra, std::int64_t min_row_blocks,
                        std::int64_t budget = 48 << 10);
 
-// A stride-1 3x3 convolution (conv's, or conv_input_grad's at stride 1, which
-// is one with the kernel flipped) by Winograd's F(2x2, 3x3)
-// (devices/cpu/conv_winograd.cpp): dst[o, u, v] = bias[o] + sum over c, a, b <
-// 3 of weights[o, c, a, b] src[c, u + a - pad_h, v + b - pad_w], per group and
+// A stride-1 3x3 convolution (conv's, or conv_input_grad's at stride 1, which is one with the
+// kernel flipped) by Winograd's F(2x2, 3x3) (devices/cpu/conv_winograd.cpp): dst[o, u, v] = bias[o]
+// + sum over c, a, b < 3 of weights[o, c, a, b] src[c, u + a - pad_h, v + b - pad_w], per group and
 // depth slice.
 struct Winograd3x3 {
   const float* src = nullptr;      // [batch, groups * in_channels, slices, in_h, in_w]
@@ -124,8 +110,7 @@ struct Winograd3x3 {
   std::int64_t out_h() const { return in_h + 2 * pad_h - 2; }
   std::int64_t out_w() const { return in_w + 2 * pad_w - 2; }
 };
-// Whether the channels are many enough for the transforms to cost little beside
-// the products.
+// Whether the channels are many enough for the transforms to cost little beside the products.
 bool winograd_pays(std::int64_t in_channels, std::int64_t out_channels);
 void winograd_conv3x3(const Winograd3x3& p);
 

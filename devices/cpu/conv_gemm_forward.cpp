@@ -1,10 +1,10 @@
-// conv and conv_input_grad on the CPU: both are products of packed weights with
-// window planes (devices/cpu/conv_gemm.h), one output tile of a few channels by
-// kTile positions in registers. conv's tasks are blocks of output rows of one
-// image, group and depth slice; it adds the bias as it stores. conv_input_grad
-// is the transposed convolution: split by stride phase, each phase of dx is a
-// stride-1 convolution of dy with the kernel offsets that land on it (all of
-// them, flipped, when the stride is 1), stored at every stride-th element.
+// conv and conv_input_grad on the CPU: both are products of packed weights with window planes
+// (devices/cpu/conv_gemm.h), one output tile of a few channels by kTile positions in registers
+// (devices/cpu/conv_tile.h). conv's tasks are blocks of output rows of one image, group and depth
+// slice; it adds the bias as it stores. conv_input_grad is the transposed convolution: split by
+// stride phase, each phase of dx is a stride-1 convolution of dy with the kernel offsets that land
+// on it (all of them, flipped, when the stride is 1), stored at every stride-th element. Both hand
+// stride-1 3x3 convolutions with enough channels to Winograd's algorithm (conv_winograd.cpp).
 #include <algorithm>
 
 #include "devices/cpu/conv_gemm.h"
@@ -26,17 +26,15 @@ using conv_detail::PlaneSource;
 using conv_detail::TaskBlocks;
 using conv_detail::WindowPlanes;
 
-// Where a task's outputs go: output (row i of the weights, block row r, column
-// w) at base + i * channel_stride + r * row_stride + w * column_stride, for r <
-// rows, w < columns.
+// Where a task's outputs go: output (row i of the weights, block row r, column w) at base + i *
+// channel_stride + r * row_stride + w * column_stride, for r < rows, w < columns.
 struct OutputBlock {
   float* base = nullptr;
   std::int64_t channel_stride = 0, row_stride = 0, column_stride = 1, rows = 0, columns = 0;
   const float* bias = nullptr;  // one per weight row, or none
 };
 
-// Runs of a tile's positions that are outputs (not junk columns, not past the
-// last row).
+// Runs of a tile's positions that are outputs (not junk columns, not past the last row).
 struct Segment {
   std::int64_t first, count, dst;
 };
@@ -80,9 +78,8 @@ void run_block(const PackedWeights& a, const WindowPlanes& p, const OutputBlock&
   }
 }
 
-// A convolution that is stride-1 3x3 in height and width and pointwise in
-// depth, which Winograd's F(2x2, 3x3) can run with the given (non-negative)
-// padding.
+// A convolution that is stride-1 3x3 in height and width and pointwise in depth, which Winograd's
+// F(2x2, 3x3) can run with the given (non-negative) padding.
 bool winograd_fits(const ConvGeometry& g, std::int64_t pad_h, std::int64_t pad_w) {
   return g.kernel[0] == 1 && g.padding[0] == 0 && g.stride[0] == 1 && g.kernel[1] == 3 && g.kernel[2] == 3 &&
          g.stride[1] == 1 && g.stride[2] == 1 && g.dilation[1] == 1 && g.dilation[2] == 1 && pad_h >= 0 && pad_w >= 0;
@@ -169,8 +166,8 @@ void conv_input_grad_kernel(const OpIr& op, const KernelArgs& args) {
   const float* w = in_ptr<float>(args, 1);
   float* out = out_ptr<float>(args, 0);
   const std::int64_t cg = g.group_channels(), kg = g.group_out_channels(), taps = g.taps();
-  // At stride 1, dx is the convolution of dy (padded by 2 - padding) with the
-  // kernel flipped and its channel dims swapped.
+  // At stride 1, dx is the convolution of dy (padded by 2 - padding) with the kernel flipped and
+  // its channel dims swapped.
   if (winograd_fits(g, 2 - g.padding[1], 2 - g.padding[2]) && conv_detail::winograd_pays(kg, cg)) {
     std::vector<float> flipped(static_cast<std::size_t>(g.groups * cg * kg * 9));
     for (std::int64_t grp = 0; grp < g.groups; ++grp)
@@ -195,9 +192,9 @@ void conv_input_grad_kernel(const OpIr& op, const KernelArgs& args) {
     return conv_detail::winograd_conv3x3(p);
   }
 
-  // One phase per (row, column) remainder modulo the stride: the kernel offsets
-  // k with phase + padding - k * dilation a multiple of the stride reach it,
-  // from dy element u + (phase + padding - k * dilation) / stride.
+  // One phase per (row, column) remainder modulo the stride. A kernel offset k reaches a phase
+  // when e = phase + padding - k * dilation is a multiple of the stride, from dy element
+  // u + e / stride.
   struct Phase {
     std::int64_t h = 0, w = 0, rows = 0, columns = 0;
     std::vector<std::int64_t> kh, kw;  // the kernel offsets that reach the phase
@@ -237,8 +234,7 @@ void conv_input_grad_kernel(const OpIr& op, const KernelArgs& args) {
     }
   }
 
-  // Blocks sized for the phase whose planes are widest: the others' are at most
-  // as wide.
+  // Blocks sized for the phase whose planes are widest: the others' are at most as wide.
   const auto widest = std::max_element(phases.begin(), phases.end(), [](const Phase& a, const Phase& b) {
     return a.taps_h.halo() + a.taps_w.halo() < b.taps_h.halo() + b.taps_w.halo();
   });

@@ -1,16 +1,17 @@
 // conv_weight_grad on the CPU: dw[o, c, tap] = sum over images and positions of dy[o, position]
 // times the input that tap reads there, from the same window planes as conv
-// (devices/cpu/conv_gemm.h). A tile holds a few reduction rows (channel, tap) by a few vectors
-// of output channels in registers and walks the positions one by one: each step broadcasts the
-// rows' inputs at that position and multiplies them with dy's output channels there, which a
-// task first transposes into position-major order. Junk positions are skipped, never read.
+// (devices/cpu/conv_gemm.h). A tile holds a few reduction rows (channel, tap) by a few vectors of
+// output channels in registers and walks the positions one by one: each step broadcasts the rows'
+// inputs at that position and multiplies them with dy's output channels there, which a task first
+// transposes into position-major order. Junk positions are skipped, never read.
 //
 // Every sum runs in position order (image, depth, row, column) within one chunk of the images'
-// positions; a task owns one chunk and one block of dw, and the chunks' partial sums are added
-// in chunk order at the end. Chunks and blocks depend on the shapes alone, so the result does
-// not depend on the thread count.
+// positions; a task owns one chunk and one block of dw, and the chunks' partial sums are added in
+// chunk order at the end. Chunks and blocks depend on the shapes alone, so the result does not
+// depend on the thread count.
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <utility>
 
 #include "devices/cpu/conv_gemm.h"
@@ -28,8 +29,8 @@ using conv_detail::WindowPlanes;
 using simd::kLanes;
 using simd::VF;
 
-// kRows reduction rows by up to kVectors vectors of output channels: 24 accumulators of
-// AVX-512's 32 registers, 12 of AVX2's 16, beside the dy vectors and one broadcast.
+// kRows reduction rows by up to kVectors vectors of output channels: 24 accumulators of AVX-512's
+// 32 registers, 12 of AVX2's 16, beside the dy vectors and one broadcast.
 #if defined(__AVX512F__)
 constexpr int kRows = 6, kVectors = 4;
 inline VF broadcast(float v) { return reinterpret_cast<VF>(_mm512_set1_ps(v)); }
@@ -40,14 +41,15 @@ inline VF broadcast(float v) { return reinterpret_cast<VF>(_mm256_set1_ps(v)); }
 
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
 
-// sums[i * ld_sums + v * kLanes + l] += x[offset[i] + r * width + w] * dyt[(r * columns + w) * ld + v * kLanes + l]
-// for rows r < rows and columns w < columns, in that order.
+// sums[i * ld_sums + v * kLanes + l] += x[offset[i] + r * width + w] * dyt[(r * columns + w) * ld +
+// v * kLanes + l] for rows r < rows and columns w < columns, in that order; the sums start from
+// zero when `first`.
 template <int V>
 void weight_tile(const float* x, const std::int64_t* offset, std::int64_t width, const float* dyt, std::int64_t ld,
-                 std::int64_t rows, std::int64_t columns, float* sums, std::int64_t ld_sums) {
+                 std::int64_t rows, std::int64_t columns, float* sums, std::int64_t ld_sums, bool first) {
   VF acc[kRows][V];
   for (int i = 0; i < kRows; ++i)
-    for (int v = 0; v < V; ++v) acc[i][v] = simd::load(sums + i * ld_sums + v * kLanes);
+    for (int v = 0; v < V; ++v) acc[i][v] = first ? VF{} : simd::load(sums + i * ld_sums + v * kLanes);
   const float* at[kRows];
   for (int i = 0; i < kRows; ++i) at[i] = x + offset[i];
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -65,7 +67,7 @@ void weight_tile(const float* x, const std::int64_t* offset, std::int64_t width,
 }
 
 using WeightTile = void (*)(const float*, const std::int64_t*, std::int64_t, const float*, std::int64_t, std::int64_t,
-                            std::int64_t, float*, std::int64_t);
+                            std::int64_t, float*, std::int64_t, bool);
 template <std::size_t... I>
 constexpr std::array<WeightTile, kVectors> weight_tiles(std::index_sequence<I...>) {
   return {weight_tile<static_cast<int>(I) + 1>...};
@@ -103,9 +105,9 @@ void transpose(const float* src, std::int64_t stride, std::int64_t outputs, std:
     for (std::int64_t q = 0; q < positions; ++q) dst[q * ld + o] = src[o * stride + q];
 }
 
-// How the work splits: dw into blocks of `channels` input channels (all their taps) by
-// `outputs` output channels; the positions of every image (blocks of outputs, in order) into
-// `chunks` runs, each with partial sums of its own.
+// How the work splits: dw into blocks of `channels` input channels (all their taps) by `outputs`
+// output channels; the positions of every image (blocks of outputs, in order) into `chunks` runs,
+// each with partial sums of its own.
 struct WeightPlan {
   std::int64_t channels = 1, outputs = 1, channel_blocks = 1, output_blocks = 1, chunks = 1;
   conv_detail::TaskBlocks positions;                 // of one image's depth slice
@@ -117,8 +119,8 @@ struct WeightPlan {
 WeightPlan weight_plan(const ConvGeometry& g, const AxisTaps& h, const AxisTaps& w) {
   const std::int64_t cg = g.group_channels(), kg = g.group_out_channels(), taps = g.taps();
   WeightPlan p;
-  // Up to 576 rows by 64 outputs: a block's sums (144 KiB) stay in L2, the transposed dy of
-  // the few rows of positions a tile walks (about 64 positions) in L1.
+  // Up to 576 rows by 64 outputs: a block's sums (144 KiB) stay in L2, the transposed dy of the few
+  // rows of positions a tile walks (about 64 positions) in L1.
   p.channels = std::clamp<std::int64_t>(576 / taps, 1, std::max<std::int64_t>(cg, 1));
   p.outputs = std::clamp<std::int64_t>(kg, 1, 64);
   p.channel_blocks = (cg + p.channels - 1) / p.channels;
@@ -151,7 +153,8 @@ void conv_weight_grad_kernel(const OpIr& op, const KernelArgs& args) {
   const AxisTaps h(g.stride[1], g.in[1], g.displacements(1)), wt(g.stride[2], g.in[2], g.displacements(2));
   const WeightPlan p = weight_plan(g, h, wt);
   const std::int64_t blocks = p.blocks(g.groups), runs = g.batch * g.out[0] * p.positions.count();
-  std::vector<float> partial(static_cast<std::size_t>(p.chunks * blocks * p.region()), 0.0f);
+  // Each chunk's first pass writes its sums; nothing reads the padding of a region.
+  const std::unique_ptr<float[]> partial(new float[static_cast<std::size_t>(p.chunks * blocks * p.region())]);
 
   parallel_for(p.chunks * blocks, 1, [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> storage;
@@ -170,8 +173,9 @@ void conv_weight_grad_kernel(const OpIr& op, const KernelArgs& args) {
       const std::int64_t vectors = (outputs + kLanes - 1) / kLanes, ld = vectors * kLanes;
       src.channels = std::min(p.channels, cg - c0);
       const std::int64_t depth = src.channels * taps;
-      float* sums = partial.data() + t * p.region();
-      for (std::int64_t run = chunk * runs / p.chunks; run < (chunk + 1) * runs / p.chunks; ++run) {
+      float* sums = partial.get() + t * p.region();
+      const std::int64_t first_run = chunk * runs / p.chunks;
+      for (std::int64_t run = first_run; run < (chunk + 1) * runs / p.chunks; ++run) {
         const std::int64_t od = run / p.positions.count() % g.out[0], n = run / p.positions.count() / g.out[0];
         const OutputRange r = p.positions.range(run % p.positions.count(), g.out[1], g.out[2]);
         src.data = x + (n * g.channels + grp * cg + c0) * g.in_volume();
@@ -201,7 +205,8 @@ void conv_weight_grad_kernel(const OpIr& op, const KernelArgs& args) {
               const auto tile = static_cast<std::size_t>(std::min<std::int64_t>(kVectors, vectors - v) - 1);
               kWeightTiles[tile](planes.data + row * planes.width, &offsets[static_cast<std::size_t>(i)], planes.width,
                                  dyt.data() + row * columns * ld + v * kLanes, ld, rows, columns,
-                                 sums + i * p.region_columns + v * kLanes, p.region_columns);
+                                 sums + i * p.region_columns + v * kLanes, p.region_columns,
+                                 run == first_run && row == 0);
             }
           }
         }
@@ -216,10 +221,11 @@ void conv_weight_grad_kernel(const OpIr& op, const KernelArgs& args) {
       const std::int64_t grp = block / p.output_blocks / p.channel_blocks;
       const std::int64_t c0 = cb * p.channels, channels = std::min(p.channels, cg - c0);
       const std::int64_t o0 = ob * p.outputs, outputs = std::min(p.outputs, kg - o0);
-      float* total = partial.data() + block * p.region();
+      float* total = partial.get() + block * p.region();
       for (std::int64_t c = 1; c < p.chunks; ++c) {
-        const float* more = partial.data() + (c * blocks + block) * p.region();
-        for (std::int64_t e = 0; e < p.region(); ++e) total[e] += more[e];
+        const float* more = partial.get() + (c * blocks + block) * p.region();
+        for (std::int64_t k = 0; k < channels * taps; ++k)
+          for (std::int64_t o = 0; o < outputs; ++o) total[k * p.region_columns + o] += more[k * p.region_columns + o];
       }
       for (std::int64_t o = 0; o < outputs; ++o) {
         float* to = dw + ((grp * kg + o0 + o) * cg + c0) * taps;

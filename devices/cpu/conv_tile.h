@@ -1,16 +1,15 @@
-// The register tile that conv and conv_input_grad multiply with
-// (devices/cpu/conv_gemm_forward.cpp, conv_winograd.cpp): up to kRows output
-// channels by up to kVectors vectors of positions, its accumulators in
-// registers (24 of AVX-512's 32, 12 of AVX2's 16) beside one vector per column
-// of positions and one broadcast weight. The weights come packed kRows to a
-// reduction row; each reduction row of the other operand is one offset from the
-// tile's first position. Private to devices/cpu.
+// The register tile that conv and conv_input_grad multiply with (devices/cpu/conv_gemm_forward.cpp,
+// conv_winograd.cpp): up to kRows output channels by up to kVectors vectors of positions, its
+// accumulators in registers (24 of AVX-512's 32, 12 of AVX2's 16) beside one vector per column of
+// positions and one broadcast weight. The weights come packed kRows to a reduction row; each
+// reduction row of the other operand is one offset from the tile's first position. Private to
+// devices/cpu.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <utility>
-#include <vector>
 
 #include "devices/cpu/simd.h"
 
@@ -28,8 +27,8 @@ inline VF broadcast(float v) { return reinterpret_cast<VF>(_mm256_set1_ps(v)); }
 inline constexpr int kVectors = 3;
 inline constexpr std::int64_t kTile = kVectors * simd::kLanes;
 
-// c[i * ldc + j] = sum over r < depth of a[r * kRows + i] * b[offset[r] + j],
-// for i < Rows and j < V vectors, the sum taken in r's order.
+// c[i * ldc + j] = sum over r < depth of a[r * kRows + i] * b[offset[r] + j], for i < Rows and j <
+// V vectors, the sum taken in r's order.
 template <int Rows, int V>
 void tile_product(const float* a, const float* b, const std::int64_t* offset, std::int64_t depth, float* c,
                   std::int64_t ldc) {
@@ -60,9 +59,8 @@ constexpr std::array<std::array<TileProduct, kVectors>, kRows> tile_product_tabl
 // kTileProducts[rows - 1][vectors - 1]
 inline constexpr auto kTileProducts = tile_product_table(std::make_index_sequence<kRows>{});
 
-// The weights of a product: rows x depth values, packed in blocks of kRows
-// rows, reduction row by reduction row, the rows past the last block's end
-// zero.
+// The weights of a product: rows x depth values, packed in blocks of kRows rows, reduction row by
+// reduction row, the rows past the last block's end zero.
 struct PackedWeights {
   std::int64_t rows = 0, depth = 0;
   std::unique_ptr<float[]> data;
@@ -81,8 +79,7 @@ struct PackedWeights {
   const float* block(std::int64_t b) const { return data.get() + b * depth * kRows; }
 };
 
-// dst[k] = v[k] + bias for k < n <= kLanes (without a bias nothing is added, so
-// that a -0 stays -0).
+// dst[k] = v[k] + bias for k < n <= kLanes. Without a bias nothing is added: a -0 stays -0.
 inline void store_lanes(float* dst, VF v, std::int64_t n, const float* bias) {
   if (bias) v = v + broadcast(*bias);
   if (n == simd::kLanes) return simd::store(dst, v);

@@ -1,18 +1,17 @@
-// Stride-1 3x3 convolutions by Winograd's F(2x2, 3x3)
-// (devices/cpu/conv_gemm.h): a 4x4 patch d of the input and a 3x3 kernel g give
-// a 2x2 tile of outputs A^T [(G g G^T) . (B^T d B)] A, where
-//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],  G = [1 0 0; .5 .5 .5; .5
-//   -.5 .5; 0 0 1], A^T = [1 1 1 0; 0 1 -1 -1],
-// so that each of the 16 elements of the transformed tile is one product summed
-// over the input channels: 16 multiplies per tile and pair of channels where
-// the direct sum takes 36. The transforms only add, subtract and halve, so the
-// values stay as close to the direct sums as another order of summation would.
+// Stride-1 3x3 convolutions by Winograd's F(2x2, 3x3) (devices/cpu/conv_gemm.h): a 4x4 patch d of
+// the input and a 3x3 kernel g give a 2x2 tile of outputs A^T [(G g G^T) . (B^T d B)] A, where
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
+//   G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+//   A^T = [1 1 1 0; 0 1 -1 -1],
+// so that each of the 16 elements of the transformed tile is one product summed over the input
+// channels: 16 multiplies per tile and pair of channels where the direct sum takes 36. The
+// transforms only add, subtract and halve, so the values stay as close to the direct sums as
+// another order of summation would.
 //
-// A task takes a block of tile rows of one image, group and depth slice: the
-// window planes (stride-2 phases of the padded input) give each tile's 4x4
-// patch at 16 offsets; the patches' transforms U[xi][c][tile] feed 16 products
-// M[xi] = V[xi] U[xi] with the transformed weights V[xi][o][c], tiled as conv's
-// are (devices/cpu/conv_tile.h), and M's transforms are the outputs.
+// A task takes a block of tile rows of one image, group and depth slice: the window planes
+// (stride-2 phases of the padded input) give each tile's 4x4 patch at 16 offsets; the patches'
+// transforms U[xi][c][tile] feed 16 products M[xi] = V[xi] U[xi] with the transformed weights
+// V[xi][o][c], tiled as conv's are (devices/cpu/conv_tile.h), and M's transforms are the outputs.
 #include <algorithm>
 #include <cstdint>
 
@@ -26,8 +25,7 @@ namespace {
 
 constexpr int kXi = 16;  // elements of a transformed tile
 
-// V[xi] = G g G^T for each (output, input) channel pair, packed for one product
-// per xi.
+// V[xi] = G g G^T for each (output, input) channel pair, packed for one product per xi.
 std::vector<PackedWeights> transform_weights(const Winograd3x3& p) {
   const std::int64_t pairs = p.out_channels * p.in_channels;
   std::vector<float> v(static_cast<std::size_t>(p.groups * pairs * kXi));
@@ -57,8 +55,7 @@ std::vector<PackedWeights> transform_weights(const Winograd3x3& p) {
   return packed;
 }
 
-// Lanes a0 b0 a1 b1 ... of two vectors: the even and odd output columns of
-// consecutive tiles.
+// Lanes a0 b0 a1 b1 ... of two vectors: the even and odd output columns of consecutive tiles.
 void interleave(VF a, VF b, VF& lo, VF& hi) {
 #if defined(__AVX512F__)
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -73,9 +70,8 @@ void interleave(VF a, VF b, VF& lo, VF& hi) {
 #endif
 }
 
-// A task's buffers, 64-byte aligned, each xi's block a line past a multiple of
-// 4 KiB so that the 16 streams of a transform do not fall on the same cache
-// sets.
+// A task's buffers, 64-byte aligned. Each xi's block is padded by a cache line: the blocks are
+// often a multiple of 4 KiB long, and the 16 streams of a transform would share cache sets.
 struct Transformed {
   std::int64_t positions = 0, u_stride = 0, m_stride = 0;
   float* u = nullptr;  // U[xi][c][position]: xi * u_stride + c * positions + q
@@ -87,7 +83,8 @@ Transformed transformed_buffers(std::int64_t positions, std::int64_t in_channels
   t.positions = positions;
   t.u_stride = in_channels * positions + simd::kLanes;
   t.m_stride = out_rows * positions + simd::kLanes;
-  storage.resize(static_cast<std::size_t>(kXi * (t.u_stride + t.m_stride) + 16));
+  const auto needed = static_cast<std::size_t>(kXi * (t.u_stride + t.m_stride) + 16);
+  if (storage.size() < needed) storage.resize(needed);  // grown only: a resize up zeroes
   const auto at = reinterpret_cast<std::uintptr_t>(storage.data());
   t.u = storage.data() + ((64 - at % 64) % 64) / sizeof(float);
   t.m = t.u + kXi * t.u_stride;
@@ -122,14 +119,11 @@ void transform_input(const WindowPlanes& planes, std::int64_t in_channels, const
 }
 
 // M[xi] = V[xi] U[xi]: for each xi the rows of U stay in L1 while every block of outputs runs
-// through them. `between(xi)` runs before each xi's products.
-template <class Between>
-void multiply(const PackedWeights* v, std::int64_t in_channels, const Transformed& t, std::vector<std::int64_t>& rows,
-              Between between) {
+// through them.
+void multiply(const PackedWeights* v, std::int64_t in_channels, const Transformed& t, std::vector<std::int64_t>& rows) {
   rows.resize(static_cast<std::size_t>(in_channels));
   for (std::int64_t c = 0; c < in_channels; ++c) rows[static_cast<std::size_t>(c)] = c * t.positions;
   for (int xi = 0; xi < kXi; ++xi) {
-    between(xi);
     const PackedWeights& a = v[xi];
     for (std::int64_t b = 0; b < a.blocks(); ++b) {
       for (std::int64_t q = 0; q < t.positions; q += kTile) {
@@ -142,9 +136,8 @@ void multiply(const PackedWeights* v, std::int64_t in_channels, const Transforme
   }
 }
 
-// The outputs of tile rows [range.u0, range.u1), tile columns [range.w0,
-// range.w1): row 2 u + a, columns 2 w and 2 w + 1 of each output channel, from
-// A^T M A.
+// The outputs of tile rows [range.u0, range.u1), tile columns [range.w0, range.w1): row 2 u + a,
+// columns 2 w and 2 w + 1 of each output channel, from A^T M A.
 void transform_output(const Winograd3x3& p, const Transformed& t, const OutputRange& range, std::int64_t width,
                       float* out, const float* bias) {
   const std::int64_t out_h = p.out_h(), out_w = p.out_w(), plane = p.slices * out_h * out_w;
@@ -205,28 +198,18 @@ void winograd_conv3x3(const Winograd3x3& p) {
     src.channel_stride = in_plane;
     src.slice_size = p.in_h * p.in_w;
     src.slices = {0};
-    PlaneSource next = src;
-    const auto locate = [&](std::int64_t t, PlaneSource& s) {
-      const std::int64_t slice = t / blocks.count() % p.slices, grp = t / blocks.count() / p.slices % p.groups;
-      const std::int64_t n = t / blocks.count() / p.slices / p.groups;
-      s.data = p.src + (n * p.groups + grp) * p.in_channels * in_plane;
-      s.slices[0] = slice;
-      return blocks.range(t % blocks.count(), tile_rows, tile_columns);
-    };
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t slice = t / blocks.count() % p.slices;
       const std::int64_t grp = t / blocks.count() / p.slices % p.groups, n = t / blocks.count() / p.slices / p.groups;
-      const OutputRange r = locate(t, src);
-      const OutputRange after = t + 1 < end ? locate(t + 1, next) : OutputRange{};
+      const OutputRange r = blocks.range(t % blocks.count(), tile_rows, tile_columns);
+      src.data = p.src + (n * p.groups + grp) * p.in_channels * in_plane;
+      src.slices[0] = slice;
       const std::int64_t width = r.columns() + w.halo();
       const std::int64_t positions = (r.rows() * width + simd::kLanes - 1) / simd::kLanes * simd::kLanes;
       build_planes(src, h, w, r, positions - r.rows() * width + width, plane_storage, planes);
       const Transformed tr = transformed_buffers(positions, p.in_channels, out_rows, transformed_storage);
       transform_input(planes, p.in_channels, tr);
-      multiply(v.data() + grp * kXi, p.in_channels, tr, rows, [&](int xi) {
-        if (after.rows() > 0)
-          prefetch_source(next, h, after, p.in_w, xi * p.in_channels / kXi, (xi + 1) * p.in_channels / kXi);
-      });
+      multiply(v.data() + grp * kXi, p.in_channels, tr, rows);
       float* out = p.dst + (n * p.groups + grp) * p.out_channels * out_plane + slice * p.out_h() * p.out_w();
       transform_output(p, tr, r, width, out, p.bias ? p.bias + grp * p.out_channels : nullptr);
     }
