@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "support/conv_calls.h"
+#include "support/expect_error.h"
 #include "support/fusion_scope.h"
 
 namespace kiln {
 namespace {
+
+using test::expect_error;
 
 using test::matches;
 using test::Tolerance;
@@ -70,16 +73,6 @@ TEST_P(Conv, ResultIsIndependentOfFusion) {
   };
   const std::vector<double> fused = run(true);
   EXPECT_TRUE(test::same_bits(fused, run(false)));
-}
-
-void expect_error(const std::function<void()>& call, const std::string& op, const std::vector<std::string>& fragments) {
-  try {
-    call();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-  }
 }
 
 TEST_P(Conv, CallSiteErrors) {

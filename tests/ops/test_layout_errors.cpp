@@ -8,22 +8,13 @@
 #include <string>
 
 #include "engine/kiln.h"
+#include "support/expect_error.h"
 #include "support/reference.h"
 
 namespace kiln {
 namespace {
 
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, std::initializer_list<std::string> fragments) {
-  try {
-    (void)fn();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const std::string& f : fragments)
-      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << "missing '" << f << "' in: " << e.what();
-  }
-}
+using test::expect_error;
 
 class LayoutErrors : public ::testing::TestWithParam<Device> {
  protected:

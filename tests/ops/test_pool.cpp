@@ -5,9 +5,12 @@
 #include <functional>
 
 #include "support/conv_calls.h"
+#include "support/expect_error.h"
 
 namespace kiln {
 namespace {
+
+using test::expect_error;
 
 using test::matches;
 
@@ -48,16 +51,6 @@ TEST_P(Pool, ValuesOnlyCallsAgree) {
   EXPECT_TRUE(matches(adaptive_max_pool2d(x3, c3->attrs.at("output_size").get<Window>()), c3->outputs[0]));
   auto [x4, c4] = input("adaptive_max_pool1d_general");
   EXPECT_TRUE(matches(adaptive_max_pool1d(x4, c4->attrs.at("output_size").get<Window>()), c4->outputs[0]));
-}
-
-void expect_error(const std::function<void()>& call, const std::string& op, const std::vector<std::string>& fragments) {
-  try {
-    call();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-  }
 }
 
 TEST_P(Pool, CallSiteErrors) {

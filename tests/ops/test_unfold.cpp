@@ -11,10 +11,13 @@
 #include <string>
 
 #include "engine/kiln.h"
+#include "support/expect_error.h"
 #include "support/reference.h"
 
 namespace kiln {
 namespace {
+
+using test::expect_error;
 
 using test::Json;
 using test::RefCase;
@@ -42,18 +45,6 @@ bool supports(Device device, DType t) {
     return true;
   } catch (const Error&) {
     return false;
-  }
-}
-
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, std::initializer_list<std::string> fragments) {
-  try {
-    (void)fn();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const std::string& f : fragments)
-      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << "missing '" << f << "' in: " << e.what();
   }
 }
 
