@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "nn/module_cases.h"
+#include "support/fusion_scope.h"
 
 namespace kiln::test {
 namespace {
@@ -166,6 +167,27 @@ TEST(ModuleMechanics, OpErrorsInsideALayerNameItsPath) {
     EXPECT_NE(mixed.find("0 (Conv2d)"), std::string::npos) << mixed;
     EXPECT_NE(mixed.find(d.str()), std::string::npos) << mixed;
   }
+}
+
+// A forward that records nothing transposes a Linear's weight once per weight value, not once
+// per call, and gives the recorded forward's values; a new weight is transposed anew.
+TEST(ModuleMechanics, InferenceReusesTheTransposedWeight) {
+  const FusionScope fusion(true);
+  nn::Linear lin(6, 4);
+  const Tensor x = randn(Shape{2, 6});
+  const std::vector<float> recorded = values(lin(x));
+  NoGradGuard no_grad;
+  const auto kernels_of_a_forward = [&] {
+    sync(Device::cpu()).get();
+    const std::uint64_t before = counters(Device::cpu()).kernels_launched;
+    const std::vector<float> v = values(lin(x));
+    EXPECT_EQ(v, recorded);
+    return counters(Device::cpu()).kernels_launched - before;
+  };
+  const std::uint64_t first = kernels_of_a_forward();
+  EXPECT_EQ(kernels_of_a_forward(), first - 1);  // the transpose is not run again
+  lin = lin.map_parameters([](const std::string&, const Tensor& t) { return mul(t, 1.0); });
+  EXPECT_EQ(kernels_of_a_forward(), first);
 }
 
 // One module, four threads: inference agrees with a single thread's, and each thread's
