@@ -80,17 +80,6 @@ void check_nn_case(const RefCase& c, Device device, const NnCall& call, NnTolera
   }
 }
 
-void expect_error(const std::function<void()>& fn, const std::string& op, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-  }
-}
-
 void check_nn_op(const std::string& file, const std::string& op, Device device, const NnCall& call, NnTolerance tol) {
   const std::vector<RefCase> cases = cases_for(file, op);
   ASSERT_FALSE(cases.empty()) << "no cases of " << op << " in " << file;

@@ -3,6 +3,7 @@
 // (backward from the first output with the case's seed) and, on the CPU where the case allows
 // it, central finite differences of the same function.
 #pragma once
+#include "support/expect_error.h"
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -34,7 +35,6 @@ void check_nn_op(const std::string& file, const std::string& op, Device device, 
                  NnTolerance tol = {});
 
 // Expects fn() to throw kiln::Error whose op is `op` and whose message contains each of `parts`.
-void expect_error(const std::function<void()>& fn, const std::string& op, const std::vector<std::string>& parts);
 
 // The reduction named by attrs["reduction"] ("none", "mean", "sum", "batchmean").
 template <class R>

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "ops/elementwise_rules.h"
+#include "support/expect_error.h"
 #include "support/reference.h"
 
 namespace kiln {
@@ -259,16 +260,7 @@ TEST(ElementwiseRules, ComputeDtypes) {
 // ---- call-site errors -----------------------------------------------------------------------
 
 // Runs `fn`, which must throw kiln::Error for `op` with every string of `needles` in its message.
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, std::vector<std::string> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST_P(ElementwiseBehaviour, CallSiteErrors) {
   Tensor f23 = zeros(Shape{2, 3}, {DType::f32, dev()});

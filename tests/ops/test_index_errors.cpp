@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "support/expect_error.h"
 #include "support/reference.h"
 
 namespace kiln {
@@ -16,16 +17,7 @@ class IndexErrors : public ::testing::TestWithParam<Device> {
   Tensor boolean(const Shape& s) const { return zeros(s, {DType::bool_, GetParam()}); }
 };
 
-template <class Fn>
-void expect_error(Fn&& call, const std::string& op, const std::vector<std::string>& fragments) {
-  try {
-    (void)call();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST_P(IndexErrors, Gather) {
   expect_error([&] { return gather(f32({3, 4}), 1, f32({3, 2})); }, "gather", {"i64 index", "f32[3, 2]"});

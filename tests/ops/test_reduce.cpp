@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "engine/kiln.h"
+#include "support/expect_error.h"
 #include "support/reduce_cases.h"
 
 namespace kiln {
@@ -88,17 +89,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, ReduceReference, ::testing::ValuesIn(test::tes
 
 class ReduceErrors : public ::testing::TestWithParam<Device> {};
 
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& fragments) {
-  try {
-    (void)fn();
-    ADD_FAILURE() << "expected kiln::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const std::string& f : fragments)
-      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << "missing '" << f << "' in: " << e.what();
-  }
-}
+using test::expect_error;
 
 TEST_P(ReduceErrors, DimOutOfRange) {
   Tensor x = zeros(Shape{2, 3}, {DType::f32, GetParam()});
