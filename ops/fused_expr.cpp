@@ -130,6 +130,13 @@ bool anchors_epilogue(const OpIr& op) {
     const DType t = op.inputs[0].dtype;
     return (t == DType::f32 || is_half(t)) && op.inputs[1].dtype == t && op.outputs[0].dtype == t;
   }
+  if (op.kind == OpKind::conv) {
+    // The CPU's convolution (the only device with a conv kernel) of f32 tensors: the bias is
+    // inside it; an activation after it is its epilogue.
+    for (const TensorIr& t : op.inputs)
+      if (t.dtype != DType::f32) return false;
+    return op.outputs.size() == 1 && op.outputs[0].dtype == DType::f32;
+  }
   return anchors_prologue(op);
 }
 

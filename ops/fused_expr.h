@@ -70,8 +70,8 @@ struct FusedAnchor {
 
 // Ops that may anchor a group, given the dtypes of the message: with a prologue (reductions of
 // f32, f16 or bf16 that give their input's dtype: sum, mean, prod, max, min, var, std,
-// logsumexp; and softmax, log_softmax along a dim) and with an epilogue (those, and matmul of
-// two f32 operands or of two of the same 16-bit float).
+// logsumexp; and softmax, log_softmax along a dim) and with an epilogue (those, matmul of
+// two f32 operands or of two of the same 16-bit float, and the CPU's f32 conv).
 bool anchors_prologue(const OpIr& op);
 bool anchors_epilogue(const OpIr& op);
 

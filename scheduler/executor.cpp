@@ -114,7 +114,9 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
       // prologue's) whose entity ends with this group and whose buffer no view shares.
       for (std::size_t i = 0; o < layout.result && i < layout.operands && !s.out_buffers[o]; ++i) {
         const TensorIr& t = in_meta[i];
-        if (s.lent[i] || t.dtype != meta.dtype || t.shape != meta.shape || meta.bytes() == 0) continue;
+        // (Element counts, not shapes: every buffer is contiguous, and an epilogue past a reshape
+        // writes values of another shape than it reads.)
+        if (s.lent[i] || t.dtype != meta.dtype || t.numel() != meta.numel() || meta.bytes() == 0) continue;
         if (std::find(group.consumed.begin(), group.consumed.end(), t.id) == group.consumed.end()) continue;
         if (s.in_slots[i]->buffer.use_count() != 1) continue;
         s.out_buffers[o] = s.in_slots[i]->buffer;

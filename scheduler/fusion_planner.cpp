@@ -68,6 +68,23 @@ class ExprBuilder {
     FusedOperand operands[3];
     for (std::size_t i = 0; i < op.inputs.size(); ++i) operands[i] = operand_for(op.inputs[i]);
     expr.nodes.push_back(fused_node_of(op, std::span<const FusedOperand>(operands, op.inputs.size())));
+    expr.nodes.back().shape = expr.shape;  // an op past a reshape node iterates the group's shape
+    entity_of_node_.push_back(op.outputs[0]);
+    killed_.push_back(false);
+  }
+
+  // A reshape of one of the expression's values: an identity node whose value is written, when
+  // it lives, with the reshape's shape. Every value of a group lies contiguous in the order of
+  // its element index, so a reshape changes no element's place, only how later ops name it.
+  void add_reshape(const OpIr& op) {
+    FusedNode node;
+    node.kind = OpKind::cast;  // to its own dtype: the identity every device's fused code knows
+    node.out = node.compute = op.outputs[0].dtype;
+    node.attrs.dtype = op.outputs[0].dtype;
+    node.shape = expr.shape;
+    node.arity = 1;
+    node.operands[0] = operand_for(op.inputs[0]);
+    expr.nodes.push_back(std::move(node));
     entity_of_node_.push_back(op.outputs[0]);
     killed_.push_back(false);
   }
@@ -159,6 +176,9 @@ class ExprBuilder {
     const auto index = static_cast<std::uint32_t>(expr.inputs.size());
     expr.inputs.push_back(t);
     expr.inputs.back().status = TensorStatus::ReadOnly;
+    // An input that broadcasts nothing is read at the element's own index, whatever its shape
+    // (it may name the elements as a reshape past the anchor does): give it the group's shape.
+    if (t.numel() == expr.shape.numel()) expr.inputs.back().shape = expr.shape;
     return {FusedOperand::Kind::input, index};
   }
 
@@ -196,7 +216,7 @@ class OpenGroup {
 
   // Whether the elementwise op, which uses this group's entities, can join it.
   bool accepts(const OpIr& op) const {
-    if (op.outputs[0].shape != shape()) return false;
+    if (op.outputs[0].shape != shape() && !past_reshape(op)) return false;
     const ExprBuilder& part = anchored_ ? tail_ : body_;
     if (part.node_count() + body_.node_count() * anchored_ >= FusionPlanner::kMaxNodes) return false;
     if (part.input_count() + part.new_inputs(op) > FusionPlanner::kMaxInputs) return false;
@@ -210,6 +230,22 @@ class OpenGroup {
 
   void add(const OpIr& op, std::uint32_t batch_index) {
     (anchored_ ? tail_ : body_).add(op);
+    end_handed_over(op);
+    members_.push_back(batch_index);
+  }
+
+  // Whether `op`, a reshape, can join the anchor's epilogue: it reshapes the anchor's value or
+  // one the epilogue makes. (A convolution on a device without a conv kernel is a matmul whose
+  // product is reshaped to [N, K, *spatial]; the activation after it then still joins.) Not in
+  // a prologue: a reduction's geometry is its operand's shape.
+  bool accepts_reshape(const OpIr& op) const {
+    if (!anchored_) return false;
+    const EntityId id = op.inputs[0].id;
+    if (id != anchor_.outputs[0].id && !tail_.produces(id)) return false;
+    return tail_.node_count() + body_.node_count() + 1 < FusionPlanner::kMaxNodes;
+  }
+  void add_reshape(const OpIr& op, std::uint32_t batch_index) {
+    tail_.add_reshape(op);
     end_handed_over(op);
     members_.push_back(batch_index);
   }
@@ -319,6 +355,17 @@ class OpenGroup {
     }
     if (anchored_ && tail_.kill(id)) return;
     if (reads(id) && std::find(consumed_.begin(), consumed_.end(), id) == consumed_.end()) consumed_.push_back(id);
+  }
+
+  // An elementwise op of another shape than the epilogue's, with the same element count and
+  // operands that broadcast nothing: it works on values reshaped past the anchor, element by
+  // element at the same index.
+  bool past_reshape(const OpIr& op) const {
+    const std::int64_t n = shape().numel();
+    if (!anchored_ || op.outputs[0].numel() != n) return false;
+    for (const TensorIr& t : op.inputs)
+      if (t.numel() != n) return false;
+    return true;
   }
 
   ExprBuilder body_;
@@ -472,6 +519,15 @@ void FusionPlanner::plan(std::span<const OpIr> batch, bool fusion_enabled, Plan&
       make_room(op.outputs[0].shape);
       open.back().anchor(op, i);
       continue;
+    }
+    if (op.kind == OpKind::reshape) {
+      for (std::size_t g = 0; g < open.size(); ++g)
+        if (connected(op, open[g])) hit.push_back(g);
+      if (hit.size() == 1 && open[hit[0]].accepts_reshape(op)) {
+        open[hit[0]].add_reshape(op, i);
+        continue;
+      }
+      hit.clear();
     }
     // Reads and syncs flush; other ops close the groups whose values they use or whose inputs
     // they consume in place.

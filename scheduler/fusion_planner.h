@@ -6,7 +6,9 @@
 //   - a group is a DAG of elementwise ops (unary, binary, where, clamp, cast) of one output shape;
 //   - a group may take one reduction or matmul (its anchor): the elementwise ops before it become
 //     the reduction's prologue when nothing but the reduction needs their values, and the
-//     elementwise ops on the anchor's result (of its shape) become its epilogue;
+//     elementwise ops on the anchor's result (of its shape) become its epilogue; a reshape of
+//     an epilogue value joins as an identity node, and elementwise ops on it that broadcast
+//     nothing join too (a conv on a device without a conv kernel is a reshaped matmul);
 //   - an entity made inside a group is written to memory only if it is still alive when the
 //     group closes: a drop, or a member consuming it (ReadWrite), kills it first;
 //   - an op that touches none of the group's entities may run before the group, so unrelated
