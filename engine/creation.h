@@ -31,6 +31,12 @@ class Generator {
  public:
   explicit Generator(std::uint64_t seed = 0x6b696c6eULL) : seed_(seed) {}
   std::uint64_t seed() const { return seed_; }
+  // Draws taken so far: with the seed, the generator's whole state (checkpoints save both).
+  std::uint64_t draws() const { return draws_; }
+  void restore(std::uint64_t seed, std::uint64_t draws) {
+    seed_ = seed;
+    draws_ = draws;
+  }
   std::uint64_t next_draw() { return (seed_ * 0x9E3779B97F4A7C15ULL) ^ (++draws_ * 0xD1B54A32D192ED03ULL); }
 
  private:
