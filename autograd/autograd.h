@@ -59,6 +59,9 @@ class Gradients {
   // parameter, when one is missing; nothing is moved then).
   Gradients take(const std::vector<Tensor>& params);
 
+  // Replaces the gradient of `param` (gradient clipping, scaling): a float tensor of its shape.
+  void set(const Tensor& param, Tensor grad);
+
   // Adds `grad` to the gradient of entity `id` (used by backward; also handy for tests).
   void accumulate(EntityId id, Tensor grad);
 

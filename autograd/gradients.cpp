@@ -26,6 +26,14 @@ const Tensor& Gradients::get(const Tensor& param) const {
   return it->second;
 }
 
+void Gradients::set(const Tensor& param, Tensor grad) {
+  KILN_CHECK(param.defined() && grad.defined(), "Gradients::set", "the parameter and the gradient must be defined");
+  KILN_CHECK(grad.shape() == param.shape() && is_floating(grad.dtype()), "Gradients::set",
+             "the gradient of " + describe_param(param) + " must be a float tensor of its shape, got " +
+                 grad.shape().str() + " " + dtype_name(grad.dtype()));
+  grads_[param.id()] = std::move(grad);
+}
+
 void Gradients::accumulate(EntityId id, Tensor grad) {
   auto [it, inserted] = grads_.try_emplace(id, std::move(grad));
   if (!inserted) it->second = add(std::move(it->second), std::move(grad));

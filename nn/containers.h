@@ -24,6 +24,17 @@ class Sequential : public Module {
   Sequential(const Sequential& other) : Module(other) {
     for (const Entry& e : other.entries_) entries_.push_back({e.module->copy_module(), e.call});
   }
+  // Moves hand the layers over (an optimizer step on `std::move(model)` may then update the
+  // parameters in their own buffers); copies share the tensors.
+  Sequential(Sequential&& other) noexcept : Module(other), entries_(std::move(other.entries_)) {}
+  Sequential& operator=(Sequential&& other) noexcept {
+    if (this != &other) {
+      Module::operator=(other);
+      entries_ = std::move(other.entries_);
+      name_children();
+    }
+    return *this;
+  }
   Sequential& operator=(const Sequential& other) {
     if (this != &other) {
       Module::operator=(other);
@@ -89,6 +100,13 @@ template <class M> class ModuleList : public Module {
     name_children();
     return *this;
   }
+  ModuleList(ModuleList&& other) noexcept : Module(other), items_(std::move(other.items_)) {}
+  ModuleList& operator=(ModuleList&& other) noexcept {
+    Module::operator=(other);
+    items_ = std::move(other.items_);
+    name_children();
+    return *this;
+  }
 
   void push_back(M module) {
     items_.push_back(std::move(module));
@@ -119,6 +137,13 @@ template <class M> class ModuleDict : public Module {
   ModuleDict& operator=(const ModuleDict& other) {
     Module::operator=(other);
     items_ = other.items_;
+    name_children();
+    return *this;
+  }
+  ModuleDict(ModuleDict&& other) noexcept : Module(other), items_(std::move(other.items_)) {}
+  ModuleDict& operator=(ModuleDict&& other) noexcept {
+    Module::operator=(other);
+    items_ = std::move(other.items_);
     name_children();
     return *this;
   }

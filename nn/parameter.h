@@ -28,6 +28,9 @@ class Parameter {
   // A new value (an optimizer's update, a loaded weight); keeps trainable().
   void set(const Tensor& value) { assign(value, trainable_); }
   void set_trainable(bool on) { assign(value_, on); }
+  // Moves the value out; the parameter is undefined until the next set(). An optimizer hands
+  // the only handle to the update's ops this way, so the new value may take the old buffer.
+  Tensor take() { return std::move(value_); }
 
  private:
   void assign(const Tensor& value, bool trainable) {

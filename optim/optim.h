@@ -1,0 +1,8 @@
+// optim/: optimizers, gradient clipping and learning-rate schedulers, written against the
+// public API of engine/, autograd/ and nn/. An optimizer step is a value: it takes a module and
+// its gradients and returns the updated module; each parameter's update fuses into one kernel.
+#pragma once
+#include "optim/clip.h"
+#include "optim/optimizer.h"
+#include "optim/optimizers.h"
+#include "optim/state.h"
