@@ -82,5 +82,6 @@ void register_reduce(Device device);
 void register_matmul(Device device);
 void register_autograd(Device device);
 void register_nn(Device device);  // conv2d, conv2d_backward, resnet_block
+void register_train(Device device);  // mlp_train_step, transformer_train_step
 
 }  // namespace kiln::bench

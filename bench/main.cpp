@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   kiln::bench::register_matmul(*device);
   kiln::bench::register_autograd(*device);
   kiln::bench::register_nn(*device);
+  kiln::bench::register_train(*device);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -161,6 +161,38 @@ def resnet_block(dev):
     return lambda: torch.autograd.grad(block(x), params, seed)
 
 
+def train_step(model, opt, loss_fn):
+    """One training step as a PyTorch loop writes it: zero_grad, forward, backward, step."""
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def mlp_train_step(dev):
+    """MLP 784-512-512-10, ReLU, cross entropy, Adam(lr 1e-3), batch 128."""
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(dev)
+    x = torch.randn(128, 784, device=dev)
+    target = torch.randint(0, 10, (128,), device=dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return train_step(model, opt, lambda m: torch.nn.functional.cross_entropy(m(x), target))
+
+
+def transformer_train_step(dev):
+    """One encoder layer (d_model 256, 4 heads, ff 1024, dropout 0.1, post-norm, batch-first) on
+    [8, 128, 256], MSE against a fixed target, AdamW(lr 1e-4)."""
+    layer = torch.nn.TransformerEncoderLayer(256, 4, dim_feedforward=1024, dropout=0.1, batch_first=True).to(dev)
+    layer.train()
+    x = torch.randn(8, 128, 256, device=dev)
+    target = torch.randn(8, 128, 256, device=dev)
+    opt = torch.optim.AdamW(layer.parameters(), lr=1e-4)
+    return train_step(layer, opt, lambda m: torch.nn.functional.mse_loss(m(x), target))
+
+
 def grad_threads_pair(dev, streams=False):
     """grad_threads: per-module gradients of the MLP 784-512-512-10, batch 128 split in two, on one
     Python thread (the halves in turn) and on two (one half each; PyTorch releases the GIL in
@@ -237,6 +269,8 @@ WORKLOADS = {
     "conv2d_f16": ("GFLOP/s", CONV_FLOPS, Policy(0.5, 3), lambda dev: conv2d(dev, torch.float16)),
     "conv2d_backward": ("GFLOP/s", 2 * CONV_FLOPS, Policy(0.5, 3), conv2d_backward),
     "resnet_block": ("ms/step", 1, Policy(0.5, 3), resnet_block),
+    "mlp_train_step": ("ms/step", 1, Policy(0.5, 3), mlp_train_step),
+    "transformer_train_step": ("ms/step", 1, Policy(0.5, 3), transformer_train_step),
     "matmul_batched_f16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,
                            matmul(2000, torch.float16, batches=16, k=1000)),
     "matmul_batched_bf16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,
