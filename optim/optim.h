@@ -3,6 +3,7 @@
 // its gradients and returns the updated module; each parameter's update fuses into one kernel.
 #pragma once
 #include "optim/clip.h"
+#include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "optim/optimizers.h"
 #include "optim/state.h"
