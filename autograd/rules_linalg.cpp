@@ -1,7 +1,8 @@
 // Backward rule of matmul, with torch.matmul's rules. A 1-D operand is promoted to a matrix
 // (a leading 1 for the left, a trailing 1 for the right), so the gradient of the output is first
 // given back the dims the forward removed; then dA = dC·Bᵀ and dB = Aᵀ·dC, each summed over the
-// batch dims its operand was broadcast along and reshaped to the operand's own shape.
+// batch dims its operand was broadcast along and reshaped to the operand's own shape. An
+// operand that entered transposed (MatmulOptions) gets its gradient from transposed reads too.
 #include "autograd/rules.h"
 
 namespace kiln::autograd {
@@ -38,6 +39,18 @@ std::vector<Tensor> matmul_backward(const ForwardRecord& fwd, const std::vector<
 
   Tensor a = reshape(fwd.inputs[0], a2.to_vector());
   Tensor b = reshape(fwd.inputs[1], b2.to_vector());
+  const auto& flags = fwd.attrs.ints;
+  if (flags.size() == 2 && (flags[0] != 0 || flags[1] != 0)) {
+    // C = op(A) op(B) with operands read transposed (2-D or more: no promotion). The gradients
+    // of the stored operands come out of products that read their operands transposed in turn,
+    // so no transpose is ever materialized on a device that reads them in place:
+    //   A as stored: dC op(B)ᵀ, or op(B) dCᵀ when A entered transposed;
+    //   B as stored: op(A)ᵀ dC, or dCᵀ op(A) when B entered transposed.
+    const bool ta = flags[0] != 0, tb = flags[1] != 0;
+    Tensor ga = ta ? matmul(b, g, {.transpose_a = tb, .transpose_b = true}) : matmul(g, b, {.transpose_b = !tb});
+    Tensor gb = tb ? matmul(g, a, {.transpose_a = true, .transpose_b = ta}) : matmul(a, g, {.transpose_a = !ta});
+    return {sum_to(std::move(ga), a_shape), sum_to(std::move(gb), b_shape)};
+  }
   Tensor ga = sum_to(matmul(g, matrix_transpose(std::move(b))), a2);
   Tensor gb = sum_to(matmul(matrix_transpose(std::move(a)), std::move(g)), b2);
   return {reshape(std::move(ga), a_shape.to_vector()), reshape(std::move(gb), b_shape.to_vector())};

@@ -48,7 +48,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     KILN_CHECK(is_mask_dtype(o.attn_mask), op,
                std::string("attn_mask must be bool or floating, got ") + dtype_name(o.attn_mask.dtype()));
   const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(-1))));
-  Tensor scores = mul(matmul(query, transpose(key, -2, -1)), scale);
+  Tensor scores = mul(matmul(query, key, {.transpose_b = true}), scale);
   if (o.is_causal) scores = where(causal_ignore(l, s, query.device()), kMinusInf, std::move(scores));
   if (o.attn_mask.defined()) {
     // torch 2's convention: a bool mask says which keys take part.

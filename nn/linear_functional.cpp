@@ -19,7 +19,7 @@ Tensor linear(Tensor x, Tensor weight, Tensor bias) {
     KILN_CHECK(bias.rank() == 1 && bias.size(0) == weight.size(0), "linear",
                "bias must be [" + std::to_string(weight.size(0)) + "] (weight " + weight.shape().str() + "), got " +
                    bias.shape().str());
-  Tensor y = matmul(std::move(x), transpose(std::move(weight), 0, 1));
+  Tensor y = matmul(std::move(x), std::move(weight), {.transpose_b = true});  // x Wᵀ, read in place where it can be
   // The bias add becomes the matmul's epilogue (one kernel).
   return bias.defined() ? add(std::move(y), std::move(bias)) : y;
 }

@@ -1,18 +1,32 @@
 // Shape rule of matmul, with torch.matmul's rules: a 1-D operand is promoted to a matrix (a
 // leading 1 for the left, a trailing 1 for the right) and the added dim removed from the result;
 // the dims before the last two are batch dims and broadcast. Operands are f32, or both f16 or
-// both bf16 (the result has their dtype, as in torch); the CPU device is f32 only.
+// both bf16 (the result has their dtype, as in torch); the CPU device is f32 only. On the CPU an
+// operand may enter transposed (attrs), read in place by the kernel.
 #include "ops/registry.h"
 
 namespace kiln {
 
 namespace {
 
+// An operand as the product sees it: with its last two dims swapped when it enters transposed.
+TensorIr as_entered(const TensorIr& t, bool transposed) {
+  TensorIr e = t;
+  if (transposed) std::swap(e.shape[e.shape.rank() - 1], e.shape[e.shape.rank() - 2]);
+  return e;
+}
+
 void matmul_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 2);
-  const TensorIr& a = op.inputs[0];
-  const TensorIr& b = op.inputs[1];
-  const std::string both = describe(a) + " and " + describe(b);
+  // attrs.ints: empty, or [transpose_a, transpose_b] (engine/linalg.h, MatmulOptions).
+  const auto& flags = op.attrs.ints;
+  KILN_CHECK(flags.empty() || flags.size() == 2, "matmul", "internal error: attrs must be [transpose_a, transpose_b]");
+  const bool ta = !flags.empty() && flags[0] != 0, tb = !flags.empty() && flags[1] != 0;
+  KILN_CHECK((!ta || op.inputs[0].shape.rank() >= 2) && (!tb || op.inputs[1].shape.rank() >= 2), "matmul",
+             "a transposed operand needs 2 or more dims, got " + describe(op.inputs[0]) + " and " + describe(op.inputs[1]));
+  const TensorIr a = as_entered(op.inputs[0], ta);
+  const TensorIr b = as_entered(op.inputs[1], tb);
+  const std::string both = describe(a) + (ta ? " (transposed)" : "") + " and " + describe(b) + (tb ? " (transposed)" : "");
   const bool floating = a.dtype == DType::f32 || a.dtype == DType::f16 || a.dtype == DType::bf16;
   KILN_CHECK(floating && a.dtype == b.dtype, "matmul",
              "expected f32 operands (or two f16 or two bf16 operands, on devices that have them), got " + both);

@@ -28,6 +28,8 @@ struct MatmulGeometry {
   std::int64_t a_stride[kMaxRank] = {};  // per batch dim, in elements; 0 where a is broadcast
   std::int64_t b_stride[kMaxRank] = {};
   bool b_batched = false;  // B differs between batches
+  // An operand stored transposed ([k, m] for A, [n, k] for B), read so by BLAS: no copy.
+  bool transpose_a = false, transpose_b = false;
 
   std::int64_t a_offset(std::int64_t batch) const { return offset(batch, a_stride); }
   std::int64_t b_offset(std::int64_t batch) const { return offset(batch, b_stride); }
@@ -64,9 +66,11 @@ MatmulGeometry geometry(const OpIr& op) {
   const Shape& b = op.inputs[1].shape;
   const Shape& out = op.outputs[0].shape;
   MatmulGeometry g;
-  g.k = a[a.rank() - 1];
-  g.m = a.rank() >= 2 ? a[a.rank() - 2] : 1;
-  g.n = b.rank() >= 2 ? b[b.rank() - 1] : 1;
+  g.transpose_a = op.attrs.ints.size() == 2 && op.attrs.ints[0] != 0;
+  g.transpose_b = op.attrs.ints.size() == 2 && op.attrs.ints[1] != 0;
+  g.k = g.transpose_a ? a[a.rank() - 2] : a[a.rank() - 1];
+  g.m = g.transpose_a ? a[a.rank() - 1] : a.rank() >= 2 ? a[a.rank() - 2] : 1;
+  g.n = g.transpose_b ? b[b.rank() - 2] : b.rank() >= 2 ? b[b.rank() - 1] : 1;
   g.batch_rank = out.rank() - (a.rank() >= 2) - (b.rank() >= 2);
   for (int d = 0; d < g.batch_rank; ++d) {
     g.batch_size[d] = out[d];
@@ -77,17 +81,22 @@ MatmulGeometry geometry(const OpIr& op) {
   return g;
 }
 
-// C[m, n] = A[m, k] @ B[k, n], all contiguous row-major; m, n, k > 0. Matrix-vector products
-// go to gemv, which is faster for them; `threaded_ok` false keeps to sgemm, whose threshold for
-// using OpenBLAS's threads is known (gemv's is lower).
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, bool threaded_ok) {
+// C[m, n] = op(A) @ op(B), all contiguous row-major (A stored [m, k], or [k, m] when ta; B [k, n],
+// or [n, k] when tb); m, n, k > 0. Matrix-vector products go to gemv, which is faster for them;
+// `threaded_ok` false keeps to sgemm, whose threshold for using OpenBLAS's threads is known
+// (gemv's is lower).
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, bool threaded_ok,
+          bool ta = false, bool tb = false) {
   const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+  const auto trans = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
   if (threaded_ok && n == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, 1.0f, a, K, b, 1, 0.0f, c, 1);
+    // c = op(A) b: A's rows (or columns) against b, whichever way it is stored.
+    cblas_sgemv(CblasRowMajor, trans(ta), ta ? K : M, ta ? M : K, 1.0f, a, ta ? M : K, b, 1, 0.0f, c, 1);
   } else if (threaded_ok && m == 1) {
-    cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b, N, a, 1, 0.0f, c, 1);
+    // c = a op(B) = op(B)ᵀ a.
+    cblas_sgemv(CblasRowMajor, trans(!tb), tb ? N : K, tb ? K : N, 1.0f, b, tb ? K : N, a, 1, 0.0f, c, 1);
   } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+    cblas_sgemm(CblasRowMajor, trans(ta), trans(tb), M, N, K, 1.0f, a, ta ? M : K, b, tb ? K : N, 0.0f, c, N);
   }
 }
 
@@ -105,8 +114,8 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
 
   // One right operand for every batch: then the output batch dims are A's own, so A's batches
   // are consecutive rows of one taller product (also the plain 2-D case).
-  if (!g.b_batched) {
-    gemm(g.m * g.batches, g.n, g.k, a, b, c, true);
+  if (!g.b_batched && !g.transpose_a) {
+    gemm(g.m * g.batches, g.n, g.k, a, b, c, true, false, g.transpose_b);
     return;
   }
 
@@ -115,7 +124,7 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
   const bool big = work > kSingleThreadedGemm;
   auto run_batches = [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i)
-      gemm(g.m, g.n, g.k, a + g.a_offset(i), b + g.b_offset(i), c + i * c_matrix, big);
+      gemm(g.m, g.n, g.k, a + g.a_offset(i), b + g.b_offset(i), c + i * c_matrix, big, g.transpose_a, g.transpose_b);
   };
   if (big) {
     run_batches(0, g.batches);

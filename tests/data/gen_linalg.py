@@ -45,6 +45,31 @@ cases = [
     mm("large", (64, 128), (128, 96)),
 ]
 
+
+# Operands entering transposed (MatmulOptions): inputs as stored, attrs say which is transposed.
+def mm_t(name, a_shape, b_shape, ta, tb):
+    a, b = r(*a_shape), r(*b_shape)
+    out = torch.matmul(a.transpose(-1, -2) if ta else a, b.transpose(-1, -2) if tb else b)
+    return case(name, "matmul_t", [a, b], out, dict(transpose_a=ta, transpose_b=tb))
+
+
+cases += [
+    mm_t("t_b", (3, 4), (5, 4), False, True),
+    mm_t("t_a", (4, 3), (4, 5), True, False),
+    mm_t("t_both", (4, 3), (5, 4), True, True),
+    mm_t("t_vec_b", (4,), (5, 4), False, True),
+    mm_t("t_row_b", (1, 4), (5, 4), False, True),
+    mm_t("t_a_col", (4, 3), (4, 1), True, False),
+    mm_t("t_batched_b", (2, 3, 4), (2, 5, 4), False, True),
+    mm_t("t_batched_shared_b", (6, 3, 4), (5, 4), False, True),
+    mm_t("t_batched_a_shared_b", (2, 4, 3), (4, 5), True, False),
+    mm_t("t_broadcast_both", (3, 1, 4, 2), (1, 5, 2, 4), True, True),
+    mm_t("t_many_small", (64, 4, 3), (64, 5, 4), True, True),
+    mm_t("t_large", (128, 64), (96, 128), True, True),
+    mm_t("t_large_b", (64, 128), (96, 128), False, True),
+    mm_t("t_empty_k", (0, 3), (5, 0), True, True),
+]
+
 # An input produced by another matmul.
 a, b, c = r(3, 4), r(4, 5), r(5, 2)
 cases.append(case("chained", "matmul_chain", [a, b, c], torch.matmul(torch.matmul(a, b), c)))

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "support/expect_error.h"
 #include "support/reference.h"
 
 namespace kiln {
@@ -25,6 +26,27 @@ TEST_P(Linalg, MatmulMatchesTorch) {
     Tensor out = matmul(test::make_tensor(c.inputs[0], GetParam()), test::make_tensor(c.inputs[1], GetParam()));
     EXPECT_TRUE(matches(out, c.outputs[0], kMatmulTolerance));
   }
+}
+
+// Operands entering transposed: read in place on the CPU, copied first elsewhere.
+TEST_P(Linalg, MatmulTransposedOperandsMatchTorch) {
+  const auto cases = test::cases_for("linalg.json", "matmul_t");
+  ASSERT_GE(cases.size(), 14u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const MatmulOptions o{.transpose_a = c.attrs.at("transpose_a").get<bool>(),
+                          .transpose_b = c.attrs.at("transpose_b").get<bool>()};
+    Tensor out = matmul(test::make_tensor(c.inputs[0], GetParam()), test::make_tensor(c.inputs[1], GetParam()), o);
+    EXPECT_TRUE(matches(out, c.outputs[0], kMatmulTolerance));
+  }
+}
+
+TEST_P(Linalg, MatmulTransposedOperandErrors) {
+  const Tensor v = ones(Shape{4}, {DType::f32, GetParam()}), m = ones(Shape{3, 4}, {DType::f32, GetParam()});
+  test::expect_error([&] { matmul(v, m, {.transpose_a = true}); }, "matmul", {"transposed", "[4]"});
+  test::expect_error([&] { matmul(m, m, {.transpose_a = false, .transpose_b = false}); }, "matmul", {"inner dims"});
+  test::expect_error([&] { matmul(m, ones(Shape{5, 3}, {DType::f32, GetParam()}), {.transpose_b = true}); }, "matmul",
+                     {"inner dims"});
 }
 
 TEST_P(Linalg, MatmulOfAMatmulMatchesTorch) {
