@@ -2,7 +2,7 @@
 // parser reports it as too short. The mapping is private and read-only; if another process
 // truncates the file while it is mapped, reading the lost pages raises SIGBUS — the same
 // contract as every mmap-based reader, safetensors' included.
-#include "io/mapped_file.h"
+#include "engine/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,7 +15,7 @@
 
 #include "ops/error.h"
 
-namespace kiln::io::detail {
+namespace kiln {
 
 namespace {
 
@@ -69,4 +69,4 @@ void MappedFile::release() noexcept {
   size_ = 0;
 }
 
-}  // namespace kiln::io::detail
+}  // namespace kiln

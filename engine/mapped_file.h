@@ -1,12 +1,12 @@
 // A read-only memory mapping of a whole file (POSIX mmap), unmapped on destruction. Weight files
-// are read through it so that a large file is never copied whole into memory: the kernel pages
-// in the bytes of the tensors that are actually read, and each is copied once, into its tensor.
+// (io/) and dataset files (data/) are read through it so that a large file is never copied whole
+// into memory: the kernel pages in the bytes that are actually read.
 #pragma once
 #include <cstddef>
 #include <filesystem>
 #include <span>
 
-namespace kiln::io::detail {
+namespace kiln {
 
 class MappedFile {
  public:
@@ -27,4 +27,4 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
-}  // namespace kiln::io::detail
+}  // namespace kiln

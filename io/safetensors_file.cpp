@@ -6,14 +6,14 @@
 
 #include "io/dtype_conversion.h"
 #include "io/header_json.h"
-#include "io/mapped_file.h"
+#include "engine/mapped_file.h"
 #include "io/tensor_bytes.h"
 
 namespace kiln::io {
 
 struct SafeTensorsFile::Impl {
   std::filesystem::path path;
-  detail::MappedFile file;
+  MappedFile file;
   SafetensorsHeader header;
   std::unordered_map<std::string_view, std::size_t> index;  // views into header.tensors' names
 
