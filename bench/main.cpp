@@ -10,14 +10,6 @@
 
 namespace {
 
-std::optional<kiln::Device> parse_device(const std::string& s) {
-  if (s == "cpu") return kiln::Device::cpu();
-  if (s == "vulkan") return kiln::Device::vulkan(0);
-  if (s.rfind("vulkan:", 0) == 0 && s.size() > 7 && s.find_first_not_of("0123456789", 7) == std::string::npos)
-    return kiln::Device::vulkan(std::stoi(s.substr(7)));
-  return std::nullopt;
-}
-
 bool offered(kiln::Device device) {
   for (const kiln::Device& d : kiln::devices())
     if (d == device) return true;
@@ -45,7 +37,7 @@ int main(int argc, char** argv) {
   }
   argc = kept;
 
-  const std::optional<kiln::Device> device = parse_device(device_arg);
+  const std::optional<kiln::Device> device = kiln::parse_device(device_arg);
   if (!device) {
     std::fprintf(stderr, "kiln_bench: unknown device '%s' (expected cpu, vulkan or vulkan:N)\n", device_arg.c_str());
     return 2;

@@ -1,6 +1,7 @@
 // Device: a value naming where a tensor lives. The CPU device always exists.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/future.h"
@@ -20,5 +21,8 @@ struct Device {
   Future<void> sync() const;
   friend bool operator==(const Device&, const Device&) = default;
 };
+
+// "cpu", "vulkan" (the first) or "vulkan:N", as str() writes them; nullopt for anything else.
+std::optional<Device> parse_device(const std::string& text);
 
 }  // namespace kiln

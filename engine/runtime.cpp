@@ -123,6 +123,15 @@ Future<void> sync(Device device) { return submit_sync("sync", device, false); }
 
 Future<void> Device::sync() const { return kiln::sync(*this); }
 
+std::optional<Device> parse_device(const std::string& s) {
+  if (s == "cpu") return Device::cpu();
+  if (s == "vulkan") return Device::vulkan(0);
+  if (s.rfind("vulkan:", 0) == 0 && s.size() > 7 && s.size() < 12 &&
+      s.find_first_not_of("0123456789", 7) == std::string::npos)
+    return Device::vulkan(std::stoi(s.substr(7)));
+  return std::nullopt;
+}
+
 MemoryStats memory_stats(Device device) { return Engine::get().runtime(device, "memory_stats").backend->memory().stats(); }
 void reset_peak_memory(Device device) { Engine::get().runtime(device, "reset_peak_memory").backend->memory().reset_peak(); }
 void set_memory_limit(Device device, std::size_t bytes) {

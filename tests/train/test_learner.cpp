@@ -1,0 +1,164 @@
+// The Learner end to end on a small synthetic task (which of 3 regions a 2-D point is in): the
+// loss falls and the accuracy rises; a run stopped after 2 epochs and resumed from its
+// checkpoint ends with the weights of a run that never stopped, bit for bit; a Ctrl-C (requested
+// from inside a step) stops after that step with a checkpoint that resumes exactly too; early
+// stopping stops when the watched metric stalls; the report is written.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "data/data.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "support/expect_error.h"
+#include "train/learner.h"
+
+namespace kiln::train {
+namespace {
+
+struct Classifier : nn::Module {
+  nn::Linear fc1{2, 16}, fc2{16, 3};
+  Tensor forward(const Tensor& x) const { return fc2(relu(fc1(x))); }
+  KILN_MODULE(Classifier, fc1, fc2)
+};
+
+// 256 points in [-1, 1]^2, class by the sign pattern of x + y and x - y (3 classes).
+data::DatasetPtr<data::Example> points(std::uint64_t seed) {
+  Generator g(seed);
+  const std::vector<float> xy = uniform(Shape{256, 2}, -1, 1, g).to_vector<float>().get();
+  std::vector<data::Example> items;
+  for (std::size_t i = 0; i < 256; ++i) {
+    const float x = xy[2 * i], y = xy[2 * i + 1];
+    const std::int64_t label = x + y > 0.3f ? 0 : x - y > 0 ? 1 : 2;
+    items.push_back({{x, y}, Shape{2}, label, {}});
+  }
+  return data::in_memory(std::move(items));
+}
+
+StepOutput step(const Classifier& m, const data::Batch& b) {
+  Tensor logits = m(b.inputs);
+  return {nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
+}
+
+// A fresh folder per test and name, removed after.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             ("kiln_learner_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name)) {
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+Learner<Classifier> make(LearnerOptions options, Learner<Classifier>::Step s = step) {
+  manual_seed(5);  // the same initial weights for every run
+  options.dashboard = DashboardMode::off;
+  Learner<Classifier> learner(Classifier{}, std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-2}),
+                              std::make_unique<optim::StepLr>(1e-2, 16, 0.5), std::move(s), options);
+  learner.add_metric(accuracy());
+  return learner;
+}
+
+const data::DataLoader<>& train_loader() {
+  static const data::DataLoader<> loader(points(1), {.batch_size = 32, .shuffle = true, .seed = 3});
+  return loader;
+}
+const data::DataLoader<>& valid_loader() {
+  static const data::DataLoader<> loader(points(2), {.batch_size = 64});
+  return loader;
+}
+
+std::vector<float> weights(const Classifier& m) {
+  std::vector<float> out;
+  for (const Tensor& p : m.parameters()) {
+    const std::vector<float> v = p.to_vector<float>().get();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+TEST(Learner, LossFallsAndAccuracyRises) {
+  TempDir dir("run");
+  Learner<Classifier> learner = make({.epochs = 6, .report = dir.path / "report.html"});
+  const FitResult r = learner.fit(train_loader(), &valid_loader());
+  EXPECT_FALSE(r.interrupted);
+  EXPECT_EQ(r.stopped_at.epoch, 6);
+  const MetricHistory h = learner.history();
+  const auto loss = h.epochs("loss", Split::valid);
+  const auto acc = h.epochs("accuracy", Split::valid);
+  ASSERT_EQ(loss.size(), 6u);
+  ASSERT_EQ(acc.size(), 6u);
+  EXPECT_LT(loss.back().value, 0.7 * loss.front().value);
+  EXPECT_GT(acc.back().value, acc.front().value);
+  EXPECT_GT(acc.back().value, 0.75);
+  ASSERT_TRUE(r.report.has_value());
+  EXPECT_TRUE(std::filesystem::exists(*r.report));
+}
+
+TEST(Learner, ResumeFromACheckpointEqualsAnUninterruptedRun) {
+  TempDir whole_dir("whole"), split_dir("split");
+  Learner<Classifier> whole = make({.epochs = 4, .checkpoint_dir = whole_dir.path});
+  whole.fit(train_loader(), &valid_loader());
+
+  Learner<Classifier> first = make({.epochs = 2, .checkpoint_dir = split_dir.path});
+  first.fit(train_loader(), &valid_loader());
+  Learner<Classifier> second = make({.epochs = 4, .checkpoint_dir = split_dir.path});
+  const FitResult r = second.fit(train_loader(), &valid_loader());
+  EXPECT_EQ(r.stopped_at.epoch, 4);
+  EXPECT_EQ(weights(second.model()), weights(whole.model()));
+  // Two checkpoints kept (epochs 3 and 4).
+  EXPECT_EQ(CheckpointDir(split_dir.path, 2).list().size(), 2u);
+}
+
+TEST(Learner, CtrlCStopsAfterTheStepWithACheckpointThatResumesExactly) {
+  TempDir whole_dir("whole"), cut_dir("cut");
+  Learner<Classifier> whole = make({.epochs = 3, .checkpoint_dir = whole_dir.path});
+  whole.fit(train_loader(), &valid_loader());
+
+  // 8 training batches an epoch, then 4 of validation: call 15 is epoch 2's third training step.
+  int calls = 0;
+  Learner<Classifier> cut = make({.epochs = 3, .checkpoint_dir = cut_dir.path}, [&](const Classifier& m, const data::Batch& b) {
+    if (++calls == 15) InterruptGuard::request();  // as if Ctrl-C came during that step
+    return step(m, b);
+  });
+  const FitResult stopped = cut.fit(train_loader(), &valid_loader());
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_EQ(stopped.stopped_at.epoch, 1);
+  EXPECT_EQ(stopped.stopped_at.batch, 3);
+  ASSERT_TRUE(stopped.checkpoint.has_value());
+  EXPECT_EQ(stopped.checkpoint->filename(), "epoch-0001-batch-000003.safetensors");
+
+  Learner<Classifier> resumed = make({.epochs = 3, .checkpoint_dir = cut_dir.path});
+  const FitResult r = resumed.fit(train_loader(), &valid_loader());
+  EXPECT_FALSE(r.interrupted);
+  EXPECT_EQ(weights(resumed.model()), weights(whole.model()));
+}
+
+TEST(Learner, EarlyStoppingStopsWhenTheMetricStalls) {
+  // A learning rate of 0: nothing improves after the first epoch.
+  manual_seed(5);
+  Learner<Classifier> learner(Classifier{}, std::make_unique<optim::Sgd>(optim::SgdOptions{.lr = 0.0}),
+                              std::make_unique<optim::ConstantLr>(0.0), step,
+                              {.epochs = 20, .early_stopping = EarlyStopping{.metric = "loss", .patience = 2},
+                               .dashboard = DashboardMode::off});
+  const FitResult r = learner.fit(train_loader(), &valid_loader());
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_EQ(r.stopped_at.epoch, 3);  // epoch 1 sets the best; epochs 2 and 3 do not beat it
+}
+
+TEST(Learner, BadOptionsAreErrors) {
+  test::expect_error([] { make({.epochs = 0}); }, "Learner", {"epochs"});
+  test::expect_error(
+      [] {
+        Learner<Classifier> l(Classifier{}, std::make_unique<optim::Sgd>(), std::make_unique<optim::ReduceLrOnPlateau>(0.1),
+                              step, {.dashboard = DashboardMode::off});
+      },
+      "Learner", {"schedule_per_batch"});
+  Learner<Classifier> watching = make({.epochs = 1, .early_stopping = EarlyStopping{.metric = "f1"}});
+  test::expect_error([&] { watching.fit(train_loader(), &valid_loader()); }, "Learner", {"f1"});
+}
+
+}  // namespace
+}  // namespace kiln::train

@@ -1,0 +1,227 @@
+#include "train/learner_core.h"
+
+#include <cmath>
+#include <utility>
+#include <sstream>
+
+#include "io/io.h"
+#include "train/html_report.h"
+#include "ops/error.h"
+
+namespace kiln::train {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// How often the running metric values are read for the dashboard: reading waits for the
+// device, so it happens a few times a second, not every step.
+constexpr auto kReadInterval = std::chrono::milliseconds(250);
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+}  // namespace
+
+// The phase being run: its metrics (fresh copies), counts and when the values were last read.
+struct LearnerCore::PhaseState {
+  Phase phase = Phase::train;
+  std::int64_t epoch = 0;  // 0-based
+  std::vector<std::unique_ptr<Metric>> metrics;
+  std::int64_t batches = 0, items = 0;
+  Clock::time_point started{}, last_read{};
+};
+
+LearnerCore::LearnerCore(std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> schedule,
+                         LearnerOptions options)
+    : optimizer_(std::move(optimizer)), schedule_(std::move(schedule)), options_(std::move(options)) {
+  KILN_CHECK(optimizer_ && schedule_, "Learner", "needs an optimizer and a learning-rate schedule");
+  KILN_CHECK(options_.epochs >= 1, "Learner", "epochs must be at least 1, got " + std::to_string(options_.epochs));
+  KILN_CHECK(options_.checkpoint_every >= 1, "Learner",
+             "checkpoint_every must be at least 1, got " + std::to_string(options_.checkpoint_every));
+  KILN_CHECK(!schedule_->needs_metric() || !options_.schedule_per_batch, "Learner",
+             schedule_->name() + " steps on a metric: set schedule_per_batch = false (it then gets the validation loss)");
+  metrics_.push_back(std::make_unique<LossMetric>());
+  DashboardOptions d;
+  d.mode = options_.dashboard;
+  dashboard_ = std::make_unique<Dashboard>(d);
+  if (!options_.checkpoint_dir.empty()) checkpoints_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
+}
+
+LearnerCore::~LearnerCore() = default;
+LearnerCore::LearnerCore(LearnerCore&&) noexcept = default;
+LearnerCore& LearnerCore::operator=(LearnerCore&&) noexcept = default;
+
+void LearnerCore::add_metric(std::unique_ptr<Metric> metric) {
+  KILN_CHECK(metric != nullptr, "Learner", "add_metric: the metric is null");
+  for (const auto& m : metrics_)
+    KILN_CHECK(m->name() != metric->name(), "Learner", "add_metric: a metric named '" + metric->name() + "' is there already");
+  dashboard_->set_better(metric->name(), metric->higher_is_better() ? Better::higher : Better::lower);
+  metrics_.push_back(std::move(metric));
+}
+
+Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches) {
+  train_batches_ = train_batches;
+  valid_batches_ = valid_batches;
+  result_ = FitResult{};
+  best_.reset();
+  since_best_ = 0;
+  if (options_.handle_ctrl_c) interrupt_ = std::make_unique<InterruptGuard>();
+  Progress at;
+  if (checkpoints_ && options_.resume) {
+    if (const auto latest = checkpoints_->latest()) {
+      const io::TrainingState s = io::load_checkpoint(latest->second, model);
+      optimizer_->load_state(s.optimizer);
+      schedule_->load_state(s.scheduler);
+      if (s.generator) default_generator() = *s.generator;
+      at = latest->first;
+      KILN_CHECK(s.step == at.epoch * train_batches + at.batch, "Learner",
+                 latest->second.string() + " was written at step " + std::to_string(s.step) +
+                     ", which is not epoch " + std::to_string(at.epoch) + " batch " + std::to_string(at.batch) +
+                     " of this loader (" + std::to_string(train_batches) + " batches an epoch)");
+      result_.checkpoint = latest->second;
+    }
+  }
+  RunInfo run;
+  run.title = options_.name;
+  run.device = model.parameters().empty() ? "cpu" : model.parameters().front().device().str();
+  run.settings = {{"model", model.type_name()},
+                  {"parameters", std::to_string(model.parameter_count())},
+                  {"optimizer", optimizer_->name()},
+                  {"schedule", schedule_->describe()},
+                  {"epochs", std::to_string(options_.epochs)},
+                  {"batches per epoch", std::to_string(train_batches)}};
+  if (checkpoints_) run.settings.emplace_back("checkpoints", checkpoints_->path().string());
+  dashboard_->begin_run(run);
+  if (at.epoch > 0 || at.batch > 0)
+    dashboard_->message("resumed from " + result_.checkpoint->string() + " (epoch " + std::to_string(at.epoch + 1) +
+                        ", batch " + std::to_string(at.batch) + ")");
+  started_ = Clock::now();
+  return at;
+}
+
+void LearnerCore::begin_phase(Phase phase, std::int64_t epoch) {
+  if (phase == Phase::train) dashboard_->begin_epoch(static_cast<int>(epoch + 1), static_cast<int>(options_.epochs));
+  phase_ = std::make_unique<PhaseState>();
+  phase_->phase = phase;
+  phase_->epoch = epoch;
+  for (const auto& m : metrics_) phase_->metrics.push_back(m->clone());
+  phase_->started = phase_->last_read = Clock::now();
+  dashboard_->begin_phase(phase == Phase::train ? Split::train : Split::valid,
+                          phase == Phase::train ? train_batches_ : valid_batches_);
+}
+
+void LearnerCore::update_metrics(const StepOutput& out) {
+  for (const auto& m : phase_->metrics) m->update(out);
+  ++phase_->batches;
+  phase_->items += out.items;
+  const Clock::time_point now = Clock::now();
+  if (now - phase_->last_read < kReadInterval) return;
+  phase_->last_read = now;
+  MetricValues values;
+  for (const auto& m : phase_->metrics) values.push_back({m->name(), m->value()});
+  if (phase_->phase == Phase::train) values.push_back({"lr", schedule_->lr()});
+  const double seconds = std::chrono::duration<double>(now - phase_->started).count();
+  if (seconds > 0) values.push_back({"items/s", static_cast<double>(phase_->items) / seconds});
+  dashboard_->update(phase_->batches, phase_->items, values);
+}
+
+void LearnerCore::after_train_step(const StepOutput& out) {
+  update_metrics(out);
+  if (options_.schedule_per_batch) schedule_->step();
+}
+
+void LearnerCore::after_valid_step(const StepOutput& out) { update_metrics(out); }
+
+void LearnerCore::end_phase() {
+  MetricValues summary;
+  for (const auto& m : phase_->metrics) summary.push_back({m->name(), m->value()});
+  // The phase's final counts (updates in between are throttled).
+  dashboard_->update(phase_->batches, phase_->items, summary);
+  const double seconds = std::chrono::duration<double>(Clock::now() - phase_->started).count();
+  if (phase_->phase == Phase::train) {
+    summary.push_back({"lr", schedule_->lr()});
+    const MemoryStats mem = memory_stats(Device::cpu());
+    summary.push_back({"memory MiB", static_cast<double>(mem.peak_in_use) / (1 << 20)});
+  }
+  if (seconds > 0) summary.push_back({"items/s", static_cast<double>(phase_->items) / seconds});
+  dashboard_->end_phase(summary);
+  // The last phase's values stay for end_epoch (early stopping, the per-epoch schedule).
+  last_summary_[phase_->phase == Phase::train ? 0 : 1] = std::move(summary);
+  phase_.reset();
+}
+
+bool LearnerCore::end_epoch(const nn::Module& model, Progress done) {
+  // This epoch's summaries: validation's when there was a validation pass, else training's.
+  const std::array<MetricValues, 2> summaries = std::exchange(last_summary_, {});
+  const bool on_valid = !summaries[1].empty();
+  auto find = [&](const std::string& name) -> std::optional<double> {
+    for (const MetricValue& v : summaries[on_valid ? 1 : 0])
+      if (v.name == name) return v.value;
+    return std::nullopt;
+  };
+  if (!options_.schedule_per_batch) schedule_->step(find("loss").value_or(0.0));
+  if (checkpoints_ && done.epoch % options_.checkpoint_every == 0) result_.checkpoint = write_checkpoint(model, done);
+  return options_.early_stopping && should_stop_early(find(options_.early_stopping->metric), on_valid);
+}
+
+bool LearnerCore::should_stop_early(std::optional<double> value, bool on_valid) {
+  const EarlyStopping& es = *options_.early_stopping;
+  KILN_CHECK(value.has_value(), "Learner", "early stopping watches '" + es.metric + "', which no metric reports");
+  bool higher = false;
+  for (const auto& m : metrics_)
+    if (m->name() == es.metric) higher = m->higher_is_better();
+  const bool improved =
+      std::isfinite(*value) && (!best_ || (higher ? *value > *best_ + es.min_delta : *value < *best_ - es.min_delta));
+  if (improved) {
+    best_ = *value;
+    since_best_ = 0;
+    return false;
+  }
+  if (++since_best_ < es.patience) return false;
+  result_.stopped_early = true;
+  dashboard_->message("stopping early: " + std::string(on_valid ? "valid " : "train ") + es.metric +
+                      " has not improved on " + number(best_.value_or(NAN)) + " for " + std::to_string(since_best_) +
+                      " epochs");
+  return true;
+}
+
+std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Module& model, Progress at) {
+  const std::filesystem::path file = checkpoints_->file_for(at);
+  io::save_checkpoint(file, model,
+                      {optimizer_->state(), schedule_->state(), at.epoch * train_batches_ + at.batch, default_generator()});
+  checkpoints_->prune();
+  return file;
+}
+
+FitResult LearnerCore::interrupted(const nn::Module& model, Progress at) {
+  if (phase_) dashboard_->end_phase({});
+  result_.interrupted = true;
+  if (checkpoints_) {
+    result_.checkpoint = write_checkpoint(model, at);
+    dashboard_->message("checkpoint written: " + result_.checkpoint->string());
+  }
+  return finish(model, at);
+}
+
+FitResult LearnerCore::end_run(const nn::Module& model, Progress at) { return finish(model, at); }
+
+FitResult LearnerCore::finish(const nn::Module&, Progress at) {
+  result_.stopped_at = at;
+  RunOutcome outcome;
+  outcome.status = result_.interrupted ? "interrupted at epoch " + std::to_string(at.epoch + 1) + ", batch " + std::to_string(at.batch)
+                   : result_.stopped_early ? "stopped early after epoch " + std::to_string(at.epoch)
+                                           : "completed";
+  outcome = dashboard_->end_run(outcome);
+  if (!options_.report.empty()) {
+    if (options_.report.has_parent_path()) std::filesystem::create_directories(options_.report.parent_path());
+    write_html_report(options_.report, dashboard_->run(), outcome, dashboard_->history());
+    result_.report = options_.report;
+  }
+  interrupt_.reset();
+  phase_.reset();
+  return result_;
+}
+
+}  // namespace kiln::train

@@ -1,0 +1,112 @@
+// The type-free half of the Learner (train/learner.h): options, metrics, history, dashboard,
+// checkpoints, resume, early stopping and Ctrl-C. The template half runs the loops over the
+// model's own type and calls in here between steps.
+#pragma once
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+#include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
+#include "train/checkpoint_dir.h"
+#include "train/dashboard.h"
+#include "train/interrupt.h"
+#include "train/metric_history.h"
+#include "train/metrics.h"
+
+namespace kiln::train {
+
+enum class Phase { train, valid };
+
+// Stop when a validation metric has not improved by min_delta for `patience` epochs.
+struct EarlyStopping {
+  std::string metric = "loss";
+  std::int64_t patience = 3;
+  double min_delta = 0.0;
+};
+
+struct LearnerOptions {
+  std::int64_t epochs = 1;
+  // Checkpoints (empty: none): after every `checkpoint_every` epochs and on Ctrl-C; the newest
+  // `keep_checkpoints` stay. With `resume`, fit() starts from the newest one there.
+  std::filesystem::path checkpoint_dir{};
+  std::int64_t checkpoint_every = 1;
+  std::int64_t keep_checkpoints = 2;
+  bool resume = true;
+  std::optional<EarlyStopping> early_stopping{};
+  // The schedule steps after every batch, or (false) after every epoch, with the validation
+  // loss as its metric (ReduceLrOnPlateau).
+  bool schedule_per_batch = true;
+  std::filesystem::path report{};  // the HTML report written when the run ends (empty: none)
+  std::string name = "training";
+  DashboardMode dashboard = DashboardMode::automatic;
+  bool handle_ctrl_c = true;
+};
+
+struct FitResult {
+  Progress stopped_at;          // epochs (and batches) done
+  bool interrupted = false;     // by Ctrl-C (a checkpoint was written when there is a folder)
+  bool stopped_early = false;   // by EarlyStopping
+  std::optional<std::filesystem::path> checkpoint{};  // the last one written
+  std::optional<std::filesystem::path> report{};
+};
+
+class LearnerCore {
+ public:
+  LearnerCore(std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> schedule,
+              LearnerOptions options);
+  ~LearnerCore();
+  LearnerCore(LearnerCore&&) noexcept;
+  LearnerCore& operator=(LearnerCore&&) noexcept;
+
+  void add_metric(std::unique_ptr<Metric> metric);
+  optim::Optimizer& optimizer() { return *optimizer_; }
+  optim::LrScheduler& schedule() { return *schedule_; }
+  const LearnerOptions& options() const { return options_; }
+  // A copy of the metrics recorded so far (the dashboard keeps them).
+  MetricHistory history() const { return dashboard_->history(); }
+
+  // Resumes from the newest checkpoint when asked (loading it into `model`); returns where to
+  // start.
+  Progress begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches);
+  void begin_phase(Phase phase, std::int64_t epoch);
+  void after_train_step(const StepOutput& out);
+  void after_valid_step(const StepOutput& out);
+  void end_phase();
+  // After an epoch: history, schedule (per epoch), checkpoint, early stopping. True: stop.
+  bool end_epoch(const nn::Module& model, Progress done);
+  bool stop_requested() const { return interrupt_ && InterruptGuard::requested(); }
+  FitResult interrupted(const nn::Module& model, Progress at);
+  FitResult end_run(const nn::Module& model, Progress at);
+
+ private:
+  struct PhaseState;
+  void update_metrics(const StepOutput& out);
+  std::optional<std::filesystem::path> write_checkpoint(const nn::Module& model, Progress at);
+  bool should_stop_early(std::optional<double> value, bool on_valid);
+  FitResult finish(const nn::Module& model, Progress at);
+
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LrScheduler> schedule_;
+  LearnerOptions options_;
+  std::vector<std::unique_ptr<Metric>> metrics_;  // loss first
+  std::unique_ptr<Dashboard> dashboard_;
+  std::optional<CheckpointDir> checkpoints_;
+  std::unique_ptr<InterruptGuard> interrupt_;
+  FitResult result_;
+  std::unique_ptr<PhaseState> phase_;
+  std::array<MetricValues, 2> last_summary_{};  // this epoch's train and valid summaries
+  std::int64_t train_batches_ = 0, valid_batches_ = 0;
+  // Early stopping: the best value of its metric so far and the epochs since.
+  std::optional<double> best_;
+  std::int64_t since_best_ = 0;
+  std::chrono::steady_clock::time_point started_{};
+};
+
+}  // namespace kiln::train

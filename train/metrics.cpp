@@ -1,0 +1,87 @@
+#include "train/metrics.h"
+
+#include <limits>
+
+#include "autograd/autograd.h"
+
+namespace kiln::train {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Adds a 0-d value to a running total (the first value starts it), recording nothing.
+void accumulate(Tensor& total, Tensor value) {
+  const NoGradGuard no_grad;
+  value = cast(detach(value), DType::f32);
+  total = total.defined() ? add(std::move(total), std::move(value)) : std::move(value);
+}
+
+double mean(const Tensor& sum, std::int64_t items) {
+  if (!sum.defined() || items == 0) return kNaN;
+  return static_cast<double>(sum.item<float>().get()) / static_cast<double>(items);
+}
+}  // namespace
+
+void LossMetric::reset() {
+  sum_ = Tensor{};
+  items_ = 0;
+}
+
+void LossMetric::update(const StepOutput& step) {
+  KILN_CHECK(step.loss.defined() && step.loss.numel() == 1, "LossMetric", "a step's loss must be one value");
+  const std::int64_t items = std::max<std::int64_t>(step.items, 1);
+  accumulate(sum_, mul(reshape(step.loss, {}), static_cast<double>(items)));
+  items_ += items;
+}
+
+double LossMetric::value() const { return mean(sum_, items_); }
+
+TopKAccuracy::TopKAccuracy(std::int64_t k) : k_(k) {
+  KILN_CHECK(k >= 1, "TopKAccuracy", "k must be at least 1, got " + std::to_string(k));
+}
+
+void TopKAccuracy::reset() {
+  correct_ = Tensor{};
+  items_ = 0;
+}
+
+void TopKAccuracy::update(const StepOutput& step) {
+  const Tensor& out = step.outputs;
+  const Tensor& labels = step.labels;
+  KILN_CHECK(out.defined() && labels.defined() && out.rank() == 2 && labels.rank() == 1 && labels.size(0) == out.size(0),
+             name(),
+             "needs outputs [B, C] and labels [B], got " + (out.defined() ? out.shape().str() : std::string("none")) +
+                 " and " + (labels.defined() ? labels.shape().str() : std::string("none")));
+  KILN_CHECK(k_ <= out.size(1), name(), "k = " + std::to_string(k_) + " exceeds the " + std::to_string(out.size(1)) + " classes");
+  const NoGradGuard no_grad;
+  const Tensor scores = detach(out);
+  Tensor hits;
+  if (k_ == 1) {
+    hits = sum(eq(argmax(scores, 1), labels));
+  } else {
+    // A label is in the top k when fewer than k scores beat its own (ties count for it).
+    const Tensor own = gather(scores, 1, unsqueeze(labels, 1));
+    hits = sum(lt(sum(gt(scores, own), {1}), static_cast<double>(k_)));
+  }
+  accumulate(correct_, std::move(hits));
+  items_ += out.size(0);
+}
+
+double TopKAccuracy::value() const { return mean(correct_, items_); }
+
+void LambdaMetric::reset() {
+  sum_ = Tensor{};
+  items_ = 0;
+}
+
+void LambdaMetric::update(const StepOutput& step) {
+  const Tensor v = fn_(step);
+  KILN_CHECK(v.defined() && v.numel() == 1, name_, "the metric's function must return one value");
+  const std::int64_t items = std::max<std::int64_t>(step.items, 1);
+  accumulate(sum_, mul(reshape(v, {}), static_cast<double>(items)));
+  items_ += items;
+}
+
+double LambdaMetric::value() const { return mean(sum_, items_); }
+
+}  // namespace kiln::train

@@ -1,0 +1,94 @@
+// Metrics a Learner reports for each phase (an epoch's training or validation): each sees every
+// step's output and keeps its running totals as tensors on the device, so updating one never
+// waits for the device; value() reads them (the dashboard does so a few times a second, the
+// Learner once at the end of a phase).
+//
+// Built in: Loss (the mean of the steps' losses, weighted by their items), Accuracy, TopKAccuracy.
+// A user metric derives from Metric (or wraps a function with LambdaMetric).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/kiln.h"
+
+namespace kiln::train {
+
+// What one step reports. `loss` is 0-d; `outputs` [B, C] (logits or scores) and `labels` [B]
+// (class indices) feed the classification metrics; `items` counts the examples (B).
+struct StepOutput {
+  Tensor loss;
+  Tensor outputs;
+  Tensor labels;
+  std::int64_t items = 0;
+};
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  virtual std::string name() const = 0;
+  virtual bool higher_is_better() const = 0;
+  virtual void reset() = 0;
+  virtual void update(const StepOutput& step) = 0;
+  // NaN before the first update.
+  virtual double value() const = 0;
+  virtual std::unique_ptr<Metric> clone() const = 0;
+};
+
+// Mean of the steps' losses, each weighted by its items.
+class LossMetric final : public Metric {
+ public:
+  std::string name() const override { return "loss"; }
+  bool higher_is_better() const override { return false; }
+  void reset() override;
+  void update(const StepOutput& step) override;
+  double value() const override;
+  std::unique_ptr<Metric> clone() const override { return std::make_unique<LossMetric>(); }
+
+ private:
+  Tensor sum_;  // of loss * items
+  std::int64_t items_ = 0;
+};
+
+// The fraction of examples whose label is among the k highest outputs (k = 1: accuracy).
+class TopKAccuracy final : public Metric {
+ public:
+  explicit TopKAccuracy(std::int64_t k = 1);
+  std::string name() const override { return k_ == 1 ? "accuracy" : "top" + std::to_string(k_) + "_accuracy"; }
+  bool higher_is_better() const override { return true; }
+  void reset() override;
+  void update(const StepOutput& step) override;
+  double value() const override;
+  std::unique_ptr<Metric> clone() const override { return std::make_unique<TopKAccuracy>(k_); }
+
+ private:
+  std::int64_t k_;
+  Tensor correct_;
+  std::int64_t items_ = 0;
+};
+
+inline std::unique_ptr<Metric> accuracy() { return std::make_unique<TopKAccuracy>(1); }
+inline std::unique_ptr<Metric> top_k_accuracy(std::int64_t k) { return std::make_unique<TopKAccuracy>(k); }
+
+// A metric from a function of each step: the mean of fn(step) (a 0-d tensor), weighted by items.
+class LambdaMetric final : public Metric {
+ public:
+  LambdaMetric(std::string name, bool higher_is_better, std::function<Tensor(const StepOutput&)> fn)
+      : name_(std::move(name)), higher_(higher_is_better), fn_(std::move(fn)) {}
+  std::string name() const override { return name_; }
+  bool higher_is_better() const override { return higher_; }
+  void reset() override;
+  void update(const StepOutput& step) override;
+  double value() const override;
+  std::unique_ptr<Metric> clone() const override { return std::make_unique<LambdaMetric>(name_, higher_, fn_); }
+
+ private:
+  std::string name_;
+  bool higher_;
+  std::function<Tensor(const StepOutput&)> fn_;
+  Tensor sum_;
+  std::int64_t items_ = 0;
+};
+
+}  // namespace kiln::train
