@@ -1,6 +1,7 @@
-// Convolution as unfold + one matmul, transposed convolution as one matmul + fold; on the CPU
-// one conv op and one conv_input_grad op instead. Every check happens here, on the caller's
-// thread, so that errors name the conv op and its operands rather than the ops it submits.
+// Convolution as one conv op (on the CPU and Vulkan) or unfold + one matmul; transposed
+// convolution as one matmul + fold, on the CPU one conv_input_grad op instead. Every check
+// happens here, on the caller's thread, so that errors name the conv op and its operands rather
+// than the ops it submits.
 #include "engine/conv.h"
 
 #include <algorithm>
@@ -63,6 +64,9 @@ bool pointwise(const Window& kernel, const Window& stride, const Window& padding
          std::all_of(padding.begin(), padding.end(), is(0));
 }
 
+// Devices with kernels for conv, conv_input_grad and conv_weight_grad, for every floating dtype.
+bool has_conv_kernels(Device d) { return d.kind == DeviceKind::cpu || d.kind == DeviceKind::vulkan; }
+
 // The ints every conv op starts with: [s, stride[s], padding[s], dilation[s], groups]
 // (ops/op_list.def).
 OpAttrs conv_attrs(int dims, const Window& stride, const Window& padding, const Window& dilation, std::int64_t groups) {
@@ -122,12 +126,12 @@ Tensor conv_nd(const char* op, int dims, const Tensor& x, Tensor weight, Tensor 
     out[d] = (padded[d] - span) / stride[d] + 1;
   }
 
-  // The CPU runs the whole convolution as one conv op (devices/cpu/conv_gemm.h), which never
-  // builds the columns below: for a ResNet layer they are tens of MB that go to memory and back,
-  // and the backward would keep them. Its backward rule uses conv_input_grad and
-  // conv_weight_grad. Other devices have no kernel for these ops and run unfold + matmul, which
-  // stays the CPU kernels' test oracle.
-  if (input.device().kind == DeviceKind::cpu) {
+  // The CPU and Vulkan run the whole convolution as one conv op (devices/cpu/conv_gemm.h, an
+  // implicit GEMM in devices/vulkan/vk_conv_gemm.h), which never builds the columns below: for
+  // a ResNet layer they are tens of MB that go to memory and back, and the backward would keep
+  // them. Its backward rule uses conv_input_grad and conv_weight_grad. A device without these
+  // kernels runs unfold + matmul, which stays the kernels' test oracle.
+  if (has_conv_kernels(input.device())) {
     const OpAttrs a = conv_attrs(dims, stride, padding, dilation, g);
     Tensor y = bias.defined() ? detail::submit3(OpKind::conv, std::move(input), std::move(weight), std::move(bias), a)
                               : detail::submit2(OpKind::conv, std::move(input), std::move(weight), a);

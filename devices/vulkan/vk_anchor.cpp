@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "devices/anchored_steps.h"
+#include "devices/vulkan/vk_conv_gemm.h"
 #include "devices/vulkan/vk_fused_glsl.h"
 #include "devices/vulkan/vk_matmul.h"
 #include "devices/vulkan/vk_reduce.h"
@@ -37,7 +38,7 @@ bool along_dim(const OpIr& op) { return op.kind == OpKind::softmax || op.kind ==
 // gathers; a dims reduction's prologue needs its reduced dims adjacent.
 bool in_kernel(const FusedExpr& expr) {
   const FusedAnchor& a = *expr.anchored();
-  if (a.op.kind == OpKind::matmul) return a.prologue.empty() && anchors_epilogue(a.op);
+  if (a.op.kind == OpKind::matmul || a.op.kind == OpKind::conv) return a.prologue.empty() && anchors_epilogue(a.op);
   if (!anchors_prologue(a.op)) return false;
   return along_dim(a.op) || !a.prologue_expr() || reduce::ungathered_geometry(a.op).has_value();
 }
@@ -152,6 +153,23 @@ void run_matmul_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExp
   k.fallback->run(dev, expr, args);
 }
 
+// A convolution takes its epilogue into the implicit GEMM's store (always the tiled kernel).
+void run_conv_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExpr& expr, const KernelArgs& args) {
+  const FusedAnchor& a = *expr.anchored();
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  MatmulEpilogue e;
+  e.key = k.key;
+  e.store_c = a.keep_result;
+  e.glsl = [&] {
+    return fused::functions(expr, "e_", kConvEpilogueBase, true) +
+           "void epilogue_init() { e_init(); }\nvoid epilogue(uint i, float c) { e_apply(i, c); }\n";
+  };
+  push_epilogue_args(e.args, expr, args, layout);
+  const Buffer* bias = a.op.inputs.size() > 2 ? args.inputs[layout.operands + 2] : nullptr;
+  conv_with_epilogue(dev, a.op, args.inputs[layout.operands], args.inputs[layout.operands + 1], bias,
+                     a.keep_result ? args.outputs[layout.result] : nullptr, e);
+}
+
 }  // namespace
 
 std::shared_ptr<CompiledKernel> compile_anchored(VulkanDevice& dev, const FusedExpr& expr) {
@@ -168,6 +186,8 @@ void run_anchored(VulkanDevice& dev, const CompiledKernel& kernel, const FusedEx
   if (k.steps) return k.steps->run(dev, expr, args);
   if (expr.anchored()->op.kind == OpKind::matmul)
     run_matmul_group(dev, k, expr, args);
+  else if (expr.anchored()->op.kind == OpKind::conv)
+    run_conv_group(dev, k, expr, args);
   else
     run_reduction_group(dev, k, expr, args);
 }

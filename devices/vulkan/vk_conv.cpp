@@ -6,10 +6,13 @@
 // elements, the column elements of every kernel offset whose window covers it, in kernel-offset
 // order, into an f32 sum that it rounds once to the dtype: no atomics, and the same order (so,
 // for f32, the same bits) as the CPU.
+#include "devices/vulkan/vk_conv.h"
+
 #include <algorithm>
 #include <string>
 
 #include "devices/shape_plans.h"
+#include "devices/vulkan/vk_conv_gemm.h"
 #include "devices/vulkan/vk_layout_copy.h"
 #include "ops/registry.h"
 
@@ -20,45 +23,8 @@ using Geometry = WindowGeometry;
 
 Geometry geometry(const char* op, const OpIr& o, const Shape& image_shape) {
   const Geometry g = window_geometry(o, image_shape);
-  for (int e = 0; e < 3; ++e) {
-    // The kernels compute coordinates in 32-bit ints: the farthest a window reaches, and the
-    // padding subtracted from it, must fit (any window that does not is far larger than memory).
-    const std::int64_t reach = (g.out[e] - 1) * g.stride[e] + (g.kernel[e] - 1) * g.dilation[e];
-    KILN_CHECK(reach < INT32_MAX && g.padding[e] < INT32_MAX, op,
-               "window parameters beyond 2^31 are not supported on Vulkan (" + describe(o.inputs[0]) + ")");
-  }
+  check_window_reach(op, g, o.inputs[0]);
   return g;
-}
-
-std::uint64_t pair(std::int64_t lo, std::int64_t hi) {
-  return static_cast<std::uint32_t>(lo) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(hi)) << 32;
-}
-
-// A divisor as two words: (d, magic) and shifts; GLSL reads them with div_at (glsl_window_args).
-LaunchArgs& push_div(LaunchArgs& a, std::int64_t divisor) {
-  const FastDiv div(static_cast<std::uint32_t>(divisor));
-  return a.u64(pair(div.d, div.magic)).u32(div.shifts);
-}
-
-// The window arguments both kernels read after their own: per spatial dim (padding, stride,
-// dilation) and the image size; the kernel's size and the window counts by their divisors.
-void push_window(LaunchArgs& a, const Geometry& g) {
-  for (int d = 0; d < 3; ++d) a.u64(pair(g.padding[d], g.stride[d])).u64(pair(g.dilation[d], g.image[d]));
-}
-
-const char* glsl_window_args() {
-  return R"(
-struct Div { uint d, magic, shifts; };
-Div div_at(uint i) { uint64_t w = arg_u64(i); return Div(uint(w), uint(w >> 32), arg_u32(i + 1u)); }
-uint div_by(uint n, Div v) { return kiln_div(n, v.magic, v.shifts); }
-// Window arguments from word `at`: per dim padding, stride, dilation and image size.
-void window_at(uint at, out ivec3 pad, out uvec3 stride, out uvec3 dil, out uvec3 size) {
-  for (int d = 0; d < 3; ++d) {
-    uint64_t w0 = arg_u64(at + 2u * uint(d)), w1 = arg_u64(at + 2u * uint(d) + 1u);
-    pad[d] = int(uint(w0)); stride[d] = uint(w0 >> 32); dil[d] = uint(w1); size[d] = uint(w1 >> 32);
-  }
-}
-)";
 }
 
 void check_sizes(const char* op, const OpIr& o) {
@@ -214,9 +180,9 @@ void fold_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const std::int64_t threads = g.batch_channels * g.image[0] * g.image[1] * quads;
   LaunchArgs a;
   a.buffer(*args.inputs[0]).buffer(*args.outputs[0]).u32(static_cast<std::uint32_t>(threads));  // 0..2
-  a.u64(pair(g.volume(), g.windows()));                                                         // 3
-  a.u64(pair(g.kernel[0], g.kernel[1])).u64(pair(g.kernel[2], 0));                              // 4, 5
-  a.u64(pair(g.out[0], g.out[1])).u64(pair(g.out[2], 0));                                       // 6, 7
+  a.u64(window_pair(g.volume(), g.windows()));                                                  // 3
+  a.u64(window_pair(g.kernel[0], g.kernel[1])).u64(window_pair(g.kernel[2], 0));                // 4, 5
+  a.u64(window_pair(g.out[0], g.out[1])).u64(window_pair(g.out[2], 0));                         // 6, 7
   push_div(a, quads);                                                                           // 8, 9
   push_div(a, g.image[1]);                                                                      // 10, 11
   push_div(a, g.image[0]);                                                                      // 12, 13
@@ -229,9 +195,49 @@ void fold_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
 
 }  // namespace
 
+std::uint64_t window_pair(std::int64_t lo, std::int64_t hi) {
+  return static_cast<std::uint32_t>(lo) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(hi)) << 32;
+}
+
+LaunchArgs& push_div(LaunchArgs& a, std::int64_t divisor) {
+  const FastDiv div(static_cast<std::uint32_t>(divisor));
+  return a.u64(window_pair(div.d, div.magic)).u32(div.shifts);
+}
+
+void push_window(LaunchArgs& a, const WindowGeometry& g) {
+  for (int d = 0; d < 3; ++d) a.u64(window_pair(g.padding[d], g.stride[d])).u64(window_pair(g.dilation[d], g.image[d]));
+}
+
+const char* glsl_window_args() {
+  return R"(
+struct Div { uint d, magic, shifts; };
+Div div_at(uint i) { uint64_t w = arg_u64(i); return Div(uint(w), uint(w >> 32), arg_u32(i + 1u)); }
+uint div_by(uint n, Div v) { return kiln_div(n, v.magic, v.shifts); }
+// Window arguments from word `at`: per dim padding, stride, dilation and image size.
+void window_at(uint at, out ivec3 pad, out uvec3 stride, out uvec3 dil, out uvec3 size) {
+  for (int d = 0; d < 3; ++d) {
+    uint64_t w0 = arg_u64(at + 2u * uint(d)), w1 = arg_u64(at + 2u * uint(d) + 1u);
+    pad[d] = int(uint(w0)); stride[d] = uint(w0 >> 32); dil[d] = uint(w1); size[d] = uint(w1 >> 32);
+  }
+}
+)";
+}
+
+void check_window_reach(const char* op, const WindowGeometry& g, const TensorIr& operand) {
+  for (int e = 0; e < 3; ++e) {
+    // The kernels compute coordinates in 32-bit ints: the farthest a window reaches, and the
+    // padding subtracted from it, must fit (any window that does not is far larger than memory).
+    const std::int64_t reach = (g.out[e] - 1) * g.stride[e] + (g.kernel[e] - 1) * g.dilation[e];
+    KILN_CHECK(reach < INT32_MAX && g.padding[e] < INT32_MAX, op,
+               "window parameters beyond 2^31 are not supported on Vulkan (" + describe(operand) + ")");
+  }
+}
+
 void register_conv_kernels(KernelTable& t) {
   t.set(OpKind::unfold, unfold_kernel);
   t.set(OpKind::fold, fold_kernel);
+  register_conv_gemm_kernels(t);
+  register_conv_grad_kernels(t);
 }
 
 }  // namespace kiln::vk

@@ -230,13 +230,20 @@ int default_coop(const VulkanDevice& dev, CoopShape s) {
 
 // Without autotuning: big tiles when they still give many workgroups, smaller ones otherwise.
 int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
+  return heuristic_tile_config(dev, g.m, g.n, g.k, g.batches);
+}
+
+}  // namespace
+
+int heuristic_tile_config(const VulkanDevice& dev, std::uint64_t m, std::uint64_t n, std::uint64_t k,
+                          std::uint64_t batches) {
   const auto& configs = tile_configs();
   auto index = [&](const char* name) {
     for (std::size_t i = 0; i < configs.size(); ++i)
       if (std::string(configs[i].name) == name && fits(dev, configs[i])) return static_cast<int>(i);
     return -1;
   };
-  const std::uint64_t work = g.m * g.n * g.batches;
+  const std::uint64_t work = m * n * batches;
   int pick = -1;
   // lavapipe runs a workgroup per CPU thread: the biggest tiles do the least overhead per FMA
   // (measured: 512^3 in 74 ms with 128x128x8 against 104 ms with 64x64 and 176 ms with 32x32).
@@ -245,7 +252,7 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
   else if (work >= 2048ull * 2048)
     // A k-major 8 x 16 per thread wins only without bounds checks (4096^3 on an H200: 3.08 ms
     // on whole tiles, 3.72 with checks, where the row-major double-buffered tiling takes 3.60).
-    pick = index(g.m % 128 == 0 && g.n % 128 == 0 && g.k % 16 == 0 ? "t128x128x16_8x16k" : "t128x64x16_8x8_db");
+    pick = index(m % 128 == 0 && n % 128 == 0 && k % 16 == 0 ? "t128x128x16_8x16k" : "t128x64x16_8x8_db");
   else if (work >= 512ull * 512)
     pick = index("t64x64x16_8x8");
   else
@@ -255,6 +262,37 @@ int heuristic_tile(const VulkanDevice& dev, const Geometry& g) {
     if (fits(dev, configs[i])) return static_cast<int>(i);
   throw Error("matmul", "no tiled matmul configuration fits the limits of " + dev.info().name);
 }
+
+bool tile_config_fits(const VulkanDevice& dev, const TileConfig& c) { return fits(dev, c); }
+
+// Seconds per run of each candidate, by the host clock around complete submissions. Every
+// pipeline is compiled first (the first run), then about 20 ms of runs bring the GPU's clocks
+// up (they fall while the host compiles), then the candidates take turns over several rounds,
+// each timing about a millisecond of runs, and each keeps its best round: a candidate timed
+// once right after others (or after compiles) was seen to run several times slower.
+std::vector<double> time_candidates(VulkanDevice& dev, std::size_t count, const std::function<void(std::size_t)>& run) {
+  using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  auto timed = [&](std::size_t i, int reps) {
+    const auto t0 = clock::now();
+    for (int r = 0; r < reps; ++r) run(i);
+    dev.synchronize();
+    return std::max(seconds(t0), 1e-7) / reps;
+  };
+  for (std::size_t i = 0; i < count; ++i) timed(i, 1);
+  for (const auto t0 = clock::now(); count > 0 && seconds(t0) < 20e-3;) timed(0, 4);
+  std::vector<double> best(count);
+  std::vector<int> reps(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    best[i] = timed(i, 1);
+    reps[i] = static_cast<int>(std::clamp(1e-3 / best[i], 1.0, 1000.0));
+  }
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i = 0; i < count; ++i) best[i] = std::min(best[i], timed(i, reps[i]));
+  return best;
+}
+
+namespace {
 
 // Runs the product of one op in a chosen plan. C may be null: a launcher with an epilogue that
 // does not store C leaves it out, one without writes the product to scratch (autotuner timing).
@@ -400,31 +438,8 @@ class Launcher {
   std::unique_ptr<Padded> padded_;
 };
 
-// Seconds per run of each candidate, by the host clock around complete submissions. Every
-// pipeline is compiled first (the first run), then about 20 ms of runs bring the GPU's clocks
-// up (they fall while the host compiles), then the candidates take turns over several rounds,
-// each timing about a millisecond of runs, and each keeps its best round: a candidate timed
-// once right after others (or after compiles) was seen to run several times slower.
 std::vector<double> time_plans(VulkanDevice& dev, Launcher& launcher, const std::vector<Plan>& plans) {
-  using clock = std::chrono::steady_clock;
-  auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  auto timed = [&](const Plan& p, int reps) {
-    const auto t0 = clock::now();
-    for (int r = 0; r < reps; ++r) launcher.run(p);
-    dev.synchronize();
-    return std::max(seconds(t0), 1e-7) / reps;
-  };
-  for (const Plan& p : plans) timed(p, 1);
-  for (const auto t0 = clock::now(); seconds(t0) < 20e-3;) timed(plans.front(), 4);
-  std::vector<double> best(plans.size());
-  std::vector<int> reps(plans.size());
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    best[i] = timed(plans[i], 1);
-    reps[i] = static_cast<int>(std::clamp(1e-3 / best[i], 1.0, 1000.0));
-  }
-  for (int round = 0; round < 3; ++round)
-    for (std::size_t i = 0; i < plans.size(); ++i) best[i] = std::min(best[i], timed(plans[i], reps[i]));
-  return best;
+  return time_candidates(dev, plans.size(), [&](std::size_t i) { launcher.run(plans[i]); });
 }
 
 }  // namespace
@@ -601,6 +616,13 @@ int padded_wg_coop_config(const WgCoopShape& shape, std::uint64_t m, std::uint64
   g.m = m, g.n = n, g.k = k;
   const std::vector<int> paddings = padded_configs(shape, g, operands);
   return paddings.empty() ? -1 : paddings.front();
+}
+
+AutotuneCache& tiled_autotune_cache(VulkanDevice& dev) { return *state_of(dev).cache; }
+bool tiled_autotuning(VulkanDevice& dev) { return autotune_enabled(state_of(dev).software); }
+int forced_tile_config() {
+  const int forced = g_forced_tile.load();
+  return forced < static_cast<int>(tile_configs().size()) ? forced : -1;
 }
 
 void force_tile_config(int index) { g_forced_tile.store(index); }

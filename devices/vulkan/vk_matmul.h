@@ -24,6 +24,7 @@
 
 namespace kiln::vk {
 
+class AutotuneCache;
 class VulkanDevice;
 
 // One configuration of the tiled kernel: a BM x BN tile of C per workgroup, staged through
@@ -54,6 +55,14 @@ struct TileVariant {
   bool vec_a = false;
   bool vec_b = false;
   bool whole = false;
+  // Hooks of an implicit GEMM (vk_conv_gemm.cpp), whose GLSL the caller passes as `hooks`:
+  // gather_b: B is no matrix in memory, the hooks' load_b (the signature of the generated one)
+  // computes each vec4 of it; row_bias: mm_row_bias(row) is added to C's row before the store
+  // and the epilogue. The hooks also define mm_hooks_init(), called first, and
+  // mm_hooks_batch(bz, a_off), called when a batch starts.
+  bool gather_b = false;
+  bool row_bias = false;
+  bool hooked() const { return gather_b || row_bias; }
 };
 
 // GLSL both matmul kernels share: mm_batch_offsets (A's and B's element offsets for an output
@@ -76,7 +85,20 @@ struct MatmulEpilogue {
 
 // The GLSL of the tiled kernel; `prelude` is the device's kernel_prelude().
 std::string tiled_matmul_source(const std::string& prelude, const TileConfig& config, const TileVariant& variant,
-                                const MatmulEpilogue* epilogue = nullptr);
+                                const MatmulEpilogue* epilogue = nullptr, const std::string& hooks = {});
+
+// What other kernels built on the tiled one (vk_conv_gemm.cpp) share with matmul's choice of a
+// configuration: the autotuner's memory of this GPU (its shape classes are the caller's to name
+// apart from matmul's), whether to time at all, whether a configuration fits the device, the
+// configuration taken without timing, the one a test forces (-1: none), and the timing of
+// candidates (seconds per run of run(i), i < count; the first is also the warm-up).
+AutotuneCache& tiled_autotune_cache(VulkanDevice& dev);
+bool tiled_autotuning(VulkanDevice& dev);
+bool tile_config_fits(const VulkanDevice& dev, const TileConfig& c);
+int heuristic_tile_config(const VulkanDevice& dev, std::uint64_t m, std::uint64_t n, std::uint64_t k,
+                          std::uint64_t batches);
+int forced_tile_config();
+std::vector<double> time_candidates(VulkanDevice& dev, std::size_t count, const std::function<void(std::size_t)>& run);
 
 // A matmul with an epilogue, in the configuration the autotuner picks for the plain product (its
 // timing runs write the plain product to C, or to scratch when C is not stored). False, with

@@ -10,7 +10,8 @@
 // Out-of-range rows, columns and k read as 0 and are never stored; batches are the z
 // dimension (and a grid-stride loop beyond 65535); operands are f32, f16 or bf16 (converted
 // to f32 on load, with f32 accumulation; C rounded once on store). A fused epilogue
-// (MatmulEpilogue) runs on each element of C where it is stored.
+// (MatmulEpilogue) runs on each element of C where it is stored. An implicit GEMM (a
+// convolution, vk_conv_gemm.cpp) swaps B's load for its own and adds a bias per row of C.
 #include <string>
 
 #include "devices/vulkan/vk_matmul.h"
@@ -68,8 +69,10 @@ std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue)
     s += "    if (k + 2u < K) r.z = LOAD1(A, i + 2u);\n    if (k + 3u < K) r.w = LOAD1(A, i + 3u);\n  }\n";
   }
   s += "  return r;\n}\n";
-  s += "vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {\n  vec4 r = vec4(0.0);\n";
-  if (v.whole) {
+  if (!v.gather_b) s += "vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {\n  vec4 r = vec4(0.0);\n";
+  if (v.gather_b) {
+    // the hooks' load_b
+  } else if (v.whole) {
     s += "  r = LOAD4(B4, k * N + col);\n";
   } else if (v.vec_b) {
     s += "  if (k < K && col < N) r = LOAD4(B4, k * N + col);\n";
@@ -78,7 +81,7 @@ std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue)
     s += "    if (col < N) r.x = LOAD1(B, i);\n    if (col + 1u < N) r.y = LOAD1(B, i + 1u);\n";
     s += "    if (col + 2u < N) r.z = LOAD1(B, i + 2u);\n    if (col + 3u < N) r.w = LOAD1(B, i + 3u);\n  }\n";
   }
-  s += "  return r;\n}\n";
+  if (!v.gather_b) s += "  return r;\n}\n";
   s += "void store_c(PTR1 C, PTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
   if (v.whole) {
     s += "  STORE4(C4, row * N + col, x);\n";
@@ -187,6 +190,9 @@ void main() {
 #ifdef MM_EPILOGUE
   epilogue_init();
 #endif
+#ifdef MM_HOOKS
+  mm_hooks_init();
+#endif
   const uint64_t a_base = arg_u64(0), b_base = arg_u64(1), c_base = arg_u64(2);
   const uint M = arg_u32(3), N = arg_u32(4), K = arg_u32(5), batches = arg_u32(6), nb = arg_u32(7);
   const uint tiles_m = (M + BM - 1u) / BM;
@@ -194,6 +200,9 @@ void main() {
   for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
     uint64_t a_off, b_off;
     mm_batch_offsets(bz, nb, a_off, b_off);
+#ifdef MM_HOOKS
+    mm_hooks_batch(bz, a_off);
+#endif
     const uint64_t a_addr = a_base + a_off * ESIZE, b_addr = b_base + b_off * ESIZE;
     const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * ESIZE;
     mm_c_first = bz * M * N;
@@ -229,8 +238,15 @@ void main() {
 #if !WHOLE_TILES
         if (row >= M) continue;
 #endif
+#if ROW_BIAS
+        const vec4 bias = vec4(mm_row_bias(row));
+#define MM_OUT(x) ((x) + bias)
+#else
+#define MM_OUT(x) (x)
+#endif
         [[unroll]] for (uint g = 0u; g < TN / 4u; ++g)
-          STORE_C(C, C4, N, row, n0 + (g * TX + tx) * 4u, acc[i * (TN / 4u) + g]);
+          STORE_C(C, C4, N, row, n0 + (g * TX + tx) * 4u, MM_OUT(acc[i * (TN / 4u) + g]));
+#undef MM_OUT
       }
     }
   }
@@ -240,7 +256,8 @@ void main() {
 }  // namespace
 
 std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c, const TileVariant& v,
-                                const MatmulEpilogue* epilogue) {
+                                const MatmulEpilogue* epilogue, const std::string& hooks) {
+  KILN_CHECK(v.hooked() == !hooks.empty(), "matmul", "the tiled kernel's gather and bias variants need their hooks");
   std::string s = prelude;
   s.insert(s.find('\n') + 1, "#extension GL_EXT_control_flow_attributes : require\n");
   s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF32x4s { vec4 v[]; };\n";
@@ -248,9 +265,10 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s += access_macros(v.dtype);
   s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", TM = " + u(c.tm) +
        ", TN = " + u(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) + "\n#define WHOLE_TILES " +
-       (v.whole ? "1" : "0") + "\n";
+       (v.whole ? "1" : "0") + "\n#define ROW_BIAS " + (v.row_bias ? "1" : "0") + "\n";
   // The first element of the current batch of C (for an epilogue's flat index).
   s += "uint mm_c_first;\n";
+  if (v.hooked()) s += "#define MM_HOOKS 1\n" + hooks;
   if (epilogue) s += "#define MM_EPILOGUE 1\n" + epilogue->glsl();
   s += load_functions(v, epilogue);
   s += glsl_matmul_common();

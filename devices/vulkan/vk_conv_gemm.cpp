@@ -1,0 +1,346 @@
+// The convolution as an implicit GEMM on the tiled matmul kernel (see vk_conv_gemm.h).
+//
+// Per batch bz = n * G + g (the grid's z dimension): A is group g's weights [K/G, C/G * kk]
+// (row-major, as the weight lies in memory), B the columns of image n's channels of group g,
+// C rows g * K/G.. of y's image n, which lie one after another: C's batches are contiguous, as
+// the tiled kernel writes them. The columns are never written: B's loader finds, for row r =
+// c * kk + j of the columns (channel c, kernel offset j) and column l (window l), the image
+// element window l reads at offset j, by multiply-high divisions (vk_conv.h), or 0 over the
+// padding. Only a pointwise convolution (1x1 kernel, stride 1, no padding) reads B as the
+// matrix it is: there the image is the columns. Configurations are the tiled matmul's,
+// autotuned per shape class of convolutions in the matmul's autotune memory; for 16-bit floats
+// on GPUs with tensor cores the explicit GEMM (unfold + the matmul op) is a candidate too.
+//
+// Argument block: the tiled kernel's (0 A, 1 B, 2 C, 3 M, 4 N, 5 K, 6 batches, 7 batch dims,
+// then per dim size, A stride, B stride), then 18 words of the convolution: bias address (0:
+// none), image plane, divisors by kk, kernel width, kernel height, output width, output height,
+// the window (vk_conv.h); then an epilogue's parameters (kConvEpilogueBase).
+#include "devices/vulkan/vk_conv_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "devices/vulkan/vk_autotune.h"
+#include "devices/vulkan/vk_conv.h"
+#include "devices/vulkan/vk_device.h"
+#include "devices/vulkan/vk_layout_copy.h"
+#include "ops/log.h"
+#include "ops/registry.h"
+
+namespace kiln::vk {
+
+namespace {
+
+constexpr std::size_t kConvWords = 18;  // kConvEpilogueBase counts them
+
+// The GEMM of one conv op: batches = N * G products of M x K by K x N' (N' = L windows).
+struct ConvGemm {
+  WindowGeometry window;
+  std::uint64_t images = 1, groups = 1, m = 1, k = 1, l = 1, channels = 1;
+  DType dtype = DType::f32;
+  bool gather = true;  // false: pointwise, B is the image
+  std::uint64_t batches() const { return images * groups; }
+};
+
+ConvGemm conv_gemm(const OpIr& op) {
+  const TensorIr &x = op.inputs[0], &w = op.inputs[1], &y = op.outputs[0];
+  const auto& ints = op.attrs.ints;  // [s, stride[s], padding[s], dilation[s], groups] (ops/conv.cpp checked)
+  const int s = static_cast<int>(ints[0]);
+  ConvGemm c;
+  WindowGeometry& g = c.window;
+  for (int d = 0; d < s; ++d) {
+    const int e = 3 - s + d;  // missing leading dims keep size 1
+    g.image[e] = x.shape[2 + d];
+    g.out[e] = y.shape[2 + d];
+    g.kernel[e] = w.shape[2 + d];
+    g.stride[e] = ints[static_cast<std::size_t>(1 + d)];
+    g.padding[e] = ints[static_cast<std::size_t>(1 + s + d)];
+    g.dilation[e] = ints[static_cast<std::size_t>(1 + 2 * s + d)];
+  }
+  g.batch_channels = x.shape[0] * x.shape[1];
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  c.images = u(x.shape[0]);
+  c.groups = u(ints[static_cast<std::size_t>(1 + 3 * s)]);
+  c.channels = u(x.shape[1]);
+  c.m = u(w.shape[0]) / c.groups;
+  c.k = u(w.shape[1] * g.volume());
+  c.l = u(g.windows());
+  c.dtype = x.dtype;
+  bool pointwise = true;
+  for (int e = 0; e < 3; ++e) pointwise = pointwise && g.kernel[e] == 1 && g.stride[e] == 1 && g.padding[e] == 0;
+  c.gather = !pointwise;
+  return c;
+}
+
+ConvGemm checked_conv_gemm(const OpIr& op) {
+  KILN_CHECK(op.inputs[0].dtype == DType::f32 || is_half(op.inputs[0].dtype), "conv",
+             "no Vulkan convolution for " + describe(op.inputs[0]));
+  const ConvGemm c = conv_gemm(op);
+  check_window_reach("conv", c.window, op.inputs[0]);
+  // Element indices within an operand, and the epilogue's flat index of y, are 32-bit.
+  for (const TensorIr* t : {&op.inputs[0], &op.inputs[1], &op.outputs[0]}) check_32bit_elements("conv", t->numel());
+  return c;
+}
+
+// The GLSL of B's gather and the row bias (TileVariant's hooks), after the access macros.
+std::string hooks_glsl(const ConvGemm& c, bool bias) {
+  std::string s = glsl_fast_div();
+  s += glsl_window_args();
+  s += R"(
+uint64_t cv_bias;
+uint cv_plane, cv_bias_first;
+Div cv_by_kk, cv_by_kw, cv_by_kh, cv_by_ow, cv_by_oh;
+ivec3 cv_pad;
+uvec3 cv_stride, cv_dil, cv_size;
+void mm_hooks_init() {
+  const uint at = 8u + 3u * arg_u32(7u);
+  cv_bias = arg_u64(at);
+  cv_plane = arg_u32(at + 1u);
+  cv_by_kk = div_at(at + 2u); cv_by_kw = div_at(at + 4u); cv_by_kh = div_at(at + 6u);
+  cv_by_ow = div_at(at + 8u); cv_by_oh = div_at(at + 10u);
+  window_at(at + 12u, cv_pad, cv_stride, cv_dil, cv_size);
+}
+// The batch's group g starts at A row g * M: its first bias element.
+void mm_hooks_batch(uint bz, uint64_t a_off) { cv_bias_first = uint(a_off / uint64_t(arg_u32(5u))); }
+)";
+  if (bias) s += "float mm_row_bias(uint row) { PTR1 b = PTR1(cv_bias); return LOAD1(b, cv_bias_first + row); }\n";
+  if (c.gather)
+    s += R"(
+// Columns col..col + 3 of row k of the columns: channel c at kernel offset j of windows col..
+vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {
+  vec4 r = vec4(0.0);
+  if (k >= K) return r;
+  const uint c = div_by(k, cv_by_kk), j = k - c * cv_by_kk.d;
+  const uint u = div_by(j, cv_by_kw), jd = div_by(u, cv_by_kh);
+  const ivec3 off = ivec3(uvec3(jd, u - jd * cv_by_kh.d, j - u * cv_by_kw.d) * cv_dil) - cv_pad;
+  const uint t = div_by(col, cv_by_ow), od0 = div_by(t, cv_by_oh);
+  uvec3 o = uvec3(od0, t - od0 * cv_by_oh.d, col - t * cv_by_ow.d);
+  const uint base = c * cv_plane;
+  [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+    const ivec3 at = ivec3(o * cv_stride) + off;
+    // Over the padding (a negative coordinate wraps to a large one) the element stays 0.
+    if (col + e < N && all(lessThan(uvec3(at), cv_size)))
+      r[e] = LOAD1(B, base + (uint(at.x) * cv_size.y + uint(at.y)) * cv_size.z + uint(at.z));
+    if (++o.z == cv_by_ow.d) { o.z = 0u; if (++o.y == cv_by_oh.d) { o.y = 0u; ++o.x; } }
+  }
+  return r;
+}
+)";
+  return s;
+}
+
+// Runs one conv op's GEMM in a tiled configuration. y may be null: with an epilogue that does
+// not store C it is left out; without one the product goes to scratch (autotuner timing).
+class ConvLauncher {
+ public:
+  ConvLauncher(VulkanDevice& dev, const ConvGemm& c, const Buffer* x, const Buffer* w, const Buffer* bias,
+               const Buffer* y, const MatmulEpilogue* epilogue = nullptr)
+      : dev_(dev), c_(c), x_(x), w_(w), bias_(bias), y_(y), epilogue_(epilogue) {
+    variant_ = TileVariant{c.dtype, c.k % 4 == 0, c.l % 4 == 0};
+    variant_.gather_b = c.gather;
+    variant_.row_bias = bias != nullptr;
+  }
+
+  void run(int index) {
+    if (args_.size() == 0) fill_args();
+    const TileConfig& t = tile_configs()[static_cast<std::size_t>(index)];
+    TileVariant v = variant_;
+    // Whole tiles drop the bounds checks of A's loads and C's stores; the gather checks its own.
+    v.whole = v.vec_a && v.vec_b && c_.m % t.bm == 0 && c_.l % t.bn == 0 && c_.k % t.bk == 0;
+    std::string key = std::string("conv/tiled/") + t.name + "/" + dtype_name(c_.dtype) + (v.vec_a ? "/va" : "/sa") +
+                      (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.gather_b ? "/gather" : "/direct") +
+                      (v.row_bias ? "/bias" : "");
+    if (epilogue_) {
+      key += "/fused/";
+      key += epilogue_->key;
+    }
+    const ConvGemm& c = c_;
+    const MatmulEpilogue* e = epilogue_;
+    const SourceFn source = [this, &t, v, &c, e] {
+      return tiled_matmul_source(dev_.prelude(), t, v, e, v.hooked() ? hooks_glsl(c, v.row_bias) : std::string());
+    };
+    const auto& max = dev_.context().limits().maxComputeWorkGroupCount;
+    const std::uint64_t gx = (c_.l + t.bn - 1) / t.bn, gy = (c_.m + t.bm - 1) / t.bm;
+    KILN_CHECK(gx <= max[0], "conv", std::to_string(c_.l) + " windows need more workgroups than the device has");
+    // The kernel loops over the row tiles and batches beyond the grid.
+    const Groups groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(std::min<std::uint64_t>(gy, max[1])),
+                        static_cast<std::uint32_t>(std::min<std::uint64_t>(c_.batches(), max[2]))};
+    dev_.launch(key, "conv", source, args_, groups);
+  }
+
+  const TileVariant& variant() const { return variant_; }
+
+ private:
+  void fill_args() {
+    if (!y_ && !epilogue_) {
+      scratch_ = dev_.memory().allocate(static_cast<std::size_t>(c_.batches() * c_.m * c_.l) * dtype_size(c_.dtype));
+      y_ = scratch_.get();
+    }
+    const Buffer *x = x_, *w = w_, *bias = bias_, *y = y_;
+    const WindowGeometry& g = c_.window;
+    const std::uint64_t plane = static_cast<std::uint64_t>(g.plane()), cg = c_.channels / c_.groups;
+    args_.buffer(*w).buffer(*x).address(y ? VulkanDevice::address(*y) : 0);
+    args_.u64(c_.m).u64(c_.l).u64(c_.k).u64(c_.batches());
+    // Batch dims (size, A stride, B stride), innermost last; dims of size 1 left out.
+    struct Dim {
+      std::uint64_t size, a, b;
+    };
+    std::vector<Dim> dims;
+    if (c_.images > 1) dims.push_back({c_.images, 0, c_.channels * plane});
+    if (c_.groups > 1) dims.push_back({c_.groups, c_.m * c_.k, cg * plane});
+    args_.u64(dims.size());
+    for (const Dim& d : dims) args_.u64(d.size).u64(d.a).u64(d.b);
+    const std::size_t at = args_.size();
+    args_.address(bias ? VulkanDevice::address(*bias) : 0).u64(plane);
+    push_div(args_, g.volume());
+    push_div(args_, g.kernel[2]);
+    push_div(args_, g.kernel[1]);
+    push_div(args_, g.out[2]);
+    push_div(args_, g.out[1]);
+    push_window(args_, g);
+    KILN_CHECK(args_.size() - at == kConvWords, "conv", "internal: the argument block's layout changed");
+    if (epilogue_)
+      for (std::uint64_t word : epilogue_->args.words()) args_.u64(word);
+  }
+
+  VulkanDevice& dev_;
+  const ConvGemm& c_;
+  const Buffer *x_, *w_, *bias_, *y_;
+  const MatmulEpilogue* epilogue_;
+  TileVariant variant_;
+  BufferPtr scratch_;
+  LaunchArgs args_;
+};
+
+std::string shape_class(const ConvGemm& c, const TileVariant& v) {
+  return std::string("conv ") + dtype_name(c.dtype) + (c.gather ? " gather" : " direct") + (v.vec_a ? " va" : " sa") +
+         (v.vec_b ? "vb" : "sb") + " m" + std::to_string(size_bucket(c.m)) + " n" + std::to_string(size_bucket(c.l)) +
+         " k" + std::to_string(size_bucket(c.k)) + " z" + std::to_string(size_bucket(c.batches()));
+}
+
+// On GPUs with tensor cores a 16-bit convolution may still run faster as the explicit GEMM:
+// unfold writes the columns, the matmul op reads them with its tensor-core kernels (which have
+// no window gather yet), the bias is one add more. The autotuner times it beside the tiled
+// configurations, as this choice (no epilogue takes it: only f32 convolutions anchor one).
+constexpr int kExplicit = -2;
+constexpr const char* kExplicitName = "explicit";
+
+bool explicit_candidate(VulkanDevice& dev, DType t) {
+  return is_half(t) && (coop_shape(dev).m != 0 || wg_coop_shape(dev, t).threads != 0);
+}
+
+void run_explicit(VulkanDevice& dev, const OpIr& op, const ConvGemm& c, const KernelArgs& args) {
+  const auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+  const std::int64_t n = i(c.images), groups = i(c.groups), m = i(c.m), k = i(c.k), l = i(c.l);
+  const DType t = c.dtype;
+  BufferPtr cols;
+  Buffer* b = args.inputs[0];  // a pointwise convolution's columns are the image
+  if (c.gather) {
+    const WindowGeometry& g = c.window;
+    const int s = op.inputs[0].shape.rank() - 2;
+    OpAttrs a;  // [s, kernel[s], dilation[s], padding[s], stride[s]]
+    a.ints = {s};
+    for (const std::int64_t* v : {g.kernel, g.dilation, g.padding, g.stride})
+      a.ints.insert(a.ints.end(), v + 3 - s, v + 3);
+    cols = dev.memory().allocate(static_cast<std::size_t>(n * groups * k * l) * dtype_size(t));
+    run_step(dev, OpKind::unfold, {{op.inputs[0], args.inputs[0]}}, step_tensor(Shape{n, groups * k, l}, t), cols.get(),
+             a);
+    b = cols.get();
+  }
+  Buffer* y = args.outputs[0];
+  run_step(dev, OpKind::matmul,
+           {{step_tensor(Shape{groups, m, k}, t), args.inputs[1]}, {step_tensor(Shape{n, groups, k, l}, t), b}},
+           step_tensor(Shape{n, groups, m, l}, t), y);
+  if (op.inputs.size() > 2)
+    run_step(dev, OpKind::add,
+             {{step_tensor(Shape{n, groups * m, l}, t), y}, {step_tensor(Shape{groups * m, 1}, t), args.inputs[2]}},
+             step_tensor(Shape{n, groups * m, l}, t), y);
+}
+
+int named_config(const VulkanDevice& dev, const std::string& name, bool explicit_allowed) {
+  if (explicit_allowed && name == kExplicitName) return kExplicit;
+  const auto& configs = tile_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    if (configs[i].name == name && tile_config_fits(dev, configs[i])) return static_cast<int>(i);
+  return -1;
+}
+
+const char* choice_name(int choice) {
+  return choice == kExplicit ? kExplicitName : tile_configs()[static_cast<std::size_t>(choice)].name;
+}
+
+// The tiled configuration for a convolution (or kExplicit, where `explicit_run` is given):
+// forced (tests), named (KILN_MATMUL_CONFIG), the autotuner's (timed on `launcher`, which
+// writes the plain convolution), or the heuristic's.
+int choose(VulkanDevice& dev, const ConvGemm& c, ConvLauncher& launcher,
+           const std::function<void()>& explicit_run = {}) {
+  if (const int forced = forced_tile_config(); forced >= 0) return forced;
+  const bool explicit_allowed = static_cast<bool>(explicit_run);
+  if (const char* env = std::getenv("KILN_MATMUL_CONFIG"); env && *env)
+    if (const int i = named_config(dev, env, explicit_allowed); i != -1) return i;
+  if (!tiled_autotuning(dev)) return heuristic_tile_config(dev, c.m, c.l, c.k, c.batches());
+  AutotuneCache& cache = tiled_autotune_cache(dev);
+  const std::string key = shape_class(c, launcher.variant());
+  if (auto hit = cache.lookup(key))
+    if (const int i = named_config(dev, *hit, explicit_allowed); i != -1) return i;
+  std::vector<int> candidates;
+  if (explicit_allowed && explicit_candidate(dev, c.dtype)) candidates.push_back(kExplicit);
+  for (std::size_t i = 0; i < tile_configs().size(); ++i)
+    if (tile_config_fits(dev, tile_configs()[i])) candidates.push_back(static_cast<int>(i));
+  const std::vector<double> times = time_candidates(dev, candidates.size(), [&](std::size_t i) {
+    if (candidates[i] == kExplicit)
+      explicit_run();
+    else
+      launcher.run(candidates[i]);
+  });
+  std::size_t best = 0;
+  std::string report;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    report += ' ';
+    report += choice_name(candidates[i]);
+    report += '=';
+    report += std::to_string(times[i] * 1e6);
+    report += "us";
+    if (times[i] < times[best]) best = i;
+  }
+  const char* name = choice_name(candidates[best]);
+  if (log_enabled(spdlog::level::info)) logger().info("vulkan conv autotune [{}]: {} ({})", key, name, report);
+  cache.store(key, name);
+  return candidates[best];
+}
+
+const Buffer* bias_of(const OpIr& op, std::span<Buffer* const> inputs) {
+  return op.inputs.size() > 2 ? inputs[2] : nullptr;
+}
+
+void conv_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  if (op.outputs[0].numel() == 0) return;
+  const ConvGemm c = checked_conv_gemm(op);
+  ConvLauncher launcher(dev, c, args.inputs[0], args.inputs[1], bias_of(op, args.inputs), args.outputs[0]);
+  const auto explicit_run = [&] { run_explicit(dev, op, c, args); };
+  // Timing runs write the output too; the chosen configuration runs last.
+  const int choice = choose(dev, c, launcher, is_half(c.dtype) ? std::function<void()>(explicit_run) : nullptr);
+  if (choice == kExplicit)
+    explicit_run();
+  else
+    launcher.run(choice);
+}
+
+}  // namespace
+
+void conv_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* x, const Buffer* weight, const Buffer* bias,
+                        const Buffer* y, const MatmulEpilogue& epilogue) {
+  if (op.outputs[0].numel() == 0) return;
+  const ConvGemm c = checked_conv_gemm(op);
+  // The autotuner times the plain convolution (an epilogue may update its input in place, so
+  // it runs once): into y when y is kept, else into scratch.
+  ConvLauncher plain(dev, c, x, weight, bias, epilogue.store_c ? y : nullptr);
+  const int index = choose(dev, c, plain);
+  ConvLauncher(dev, c, x, weight, bias, y, &epilogue).run(index);
+}
+
+void register_conv_gemm_kernels(KernelTable& t) { t.set(OpKind::conv, conv_kernel); }
+
+}  // namespace kiln::vk

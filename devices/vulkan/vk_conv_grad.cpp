@@ -1,0 +1,176 @@
+// The gradients of a convolution on Vulkan, as steps on the device's own kernels (the composite
+// that engine/conv.cpp runs where a device has no conv op, moved below the op so that autograd's
+// conv rule finds them): per group g of G,
+//   conv_input_grad:  cols[n, g] = W_g^T [C/G * kk, K/G] @ dy[n, g] [K/G, L], dx = fold(cols);
+//   conv_weight_grad: dW_g [K/G, C/G * kk] = sum over n of dy[n, g] @ cols[n, g]^T,
+//                     cols = unfold(x),
+// with the transposed operands copied out first (the matmul reads row-major operands). The
+// intermediates live in scratch buffers of the device's pool for the op's duration.
+#include <algorithm>
+#include <string>
+
+#include "devices/vulkan/vk_conv_gemm.h"
+#include "devices/vulkan/vk_device.h"
+#include "devices/vulkan/vk_layout_copy.h"
+#include "ops/registry.h"
+
+namespace kiln::vk {
+
+namespace {
+
+// What both gradients read of the conv attrs [s, stride[s], padding[s], dilation[s], groups,
+// sizes[s]] (ops/conv.cpp checked them), and the unfold / fold attrs of the same window:
+// [s, kernel[s], dilation[s], padding[s], stride[s]] (fold: then the image size).
+struct GradGeometry {
+  int s = 0;
+  std::int64_t groups = 1, kk = 1, windows = 1;
+  OpAttrs window;
+};
+
+GradGeometry grad_geometry(const OpIr& op, const Shape& weight, const Shape& dy, const Shape* image) {
+  const auto& ints = op.attrs.ints;
+  GradGeometry g;
+  g.s = static_cast<int>(ints[0]);
+  const auto s = static_cast<std::size_t>(g.s);
+  g.groups = ints[1 + 3 * s];
+  g.window.ints = {ints[0]};
+  for (std::size_t d = 0; d < s; ++d) {
+    g.window.ints.push_back(weight[2 + static_cast<int>(d)]);
+    g.kk *= weight[2 + static_cast<int>(d)];
+    g.windows *= dy[2 + static_cast<int>(d)];
+  }
+  for (std::size_t group : {2, 1, 0})  // dilation, padding, stride
+    for (std::size_t d = 0; d < s; ++d) g.window.ints.push_back(ints[1 + group * s + d]);
+  if (image)
+    for (int d = 0; d < g.s; ++d) g.window.ints.push_back((*image)[2 + d]);
+  return g;
+}
+
+void check_sizes(const char* op, const OpIr& o, std::int64_t columns) {
+  for (const TensorIr& t : o.inputs) check_32bit_elements(op, t.numel());
+  check_32bit_elements(op, o.outputs[0].numel());
+  check_32bit_elements(op, columns);
+}
+
+// A copy from src into a new scratch buffer of `elements` (at least one: an empty batch still
+// makes a weight gradient, of zeros), its dims for the caller to push.
+StridedCopy copy_into(VulkanDevice& dev, const Buffer* src, std::int64_t elements, std::size_t elem, BufferPtr& dst) {
+  dst = dev.memory().allocate(static_cast<std::size_t>(std::max<std::int64_t>(elements, 1)) * elem);
+  StridedCopy copy;
+  copy.src = src;
+  copy.dst = dst.get();
+  copy.elem_bytes = elem;
+  return copy;
+}
+
+// dy [N, K, *out], weight [K, C/G, *kernel] -> dx [N, C, *in].
+void conv_input_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  const TensorIr &dy = op.inputs[0], &w = op.inputs[1], &dx = op.outputs[0];
+  if (dx.numel() == 0) return;
+  const GradGeometry g = grad_geometry(op, w.shape, dy.shape, &dx.shape);
+  const std::int64_t n = dy.shape[0], mg = w.shape[0] / g.groups, depth = w.shape[1] * g.kk, G = g.groups;
+  check_sizes("conv_input_grad", op, n * G * depth * g.windows);
+  const DType t = dx.dtype;
+  const std::size_t e = dtype_size(t);
+  // W_g^T: [G, K/G, depth] -> [G, depth, K/G].
+  BufferPtr wt;
+  StridedCopy copy = copy_into(dev, args.inputs[1], w.numel(), e, wt);
+  copy.push_dim(G, mg * depth, 0);
+  copy.push_dim(depth, 1, 0);
+  copy.push_dim(mg, depth, 0);
+  set_contiguous_dst(copy);
+  run_strided_copy(dev, "conv_input_grad", copy);
+  BufferPtr cols = dev.memory().allocate(static_cast<std::size_t>(n * G * depth * g.windows) * e);
+  run_step(
+      dev, OpKind::matmul,
+      {{step_tensor(Shape{G, depth, mg}, t), wt.get()}, {step_tensor(Shape{n, G, mg, g.windows}, t), args.inputs[0]}},
+      step_tensor(Shape{n, G, depth, g.windows}, t), cols.get());
+  run_step(dev, OpKind::fold, {{step_tensor(Shape{n, G * depth, g.windows}, t), cols.get()}}, dx, args.outputs[0],
+           g.window);
+}
+
+// dy [N, K, *out], x [N, C, *in] -> dw [K, C/G, *kernel].
+void conv_weight_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  const TensorIr &dy = op.inputs[0], &x = op.inputs[1], &dw = op.outputs[0];
+  if (dw.numel() == 0) return;
+  const GradGeometry g = grad_geometry(op, dw.shape, dy.shape, nullptr);
+  const std::int64_t n = dy.shape[0], G = g.groups, mg = dw.shape[0] / G, depth = dw.shape[1] * g.kk;
+  const std::int64_t columns = n * G * depth * g.windows;
+  check_sizes("conv_weight_grad", op, columns);
+  const DType t = dw.dtype;
+  const std::size_t e = dtype_size(t);
+  if (n == 0) return run_step(dev, OpKind::full, {}, dw, args.outputs[0]);  // no windows: zeros
+  BufferPtr cols, cols_t;
+  Buffer* image_cols = args.inputs[1];
+  // A pointwise convolution's columns are the image itself.
+  bool pointwise = g.windows == x.numel() / (x.shape[0] * x.shape[1]) && g.kk == 1;
+  for (int d = 0; d < g.s && pointwise; ++d)
+    pointwise = op.attrs.ints[static_cast<std::size_t>(1 + d)] == 1 &&
+                op.attrs.ints[static_cast<std::size_t>(1 + g.s + d)] == 0;
+  if (!pointwise) {
+    cols = dev.memory().allocate(static_cast<std::size_t>(std::max<std::int64_t>(columns, 1)) * e);
+    run_step(dev, OpKind::unfold, {{x, args.inputs[1]}}, step_tensor(Shape{n, G * depth, g.windows}, t), cols.get(),
+             g.window);
+    image_cols = cols.get();
+  }
+  // cols [N, G, depth, L] -> [N, G, L, depth]: per image and group one transposed matrix.
+  StridedCopy c = copy_into(dev, image_cols, columns, e, cols_t);
+  c.push_dim(n * G, depth * g.windows, 0);
+  c.push_dim(g.windows, 1, 0);
+  c.push_dim(depth, g.windows, 0);
+  set_contiguous_dst(c);
+  run_strided_copy(dev, "conv_weight_grad", c);
+  // One product per image (dy's [K/G, L] blocks are row-major as they lie), then their sum:
+  // N times the workgroups of one product over N * L, which left most of a GPU idle.
+  const Shape products{n, G, mg, depth};
+  BufferPtr partial;
+  Buffer* into = args.outputs[0];
+  if (n > 1) {
+    partial = dev.memory().allocate(static_cast<std::size_t>(products.numel()) * e);
+    into = partial.get();
+  }
+  run_step(dev, OpKind::matmul,
+           {{step_tensor(Shape{n, G, mg, g.windows}, t), args.inputs[0]},
+            {step_tensor(Shape{n, G, g.windows, depth}, t), cols_t.get()}},
+           step_tensor(products, t), into);
+  if (n > 1) {
+    OpAttrs over_images;
+    over_images.ints = {0};
+    run_step(dev, OpKind::sum, {{step_tensor(Shape{n, G * mg * depth}, t), into}},
+             step_tensor(Shape{G * mg * depth}, t), args.outputs[0], over_images);
+  }
+}
+
+}  // namespace
+
+TensorIr step_tensor(Shape shape, DType dtype) {
+  TensorIr t;
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  return t;
+}
+
+void run_step(VulkanDevice& dev, OpKind kind, std::initializer_list<std::pair<TensorIr, Buffer*>> inputs,
+              const TensorIr& output, Buffer* out, OpAttrs attrs) {
+  OpIr op;
+  op.kind = kind;
+  op.attrs = std::move(attrs);
+  std::vector<Buffer*> in;
+  EntityId id = 0;  // distinct: kernels that read each entity once tell operands apart by id
+  for (const auto& [t, b] : inputs) {
+    op.inputs.push_back(t);
+    op.inputs.back().id = ++id;
+    in.push_back(b);
+  }
+  op.outputs.push_back(output);
+  op.outputs.back().id = ++id;
+  Buffer* outs[1] = {out};
+  dev.run(op, KernelArgs{std::span<Buffer* const>(in), std::span<Buffer* const>(outs, 1)});
+}
+
+void register_conv_grad_kernels(KernelTable& t) {
+  t.set(OpKind::conv_input_grad, conv_input_grad_kernel);
+  t.set(OpKind::conv_weight_grad, conv_weight_grad_kernel);
+}
+
+}  // namespace kiln::vk
