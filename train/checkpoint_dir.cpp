@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <regex>
+#include <string_view>
 
 #include "ops/error.h"
 
@@ -25,16 +25,40 @@ std::filesystem::path CheckpointDir::file_for(Progress at) const {
   return dir_ / name;
 }
 
+namespace {
+
+// Reads "<digits>" at the front of `s` into `value`; false when there are none.
+bool take_number(std::string_view& s, std::int64_t& value) {
+  std::size_t n = 0;
+  value = 0;
+  while (n < s.size() && n < 18 && s[n] >= '0' && s[n] <= '9') value = value * 10 + (s[n++] - '0');
+  s.remove_prefix(n);
+  return n > 0;
+}
+
+bool take(std::string_view& s, std::string_view prefix) {
+  if (s.substr(0, prefix.size()) != prefix) return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+// "epoch-<e>.safetensors" or "epoch-<e>-batch-<b>.safetensors" (file_for's names).
+std::optional<Progress> parse_name(std::string_view s) {
+  Progress p;
+  if (!take(s, "epoch-") || !take_number(s, p.epoch)) return std::nullopt;
+  if (take(s, "-batch-") && !take_number(s, p.batch)) return std::nullopt;
+  if (s != ".safetensors") return std::nullopt;
+  return p;
+}
+
+}  // namespace
+
 std::vector<std::pair<Progress, std::filesystem::path>> CheckpointDir::list() const {
-  static const std::regex pattern(R"(epoch-(\d+)(?:-batch-(\d+))?\.safetensors)");
   std::vector<std::pair<Progress, std::filesystem::path>> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() || !std::regex_match(name, m, pattern)) continue;
-    Progress p{std::stoll(m[1].str()), m[2].matched ? std::stoll(m[2].str()) : 0};
-    out.emplace_back(p, entry.path());
+    if (!entry.is_regular_file()) continue;
+    if (const std::optional<Progress> p = parse_name(entry.path().filename().string())) out.emplace_back(*p, entry.path());
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
