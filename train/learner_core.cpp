@@ -122,8 +122,7 @@ void LearnerCore::update_metrics(const StepOutput& out) {
   MetricValues values;
   for (const auto& m : phase_->metrics) values.push_back({m->name(), m->value()});
   if (phase_->phase == Phase::train) values.push_back({"lr", schedule_->lr()});
-  const double seconds = std::chrono::duration<double>(now - phase_->started).count();
-  if (seconds > 0) values.push_back({"items/s", static_cast<double>(phase_->items) / seconds});
+  // (The dashboard shows items per second itself, from the counts.)
   dashboard_->update(phase_->batches, phase_->items, values);
 }
 
