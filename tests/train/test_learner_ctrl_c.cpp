@@ -1,0 +1,96 @@
+// Ctrl-C for real: the test runs a training loop in a child process (this same test binary,
+// re-run on a disabled test that only this one starts), sends it SIGINT once it is training,
+// and checks that the child finished its step, wrote a checkpoint and exited cleanly, and that
+// the checkpoint loads into a fresh model.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "data/data.h"
+#include "io/io.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "train/learner.h"
+
+extern char** environ;
+
+namespace kiln::train {
+namespace {
+
+struct Net : nn::Module {
+  nn::Linear fc1{4, 32}, fc2{32, 2};
+  Tensor forward(const Tensor& x) const { return fc2(relu(fc1(x))); }
+  KILN_MODULE(Net, fc1, fc2)
+};
+
+constexpr const char* kDirVariable = "KILN_TEST_CTRL_C_DIR";
+
+// The child: trains "forever" (10,000 epochs), writing `training` after its first step.
+TEST(LearnerCtrlCChild, DISABLED_TrainsUntilInterrupted) {
+  const char* dir = std::getenv(kDirVariable);
+  ASSERT_NE(dir, nullptr) << "started by LearnerCtrlC.ChildStopsWithALoadableCheckpoint only";
+  std::vector<data::Example> items;
+  for (int i = 0; i < 64; ++i) items.push_back({{float(i % 3), float(i % 5), float(i % 7), 1.0f}, Shape{4}, i % 2, {}});
+  const data::DataLoader<> loader(data::in_memory(std::move(items)), {.batch_size = 16});
+  const std::filesystem::path marker = std::filesystem::path(dir) / "training";
+  Learner learner(Net{}, std::make_unique<optim::Sgd>(optim::SgdOptions{.lr = 0.01}), std::make_unique<optim::ConstantLr>(0.01),
+                  [&](const Net& m, const data::Batch& b) {
+                    if (!std::filesystem::exists(marker)) std::ofstream(marker) << "1";
+                    Tensor logits = m(b.inputs);
+                    return StepOutput{nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
+                  },
+                  {.epochs = 10000, .checkpoint_dir = std::filesystem::path(dir) / "checkpoints", .checkpoint_every = 10000,
+                   .dashboard = DashboardMode::off});
+  const FitResult r = learner.fit(loader);
+  ASSERT_TRUE(r.interrupted);
+  ASSERT_TRUE(r.checkpoint.has_value());
+  std::exit(0);  // a clean exit is what the parent checks
+}
+
+TEST(LearnerCtrlC, ChildStopsWithALoadableCheckpoint) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln_ctrl_c_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string filter = "--gtest_filter=LearnerCtrlCChild.DISABLED_TrainsUntilInterrupted";
+  std::string disabled = "--gtest_also_run_disabled_tests";
+  char* argv[] = {const_cast<char*>(self.c_str()), filter.data(), disabled.data(), nullptr};
+  ASSERT_EQ(::setenv(kDirVariable, dir.c_str(), 1), 0);
+  pid_t child = 0;
+  ASSERT_EQ(::posix_spawn(&child, self.c_str(), nullptr, nullptr, argv, environ), 0);
+  ::unsetenv(kDirVariable);
+
+  // Wait (at most a minute) for it to train, then press Ctrl-C.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(dir / "training") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const bool started = std::filesystem::exists(dir / "training");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // some steps into the run
+  ::kill(child, started ? SIGINT : SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(started) << "the child never started training";
+  ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit by itself (status " << status << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  const CheckpointDir checkpoints(dir / "checkpoints", 2);
+  const auto latest = checkpoints.latest();
+  ASSERT_TRUE(latest.has_value()) << "no checkpoint in " << (dir / "checkpoints");
+  Net fresh;
+  const io::TrainingState state = io::load_checkpoint(latest->second, fresh);
+  EXPECT_GT(state.step, 0);
+  EXPECT_EQ(state.step, latest->first.epoch * 4 + latest->first.batch);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln::train
