@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <utility>
-#include <sstream>
 
 #include "io/io.h"
 #include "train/html_report.h"
+#include "train/metric_format.h"
 #include "ops/error.h"
 
 namespace kiln::train {
@@ -17,11 +17,6 @@ using Clock = std::chrono::steady_clock;
 // device, so it happens a few times a second, not every step.
 constexpr auto kReadInterval = std::chrono::milliseconds(250);
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 }  // namespace
 
 // The phase being run: its metrics (fresh copies), counts and when the values were last read.
@@ -85,7 +80,9 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
   }
   RunInfo run;
   run.title = options_.name;
-  run.device = model.parameters().empty() ? "cpu" : model.parameters().front().device().str();
+  const std::vector<Tensor> params = model.parameters();
+  device_ = params.empty() ? Device::cpu() : params.front().device();
+  run.device = device_name(device_);
   run.settings = {{"model", model.type_name()},
                   {"parameters", std::to_string(model.parameter_count())},
                   {"optimizer", optimizer_->name()},
@@ -141,7 +138,7 @@ void LearnerCore::end_phase() {
   const double seconds = std::chrono::duration<double>(Clock::now() - phase_->started).count();
   if (phase_->phase == Phase::train) {
     summary.push_back({"lr", schedule_->lr()});
-    const MemoryStats mem = memory_stats(Device::cpu());
+    const MemoryStats mem = memory_stats(device_);  // the model's device
     summary.push_back({"memory MiB", static_cast<double>(mem.peak_in_use) / (1 << 20)});
   }
   if (seconds > 0) summary.push_back({"items/s", static_cast<double>(phase_->items) / seconds});
@@ -181,7 +178,7 @@ bool LearnerCore::should_stop_early(std::optional<double> value, bool on_valid) 
   if (++since_best_ < es.patience) return false;
   result_.stopped_early = true;
   dashboard_->message("stopping early: " + std::string(on_valid ? "valid " : "train ") + es.metric +
-                      " has not improved on " + number(best_.value_or(NAN)) + " for " + std::to_string(since_best_) +
+                      " has not improved on " + format_metric_value(best_.value_or(NAN)) + " for " + std::to_string(since_best_) +
                       " epochs");
   return true;
 }

@@ -103,6 +103,7 @@ class LearnerCore {
   std::unique_ptr<PhaseState> phase_;
   std::array<MetricValues, 2> last_summary_{};  // this epoch's train and valid summaries
   std::int64_t train_batches_ = 0, valid_batches_ = 0;
+  Device device_ = Device::cpu();  // the model's: its memory is reported
   // Early stopping: the best value of its metric so far and the epochs since.
   std::optional<double> best_;
   std::int64_t since_best_ = 0;

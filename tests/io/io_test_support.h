@@ -18,6 +18,7 @@
 #include "nn/nn.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
+#include "support/scratch_dir.h"
 
 namespace kiln::test {
 
@@ -83,37 +84,6 @@ inline void write_raw_safetensors(const std::filesystem::path& path, const std::
   for (const RawTensor& t : tensors) out.insert(out.end(), t.bytes.begin(), t.bytes.end());
   write_bytes(path, out);
 }
-
-// A fresh directory, removed with everything in it when the test ends.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "kiln_io_" + std::to_string(::getpid());
-    if (info) name += std::string("_") + info->test_suite_name() + "_" + info->name();
-    for (char& c : name)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-    path_ = std::filesystem::temp_directory_path() / name;
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-  const std::filesystem::path& path() const { return path_; }
-  // Files in the directory (temporary files included).
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 // The kiln twin of gen_io_torch.py's Net: the same fields in the same order.
 struct TorchNet : nn::Module {

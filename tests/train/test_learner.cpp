@@ -11,6 +11,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "support/expect_error.h"
+#include "support/scratch_dir.h"
 #include "train/learner.h"
 
 namespace kiln::train {
@@ -40,18 +41,6 @@ StepOutput step(const Classifier& m, const data::Batch& b) {
   return {nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
 }
 
-// A fresh folder per test and name, removed after.
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() /
-             ("kiln_learner_" + std::to_string(::getpid()) + "_" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name)) {
-    std::filesystem::remove_all(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 Learner<Classifier> make(LearnerOptions options, Learner<Classifier>::Step s = step) {
   manual_seed(5);  // the same initial weights for every run
   options.dashboard = DashboardMode::off;
@@ -80,8 +69,8 @@ std::vector<float> weights(const Classifier& m) {
 }
 
 TEST(Learner, LossFallsAndAccuracyRises) {
-  TempDir dir("run");
-  Learner<Classifier> learner = make({.epochs = 6, .report = dir.path / "report.html"});
+  test::ScratchDir dir("run");
+  Learner<Classifier> learner = make({.epochs = 6, .report = dir.path() / "report.html"});
   const FitResult r = learner.fit(train_loader(), &valid_loader());
   EXPECT_FALSE(r.interrupted);
   EXPECT_EQ(r.stopped_at.epoch, 6);
@@ -98,28 +87,28 @@ TEST(Learner, LossFallsAndAccuracyRises) {
 }
 
 TEST(Learner, ResumeFromACheckpointEqualsAnUninterruptedRun) {
-  TempDir whole_dir("whole"), split_dir("split");
-  Learner<Classifier> whole = make({.epochs = 4, .checkpoint_dir = whole_dir.path});
+  test::ScratchDir whole_dir("whole"), split_dir("split");
+  Learner<Classifier> whole = make({.epochs = 4, .checkpoint_dir = whole_dir.path()});
   whole.fit(train_loader(), &valid_loader());
 
-  Learner<Classifier> first = make({.epochs = 2, .checkpoint_dir = split_dir.path});
+  Learner<Classifier> first = make({.epochs = 2, .checkpoint_dir = split_dir.path()});
   first.fit(train_loader(), &valid_loader());
-  Learner<Classifier> second = make({.epochs = 4, .checkpoint_dir = split_dir.path});
+  Learner<Classifier> second = make({.epochs = 4, .checkpoint_dir = split_dir.path()});
   const FitResult r = second.fit(train_loader(), &valid_loader());
   EXPECT_EQ(r.stopped_at.epoch, 4);
   EXPECT_EQ(weights(second.model()), weights(whole.model()));
   // Two checkpoints kept (epochs 3 and 4).
-  EXPECT_EQ(CheckpointDir(split_dir.path, 2).list().size(), 2u);
+  EXPECT_EQ(CheckpointDir(split_dir.path(), 2).list().size(), 2u);
 }
 
 TEST(Learner, CtrlCStopsAfterTheStepWithACheckpointThatResumesExactly) {
-  TempDir whole_dir("whole"), cut_dir("cut");
-  Learner<Classifier> whole = make({.epochs = 3, .checkpoint_dir = whole_dir.path});
+  test::ScratchDir whole_dir("whole"), cut_dir("cut");
+  Learner<Classifier> whole = make({.epochs = 3, .checkpoint_dir = whole_dir.path()});
   whole.fit(train_loader(), &valid_loader());
 
   // 8 training batches an epoch, then 4 of validation: call 15 is epoch 2's third training step.
   int calls = 0;
-  Learner<Classifier> cut = make({.epochs = 3, .checkpoint_dir = cut_dir.path}, [&](const Classifier& m, const data::Batch& b) {
+  Learner<Classifier> cut = make({.epochs = 3, .checkpoint_dir = cut_dir.path()}, [&](const Classifier& m, const data::Batch& b) {
     if (++calls == 15) InterruptGuard::request();  // as if Ctrl-C came during that step
     return step(m, b);
   });
@@ -130,7 +119,7 @@ TEST(Learner, CtrlCStopsAfterTheStepWithACheckpointThatResumesExactly) {
   ASSERT_TRUE(stopped.checkpoint.has_value());
   EXPECT_EQ(stopped.checkpoint->filename(), "epoch-0001-batch-000003.safetensors");
 
-  Learner<Classifier> resumed = make({.epochs = 3, .checkpoint_dir = cut_dir.path});
+  Learner<Classifier> resumed = make({.epochs = 3, .checkpoint_dir = cut_dir.path()});
   const FitResult r = resumed.fit(train_loader(), &valid_loader());
   EXPECT_FALSE(r.interrupted);
   EXPECT_EQ(weights(resumed.model()), weights(whole.model()));

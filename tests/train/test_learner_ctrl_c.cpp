@@ -18,6 +18,7 @@
 #include "io/io.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "support/scratch_dir.h"
 #include "train/learner.h"
 
 extern char** environ;
@@ -56,10 +57,8 @@ TEST(LearnerCtrlCChild, DISABLED_TrainsUntilInterrupted) {
 }
 
 TEST(LearnerCtrlC, ChildStopsWithALoadableCheckpoint) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("kiln_ctrl_c_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::ScratchDir scratch;
+  const std::filesystem::path& dir = scratch.path();
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::string filter = "--gtest_filter=LearnerCtrlCChild.DISABLED_TrainsUntilInterrupted";
   std::string disabled = "--gtest_also_run_disabled_tests";
@@ -89,7 +88,6 @@ TEST(LearnerCtrlC, ChildStopsWithALoadableCheckpoint) {
   const io::TrainingState state = io::load_checkpoint(latest->second, fresh);
   EXPECT_GT(state.step, 0);
   EXPECT_EQ(state.step, latest->first.epoch * 4 + latest->first.batch);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
