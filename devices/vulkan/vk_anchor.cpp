@@ -135,17 +135,25 @@ void run_reduction_group(VulkanDevice& dev, const AnchoredKernel& k, const Fused
   }
 }
 
-void run_matmul_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExpr& expr, const KernelArgs& args) {
-  const FusedAnchor& a = *expr.anchored();
-  const FusedArgLayout layout = fused_arg_layout(expr);
+// The group's elementwise ops as the tiled kernel's store epilogue, its arguments after word
+// `base` (the matmul's and the convolution's kernels place them differently).
+MatmulEpilogue store_epilogue(const AnchoredKernel& k, const FusedExpr& expr, const KernelArgs& args,
+                              const FusedArgLayout& layout, const char* base) {
   MatmulEpilogue e;
   e.key = k.key;
-  e.store_c = a.keep_result;
-  e.glsl = [&] {
-    return fused::functions(expr, "e_", MatmulEpilogue::kBase, true) +
+  e.store_c = expr.anchored()->keep_result;
+  e.glsl = [&expr, base] {
+    return fused::functions(expr, "e_", base, true) +
            "void epilogue_init() { e_init(); }\nvoid epilogue(uint i, float c) { e_apply(i, c); }\n";
   };
   push_epilogue_args(e.args, expr, args, layout);
+  return e;
+}
+
+void run_matmul_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExpr& expr, const KernelArgs& args) {
+  const FusedAnchor& a = *expr.anchored();
+  const FusedArgLayout layout = fused_arg_layout(expr);
+  MatmulEpilogue e = store_epilogue(k, expr, args, layout, MatmulEpilogue::kBase);
   if (matmul_with_epilogue(dev, a.op, args.inputs[layout.operands], args.inputs[layout.operands + 1],
                            a.keep_result ? args.outputs[layout.result] : nullptr, e))
     return;
@@ -157,14 +165,7 @@ void run_matmul_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExp
 void run_conv_group(VulkanDevice& dev, const AnchoredKernel& k, const FusedExpr& expr, const KernelArgs& args) {
   const FusedAnchor& a = *expr.anchored();
   const FusedArgLayout layout = fused_arg_layout(expr);
-  MatmulEpilogue e;
-  e.key = k.key;
-  e.store_c = a.keep_result;
-  e.glsl = [&] {
-    return fused::functions(expr, "e_", kConvEpilogueBase, true) +
-           "void epilogue_init() { e_init(); }\nvoid epilogue(uint i, float c) { e_apply(i, c); }\n";
-  };
-  push_epilogue_args(e.args, expr, args, layout);
+  MatmulEpilogue e = store_epilogue(k, expr, args, layout, kConvEpilogueBase);
   const Buffer* bias = a.op.inputs.size() > 2 ? args.inputs[layout.operands + 2] : nullptr;
   conv_with_epilogue(dev, a.op, args.inputs[layout.operands], args.inputs[layout.operands + 1], bias,
                      a.keep_result ? args.outputs[layout.result] : nullptr, e);
