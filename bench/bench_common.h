@@ -83,5 +83,6 @@ void register_matmul(Device device);
 void register_autograd(Device device);
 void register_nn(Device device);  // conv2d, conv2d_backward, resnet_block
 void register_train(Device device);  // mlp_train_step, transformer_train_step
+void register_serve(Device device);  // mlp_infer_b1, concurrent_infer
 
 }  // namespace kiln::bench

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   kiln::bench::register_autograd(*device);
   kiln::bench::register_nn(*device);
   kiln::bench::register_train(*device);
+  kiln::bench::register_serve(*device);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -1,5 +1,7 @@
 #include "engine/runtime.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -42,30 +44,55 @@ Engine& Engine::get() {
 
 bool Engine::alive() { return g_alive.load(std::memory_order_acquire); }
 
+namespace {
+// Streams the scheduler's arena must host before the GPUs are known: the CPU's and, for one GPU,
+// its streams (set_gpu_streams, else KILN_VULKAN_QUEUES, else 1). A machine with several GPUs
+// has more cores than streams, which is what the arena needs (scheduler/scheduler.h).
+std::size_t expected_streams() {
+  std::uint32_t per_gpu = 0;
+  {
+    // From here on the count is fixed (set_gpu_streams refuses): the arena is sized by it.
+    std::lock_guard lock(g_config_mutex);
+    g_devices_opened = true;
+    per_gpu = g_gpu_streams;
+  }
+  if (per_gpu == 0)
+    if (const char* env = std::getenv("KILN_VULKAN_QUEUES")) per_gpu = static_cast<std::uint32_t>(std::atoi(env));
+  return 1 + std::clamp<std::uint32_t>(per_gpu, 1, kMaxGpuStreams);
+}
+}  // namespace
+
 Engine::Engine() {
-  auto cpu = std::make_unique<DeviceRuntime>();
-  cpu->device = Device::cpu();
-  cpu->backend = make_cpu_device();
-  cpu->executor = std::make_unique<Executor>(*cpu->backend);
-  runtimes_.push_back(std::move(cpu));
-  // Vulkan devices, unless KILN_VULKAN=0; none found means CPU only (logged at debug level).
-  std::vector<std::unique_ptr<DeviceBackend>> gpus;
-  try {
-    gpus = make_vulkan_devices(gpu_streams_for_engine());
-  } catch (const std::exception& e) {
-    if (log_enabled(spdlog::level::debug)) logger().debug("vulkan unavailable: {}", e.what());
-  }
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    auto rt = std::make_unique<DeviceRuntime>();
-    rt->device = Device::vulkan(static_cast<int>(i));
-    rt->backend = std::move(gpus[i]);
-    rt->executor = std::make_unique<Executor>(*rt->backend);
-    runtimes_.push_back(std::move(rt));
-  }
-  scheduler_ = std::make_unique<Scheduler>(runtimes_.size());
-  for (auto& r : runtimes_) scheduler_->attach(r->stream, *r->executor);
+  cpu_ = std::make_unique<DeviceRuntime>();
+  cpu_->device = Device::cpu();
+  cpu_->backend = make_cpu_device();
+  cpu_->executor = std::make_unique<Executor>(*cpu_->backend);
+  scheduler_ = std::make_unique<Scheduler>(expected_streams());
+  scheduler_->attach(cpu_->stream, *cpu_->executor);
   g_alive.store(true, std::memory_order_release);
-  if (log_enabled(spdlog::level::info)) logger().info("engine started with {} device(s)", runtimes_.size());
+  if (log_enabled(spdlog::level::info)) logger().info("engine started on the cpu (GPUs are opened on first use)");
+}
+
+void Engine::open_gpus() {
+  std::call_once(open_gpus_, [&] {
+    // Vulkan devices, unless KILN_VULKAN=0; none found means CPU only (logged at debug level).
+    std::vector<std::unique_ptr<DeviceBackend>> gpus;
+    try {
+      gpus = make_vulkan_devices(gpu_streams_for_engine());
+    } catch (const std::exception& e) {
+      if (log_enabled(spdlog::level::debug)) logger().debug("vulkan unavailable: {}", e.what());
+    }
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      auto rt = std::make_unique<DeviceRuntime>();
+      rt->device = Device::vulkan(static_cast<int>(i));
+      rt->backend = std::move(gpus[i]);
+      rt->executor = std::make_unique<Executor>(*rt->backend);
+      scheduler_->attach(rt->stream, *rt->executor);
+      gpus_.push_back(std::move(rt));
+    }
+    if (log_enabled(spdlog::level::info)) logger().info("engine opened {} GPU device(s)", gpus_.size());
+  });
+  gpus_opened_.store(true, std::memory_order_release);
 }
 
 Engine::~Engine() {
@@ -73,24 +100,28 @@ Engine::~Engine() {
   scheduler_.reset();
   // Every device's work done before any device goes: a device may hold another's buffer until
   // a copy from it has run (kiln::to between streams of a GPU).
-  for (auto& r : runtimes_) {
+  auto drain = [](DeviceRuntime& r) {
     try {
-      r->backend->synchronize();
+      r.backend->synchronize();
     } catch (...) {
       // A lost device: nothing left to wait for.
     }
-  }
+  };
+  drain(*cpu_);
+  for (auto& r : gpus_) drain(*r);
 }
 
-DeviceRuntime& Engine::runtime(Device device, const char* op) {
-  for (auto& r : runtimes_)
+DeviceRuntime& Engine::gpu_runtime(Device device, const char* op) {
+  open_gpus();
+  for (auto& r : gpus_)
     if (r->device == device) return *r;
   throw Error(op, "device " + device.str() + " is not available");
 }
 
-std::vector<Device> Engine::devices() const {
-  std::vector<Device> out;
-  for (auto& r : runtimes_) out.push_back(r->device);
+std::vector<Device> Engine::devices() {
+  open_gpus();
+  std::vector<Device> out{cpu_->device};
+  for (auto& r : gpus_) out.push_back(r->device);
   return out;
 }
 

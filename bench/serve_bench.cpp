@@ -1,0 +1,162 @@
+// Serving workloads (shared/WORKLOADS.md): mlp_infer_b1, one request of the MLP 784-512-512-10
+// (ReLU, batch 1, weights in memory) from a host vector to a host vector, p50 and p99 latency;
+// concurrent_infer, 8 client threads sending such requests back to back, requests per second and
+// p99. Variants: "/module" is the same MLP as an nn module (mlp_infer_b1); "/batcher" sends the
+// eight clients' requests through serve::Batcher, which runs them as batched forward passes.
+// The twins are in torch_twin.py and bench/ort/ (ONNX Runtime's C API).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "bench/bench_common.h"
+#include "nn/nn.h"
+#include "serve/serve.h"
+
+namespace kiln::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kClients = 8;
+
+// Records each request's latency; the percentiles become the contract's counters.
+class Latencies {
+ public:
+  void add(Clock::duration d) { us_.push_back(std::chrono::duration<double, std::micro>(d).count()); }
+  void merge(const Latencies& other) { us_.insert(us_.end(), other.us_.begin(), other.us_.end()); }
+  double percentile(double p) {
+    if (us_.empty()) return 0.0;
+    std::sort(us_.begin(), us_.end());
+    return us_[std::min(us_.size() - 1, static_cast<std::size_t>(p * static_cast<double>(us_.size())))];
+  }
+  std::size_t count() const { return us_.size(); }
+
+ private:
+  std::vector<double> us_;
+};
+
+// The MLP written with raw ops.
+struct RawMlp {
+  Tensor w1, b1, w2, b2, w3, b3;
+  explicit RawMlp(Device d) {
+    Generator gen(5);
+    auto uniform = [&](Shape s, double bound) { return to(sub(mul(rand(s, gen), 2 * bound), bound), d); };
+    w1 = uniform({784, 512}, 1 / 28.0);
+    b1 = uniform({512}, 1 / 28.0);
+    w2 = uniform({512, 512}, 1 / 22.6);
+    b2 = uniform({512}, 1 / 22.6);
+    w3 = uniform({512, 10}, 1 / 22.6);
+    b3 = uniform({10}, 1 / 22.6);
+    sync(d).get();
+  }
+  Tensor operator()(const Tensor& x) const {
+    return add(matmul(relu(add(matmul(relu(add(matmul(x, w1), b1)), w2), b2)), w3), b3);
+  }
+};
+
+nn::Sequential module_mlp(Device d) {
+  manual_seed(5);
+  return nn::Sequential(nn::Linear(784, 512, true, d), nn::ReLU(), nn::Linear(512, 512, true, d), nn::ReLU(),
+                        nn::Linear(512, 10, true, d));
+}
+
+std::vector<float> request_input(int k) {
+  std::vector<float> x(784);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 31 + k) % 255) / 255.0f;
+  return x;
+}
+
+// One request as a service handles it: host input in, host output out.
+template <class Model> std::vector<float> infer(const Model& model, const std::vector<float>& input, Device d) {
+  return model(from_vector(input, {1, 784}, d)).template to_vector<float>().get();
+}
+
+template <class Model> void one_client(benchmark::State& state, Device d, const Model& model) {
+  serve::warm_up([&](const Tensor& x) { return model(x); }, {784}, {1}, d);
+  const std::vector<float> input = request_input(0);
+  Latencies lat;
+  CounterDelta delta(d);
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    benchmark::DoNotOptimize(infer(model, input, d));
+    lat.add(Clock::now() - start);
+  }
+  delta.report(state);
+  state.counters["p50_us"] = lat.percentile(0.50);
+  state.counters["p99_us"] = lat.percentile(0.99);
+}
+
+void mlp_infer_b1(benchmark::State& state, Device d) { one_client(state, d, RawMlp(d)); }
+
+void mlp_infer_b1_module(benchmark::State& state, Device d) {
+  const nn::Sequential model = module_mlp(d);
+  one_client(state, d, model);
+}
+
+// Eight closed-loop clients for `seconds` per iteration; `request(k)` answers one request.
+template <class Request> void eight_clients(benchmark::State& state, Request request) {
+  constexpr double kSeconds = 1.0;
+  std::size_t total = 0;
+  Latencies all;
+  double elapsed = 0;
+  for (auto _ : state) {
+    std::vector<Latencies> lat(kClients);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> clients;
+    const auto start = Clock::now();
+    for (int c = 0; c < kClients; ++c)
+      clients.emplace_back([&, c] {
+        const std::vector<float> input = request_input(c);
+        while (!stop.load(std::memory_order_relaxed)) {
+          const auto t0 = Clock::now();
+          benchmark::DoNotOptimize(request(input));
+          lat[c].add(Clock::now() - t0);
+        }
+      });
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSeconds));
+    stop.store(true);
+    for (auto& t : clients) t.join();
+    elapsed += std::chrono::duration<double>(Clock::now() - start).count();
+    for (auto& l : lat) {
+      total += l.count();
+      all.merge(l);
+    }
+  }
+  state.counters["requests_per_s"] = static_cast<double>(total) / elapsed;
+  state.counters["p50_us"] = all.percentile(0.50);
+  state.counters["p99_us"] = all.percentile(0.99);
+}
+
+void concurrent_infer(benchmark::State& state, Device d) {
+  const RawMlp model(d);
+  serve::warm_up(model, {784}, {1}, d);
+  eight_clients(state, [&](const std::vector<float>& input) { return infer(model, input, d); });
+}
+
+void concurrent_infer_batcher(benchmark::State& state, Device d) {
+  const RawMlp model(d);
+  serve::Batcher batcher(model, {784}, {.max_batch = kClients, .device = d});
+  batcher.warm_up();
+  const serve::BatcherStats before = batcher.stats();
+  eight_clients(state, [&](const std::vector<float>& input) { return batcher.submit(input).get(); });
+  const serve::BatcherStats after = batcher.stats();
+  state.counters["mean_batch"] = static_cast<double>(after.completed - before.completed) /
+                                 static_cast<double>(std::max<std::uint64_t>(1, after.batches - before.batches));
+}
+
+}  // namespace
+
+void register_serve(Device device) {
+  auto latency = [](benchmark::internal::Benchmark* b) {
+    return b->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(1.0)->Repetitions(1);
+  };
+  auto throughput = [](benchmark::internal::Benchmark* b) {
+    return b->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(2)->Repetitions(1);
+  };
+  latency(benchmark::RegisterBenchmark("mlp_infer_b1", mlp_infer_b1, device));
+  latency(benchmark::RegisterBenchmark("mlp_infer_b1/module", mlp_infer_b1_module, device));
+  throughput(benchmark::RegisterBenchmark("concurrent_infer", concurrent_infer, device));
+  throughput(benchmark::RegisterBenchmark("concurrent_infer/batcher", concurrent_infer_batcher, device));
+}
+
+}  // namespace kiln::bench

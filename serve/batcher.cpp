@@ -1,0 +1,193 @@
+#include "serve/batcher.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/creation.h"
+#include "serve/warm_up.h"
+
+namespace kiln::serve {
+
+namespace {
+
+struct Request {
+  std::vector<float> input;
+  std::promise<std::vector<float>> answer;
+  std::optional<Clock::time_point> deadline;
+};
+
+std::string shape_text(const Shape& s) { return s.str(); }
+
+}  // namespace
+
+struct Batcher::Impl {
+  BatchFunction fn;
+  Shape item_shape;
+  std::size_t item_numel = 1;
+  BatcherOptions options;
+
+  mutable std::mutex mutex;
+  std::condition_variable arrived;  // a request was queued, or shutdown began
+  std::deque<Request> queue;
+  bool stopping = false;
+
+  std::mutex join_mutex;  // one shutdown() joins; later ones wait for it
+  bool joined = false;
+  std::vector<std::thread> workers;
+
+  std::atomic<std::uint64_t> requests{0}, rejected_full{0}, expired{0}, failed{0}, completed{0}, batches{0};
+
+  // Takes the next batch: waits for a first request, then up to max_wait for more while the
+  // batch is not full. Empty once shutdown began and the queue is drained.
+  std::vector<Request> next_batch() {
+    std::unique_lock lock(mutex);
+    arrived.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty()) return {};
+    if (options.max_wait.count() > 0 && queue.size() < options.max_batch && !stopping) {
+      const auto until = Clock::now() + options.max_wait;
+      arrived.wait_until(lock, until, [&] { return stopping || queue.size() >= options.max_batch; });
+    }
+    const std::size_t n = std::min(queue.size(), options.max_batch);
+    std::vector<Request> batch;
+    batch.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      batch.push_back(std::move(queue.front()));
+      queue.pop_front();
+    }
+    return batch;
+  }
+
+  // Requests whose deadline passed fail now and take no row of the batch.
+  void drop_expired(std::vector<Request>& batch) {
+    const auto now = Clock::now();
+    auto keep = batch.begin();
+    for (auto& r : batch) {
+      if (r.deadline && *r.deadline < now) {
+        r.answer.set_exception(std::make_exception_ptr(
+            DeadlineExceeded("serve::Batcher", "the request's deadline passed before its batch ran")));
+        expired.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        if (&*keep != &r) *keep = std::move(r);  // a self-move would empty the input
+        ++keep;
+      }
+    }
+    batch.erase(keep, batch.end());
+  }
+
+  void run(std::vector<Request>& batch) {
+    const std::size_t rows = batch.size();
+    try {
+      std::vector<float> data(rows * item_numel);
+      for (std::size_t i = 0; i < rows; ++i) std::copy(batch[i].input.begin(), batch[i].input.end(), data.begin() + i * item_numel);
+      Shape shape = item_shape;
+      shape.insert(0, static_cast<std::int64_t>(rows));
+      Tensor out = fn(from_vector(std::move(data), shape, options.device));
+      KILN_CHECK(out.defined() && out.shape().rank() >= 1 && out.shape()[0] == static_cast<std::int64_t>(rows),
+                 "serve::Batcher",
+                 "the batch function must return one row per request: a batch of " + std::to_string(rows) +
+                     " gave " + (out.defined() ? shape_text(out.shape()) : std::string("an undefined tensor")));
+      std::vector<float> values = out.to_vector<float>().get();
+      const std::size_t width = values.size() / rows;
+      for (std::size_t i = 0; i < rows; ++i)
+        batch[i].answer.set_value(std::vector<float>(values.begin() + i * width, values.begin() + (i + 1) * width));
+      completed.fetch_add(rows, std::memory_order_relaxed);
+    } catch (...) {
+      // The failure belongs to this batch: its requests get it, the next batch runs as usual.
+      const std::exception_ptr e = std::current_exception();
+      for (auto& r : batch) r.answer.set_exception(e);
+      failed.fetch_add(rows, std::memory_order_relaxed);
+    }
+    batches.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void work() {
+    for (;;) {
+      std::vector<Request> batch = next_batch();
+      if (batch.empty()) return;
+      drop_expired(batch);
+      if (!batch.empty()) run(batch);
+    }
+  }
+};
+
+Batcher::Batcher(BatchFunction fn, Shape item_shape, BatcherOptions options) : impl_(std::make_unique<Impl>()) {
+  KILN_CHECK(static_cast<bool>(fn), "serve::Batcher", "the batch function is empty");
+  KILN_CHECK(options.max_batch >= 1, "serve::Batcher", "max_batch must be at least 1");
+  KILN_CHECK(options.max_queue >= 1, "serve::Batcher", "max_queue must be at least 1");
+  KILN_CHECK(options.workers >= 1, "serve::Batcher", "workers must be at least 1");
+  impl_->fn = std::move(fn);
+  impl_->item_shape = std::move(item_shape);
+  impl_->item_numel = static_cast<std::size_t>(impl_->item_shape.numel());
+  KILN_CHECK(impl_->item_numel >= 1, "serve::Batcher", "the item shape " + shape_text(impl_->item_shape) + " is empty");
+  impl_->options = options;
+  for (std::size_t i = 0; i < options.workers; ++i) impl_->workers.emplace_back([impl = impl_.get()] { impl->work(); });
+}
+
+Batcher::~Batcher() { shutdown(); }
+
+Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::optional<Clock::time_point> deadline) {
+  Impl& s = *impl_;
+  KILN_CHECK(input.size() == s.item_numel, "serve::Batcher::submit",
+             "a request holds " + std::to_string(input.size()) + " values but the item shape " +
+                 shape_text(s.item_shape) + " needs " + std::to_string(s.item_numel));
+  Request r{std::move(input), {}, deadline};
+  std::future<std::vector<float>> f = r.answer.get_future();
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.stopping) throw ShuttingDown("serve::Batcher::submit", "the batcher is shutting down");
+    if (s.queue.size() >= s.options.max_queue) {
+      s.rejected_full.fetch_add(1, std::memory_order_relaxed);
+      throw QueueFull("serve::Batcher::submit",
+                      "the queue is full (" + std::to_string(s.options.max_queue) + " requests waiting)");
+    }
+    s.queue.push_back(std::move(r));
+  }
+  s.requests.fetch_add(1, std::memory_order_relaxed);
+  s.arrived.notify_one();
+  return Future<std::vector<float>>(std::move(f));
+}
+
+void Batcher::warm_up(std::vector<std::size_t> batch_sizes) {
+  if (batch_sizes.empty())
+    for (std::size_t b = 1; b <= impl_->options.max_batch; ++b) batch_sizes.push_back(b);
+  serve::warm_up(impl_->fn, impl_->item_shape, batch_sizes, impl_->options.device);
+}
+
+void Batcher::shutdown() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->arrived.notify_all();
+  std::lock_guard join(impl_->join_mutex);
+  if (impl_->joined) return;
+  for (auto& t : impl_->workers)
+    if (t.get_id() != std::this_thread::get_id()) t.join();
+    else t.detach();  // shutdown() from inside a batch function: that worker ends on its own
+  impl_->joined = true;
+}
+
+BatcherStats Batcher::stats() const {
+  const Impl& s = *impl_;
+  BatcherStats out;
+  out.requests = s.requests.load();
+  out.rejected_full = s.rejected_full.load();
+  out.expired = s.expired.load();
+  out.failed = s.failed.load();
+  out.completed = s.completed.load();
+  out.batches = s.batches.load();
+  std::lock_guard lock(s.mutex);
+  out.queued = s.queue.size();
+  return out;
+}
+
+const BatcherOptions& Batcher::options() const { return impl_->options; }
+const Shape& Batcher::item_shape() const { return impl_->item_shape; }
+
+}  // namespace kiln::serve

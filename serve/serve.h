@@ -1,0 +1,6 @@
+// serve/: running a model inside a service — the dynamic request Batcher (gathers single
+// requests from many threads into batched forward passes) and warm_up (compiles everything a
+// model needs before the first request).
+#pragma once
+#include "serve/batcher.h"
+#include "serve/warm_up.h"

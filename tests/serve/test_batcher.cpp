@@ -1,0 +1,252 @@
+// The dynamic request batcher: every caller gets the row of its own input (checked against a
+// linear map computed here in double precision), batches really form and respect max_batch, a
+// failure reaches only its batch, the queue bound, deadlines, shutdown draining, warm-up.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "engine/kiln.h"
+#include "serve/serve.h"
+#include "support/expect_error.h"
+#include "support/reference.h"
+
+namespace kiln::test {
+namespace {
+
+using namespace std::chrono_literals;
+using serve::Batcher;
+using serve::BatcherOptions;
+
+constexpr std::int64_t kIn = 6, kOut = 3;
+
+// y = relu(x W + b) with W[i][j] = (i - 2j) / 8 and b[j] = j - 1: small integers over powers of
+// two, exact in f32, so the expected rows below are exact too.
+float weight(std::int64_t i, std::int64_t j) { return static_cast<float>(i - 2 * j) / 8.0f; }
+
+struct LinearModel {
+  Tensor w, b;
+  explicit LinearModel(Device d = Device::cpu()) {
+    std::vector<float> wv, bv;
+    for (std::int64_t i = 0; i < kIn; ++i)
+      for (std::int64_t j = 0; j < kOut; ++j) wv.push_back(weight(i, j));
+    for (std::int64_t j = 0; j < kOut; ++j) bv.push_back(static_cast<float>(j - 1));
+    w = from_vector(wv, {kIn, kOut}, d);
+    b = from_vector(bv, {kOut}, d);
+  }
+  Tensor operator()(const Tensor& x) const { return relu(add(matmul(x, w), b)); }
+};
+
+std::vector<float> input_for(int id) {
+  std::vector<float> x(kIn);
+  for (std::int64_t i = 0; i < kIn; ++i) x[i] = static_cast<float>((id * 7 + i * 3) % 11) - 5.0f;
+  return x;
+}
+
+std::vector<float> expected_for(int id) {
+  const std::vector<float> x = input_for(id);
+  std::vector<float> y(kOut);
+  for (std::int64_t j = 0; j < kOut; ++j) {
+    double acc = j - 1;
+    for (std::int64_t i = 0; i < kIn; ++i) acc += double(x[i]) * weight(i, j);
+    y[j] = static_cast<float>(std::max(acc, 0.0));
+  }
+  return y;
+}
+
+// Blocks the batch function until released: lets a test fill the queue while a batch runs.
+struct Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  std::atomic<int> entered{0};
+  void wait() {
+    entered.fetch_add(1);
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return open; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(m);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  void until_entered(int n) const {
+    while (entered.load() < n) std::this_thread::sleep_for(100us);
+  }
+};
+
+TEST(Batcher, EveryCallerGetsItsOwnRowFromManyThreads) {
+  LinearModel model;
+  std::mutex sizes_mutex;
+  std::vector<std::int64_t> sizes;
+  Batcher batcher(
+      [&](const Tensor& x) {
+        {
+          std::lock_guard lock(sizes_mutex);
+          sizes.push_back(x.shape()[0]);
+        }
+        return model(x);
+      },
+      {kIn}, {.max_batch = 8, .max_wait = 2ms});
+  constexpr int kThreads = 8, kPerThread = 60;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kThreads; ++t)
+    clients.emplace_back([&, t] {
+      for (int k = 0; k < kPerThread; ++k) {
+        const int id = t * kPerThread + k;
+        if (batcher.submit(input_for(id)).get() != expected_for(id)) wrong.fetch_add(1);
+      }
+    });
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const serve::BatcherStats s = batcher.stats();
+  EXPECT_EQ(s.requests, std::uint64_t(kThreads * kPerThread));
+  EXPECT_EQ(s.completed, std::uint64_t(kThreads * kPerThread));
+  EXPECT_EQ(s.failed + s.expired + s.rejected_full, 0u);
+  // Eight closed-loop clients and a 2 ms gathering window: batches hold several requests.
+  EXPECT_GT(s.mean_batch(), 2.0) << s.batches << " batches";
+  for (std::int64_t n : sizes) EXPECT_LE(n, 8);
+}
+
+TEST(Batcher, AFailureReachesOnlyTheRequestsOfItsBatch) {
+  LinearModel model;
+  std::atomic<int> calls{0};
+  Batcher batcher(
+      [&](const Tensor& x) {
+        if (calls.fetch_add(1) == 1) throw Error("model", "the second batch fails");
+        return model(x);
+      },
+      {kIn}, {.max_batch = 1});
+  EXPECT_EQ(batcher.submit(input_for(0)).get(), expected_for(0));
+  expect_error([&] { return batcher.submit(input_for(1)).get(); }, "model", {"second batch fails"});
+  EXPECT_EQ(batcher.submit(input_for(2)).get(), expected_for(2));
+  EXPECT_EQ(batcher.stats().failed, 1u);
+  EXPECT_EQ(batcher.stats().completed, 2u);
+}
+
+TEST(Batcher, AnErrorOfAnOpInTheModelReachesTheFuture) {
+  LinearModel model;
+  const Tensor wrong = zeros({kIn + 1, kOut});
+  Batcher batcher([&](const Tensor& x) { return matmul(x, wrong); }, {kIn});
+  expect_error([&] { return batcher.submit(input_for(0)).get(); }, "matmul", {"[1, 6]", "[7, 3]"});
+}
+
+TEST(Batcher, ABatchFunctionReturningTheWrongRowCountFailsItsRequests) {
+  Batcher batcher([](const Tensor& x) { return sum(x); }, {kIn});
+  expect_error([&] { return batcher.submit(input_for(0)).get(); }, "serve::Batcher", {"one row per request"});
+}
+
+TEST(Batcher, WrongInputSizeIsAnErrorAtTheCallSite) {
+  LinearModel model;
+  Batcher batcher(model, {kIn});
+  expect_error([&] { return batcher.submit(std::vector<float>(5)); }, "serve::Batcher::submit", {"5 values", "[6]", "6"});
+}
+
+TEST(Batcher, AFullQueueRefusesAtOnceAndLosesNothing) {
+  LinearModel model;
+  Gate gate;
+  Batcher batcher(
+      [&](const Tensor& x) {
+        gate.wait();
+        return model(x);
+      },
+      {kIn}, {.max_batch = 1, .max_queue = 2});
+  auto running = batcher.submit(input_for(0));
+  gate.until_entered(1);  // the worker holds request 0; the queue is empty
+  auto q1 = batcher.submit(input_for(1));
+  auto q2 = batcher.submit(input_for(2));
+  EXPECT_THROW(batcher.submit(input_for(3)), serve::QueueFull);
+  EXPECT_EQ(batcher.stats().rejected_full, 1u);
+  gate.release();
+  EXPECT_EQ(running.get(), expected_for(0));
+  EXPECT_EQ(q1.get(), expected_for(1));
+  EXPECT_EQ(q2.get(), expected_for(2));
+}
+
+TEST(Batcher, ARequestPastItsDeadlineFailsWithoutRunning) {
+  LinearModel model;
+  Gate gate;
+  std::atomic<int> rows{0};
+  Batcher batcher(
+      [&](const Tensor& x) {
+        gate.wait();
+        rows.fetch_add(static_cast<int>(x.shape()[0]));
+        return model(x);
+      },
+      {kIn}, {.max_batch = 4});
+  auto first = batcher.submit(input_for(0));
+  gate.until_entered(1);
+  auto late = batcher.submit(input_for(1), serve::Clock::now() + 1ms);
+  auto patient = batcher.submit(input_for(2), serve::Clock::now() + 60s);
+  std::this_thread::sleep_for(5ms);
+  gate.release();
+  EXPECT_EQ(first.get(), expected_for(0));
+  EXPECT_THROW(late.get(), serve::DeadlineExceeded);
+  EXPECT_EQ(patient.get(), expected_for(2));
+  EXPECT_EQ(rows.load(), 2);  // the expired request took no row
+  EXPECT_EQ(batcher.stats().expired, 1u);
+}
+
+TEST(Batcher, ShutdownAnswersEverythingQueuedThenRefuses) {
+  LinearModel model;
+  Gate gate;
+  Batcher batcher(
+      [&](const Tensor& x) {
+        gate.wait();
+        return model(x);
+      },
+      {kIn}, {.max_batch = 2});
+  std::vector<Future<std::vector<float>>> answers;
+  answers.push_back(batcher.submit(input_for(0)));
+  gate.until_entered(1);
+  for (int id = 1; id < 6; ++id) answers.push_back(batcher.submit(input_for(id)));
+  std::thread stopper([&] { batcher.shutdown(); });
+  std::this_thread::sleep_for(2ms);
+  gate.release();
+  stopper.join();  // returns once every queued request is answered
+  for (int id = 0; id < 6; ++id) {
+    ASSERT_TRUE(answers[id].ready()) << id;
+    EXPECT_EQ(answers[id].get(), expected_for(id));
+  }
+  EXPECT_THROW(batcher.submit(input_for(7)), serve::ShuttingDown);
+  batcher.shutdown();  // a second call is harmless
+}
+
+// After warm-up no request compiles anything: the plan cache only hits.
+class WarmUp : public ::testing::TestWithParam<Device> {};
+
+TEST_P(WarmUp, TheFirstRequestsCompileNothing) {
+  const Device d = GetParam();
+  LinearModel model(d);
+  // A chain that fuses (matmul, bias, relu, scale): the CPU and Vulkan both build programs for it.
+  auto forward = [&](const Tensor& x) { return mul(model(x), scalar(0.5, {DType::f32, d})); };
+  Batcher batcher(forward, {kIn}, {.max_batch = 3, .device = d});
+  const std::uint64_t before_warm_up = counters(d).plan_cache_misses;
+  batcher.warm_up();
+  EXPECT_GT(counters(d).plan_cache_misses, before_warm_up) << "the warm-up compiled nothing: this test cannot fail";
+  const std::uint64_t misses = counters(d).plan_cache_misses;
+  for (int id = 0; id < 3; ++id) {
+    std::vector<float> want = expected_for(id);
+    for (float& v : want) v *= 0.5f;
+    EXPECT_EQ(batcher.submit(input_for(id)).get(), want);
+  }
+  EXPECT_EQ(counters(d).plan_cache_misses, misses);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, WarmUp, ::testing::ValuesIn(test_devices()), device_param_name);
+
+TEST(WarmUpFunction, PropagatesAShapeErrorOfTheModel) {
+  const Tensor w = zeros({4, 2});
+  expect_error([&] { serve::warm_up([&](const Tensor& x) { return matmul(x, w); }, {kIn}, {1}); return 0; }, "matmul",
+               {"[1, 6]", "[4, 2]"});
+}
+
+}  // namespace
+}  // namespace kiln::test
