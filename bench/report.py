@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
-"""Turns kiln_bench's Google Benchmark JSON, and the PyTorch twin's lines when given, into the
-output contract of shared/WORKLOADS.md: one JSON object per workload per line.
+"""Turns kiln_bench's Google Benchmark JSON, and the twins' lines when given (the PyTorch twin's,
+the ONNX Runtime twin's), into the output contract of shared/WORKLOADS.md: one JSON object per
+workload per line.
 
-    report.py --device cpu KILN_JSON [TWIN_JSONL]
+    report.py --device cpu KILN_JSON [TWIN_JSONL ...]
 
 The kiln figure is the median of the repetitions. A benchmark named "<id>/<variant>" is a
 baseline of workload <id> and becomes a field of its line (VARIANTS), with "vs_<field>" = how
-many times better kiln is. Needs only the standard library.
+many times better kiln is. A twin's fields start with its name ("torch", "ort"), and its line
+gets "vs_<name>" the same way. Serving workloads record counters instead of a work count:
+p50_us (+ p99_us) makes a latency workload, requests_per_s (+ p99_us) a throughput one; the p99
+goes to "kiln_p99" (or "<field>_p99" for a variant). Needs only the standard library.
 """
 import argparse
 import json
 
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inplace_per_iter", "batches_per_iter",
-               "waits_per_iter", "peak_mib", "one_thread_ms", "two_threads_ms")
-VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused"}  # variant -> field
+               "waits_per_iter", "peak_mib", "one_thread_ms", "two_threads_ms", "mean_batch")
+# Serving counters that follow a figure, as "<field>_<suffix>": the p99 of a latency or throughput
+# run, the p50 of a throughput run (its figure being requests/s), the batcher's mean batch.
+SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "mean_batch": "mean_batch"}
+# variant -> field. module: the MLP as an nn module rather than raw ops; batcher / futures:
+# concurrent_infer through the dynamic request batcher / through plain futures.
+VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused", "module": "kiln_module", "batcher": "kiln_batcher",
+            "futures": "kiln_futures"}
+TWINS = ("torch", "ort")  # the twins' names, which prefix their fields
 
 
 def rounded(x):
@@ -25,6 +36,11 @@ def figure(run):
     """(unit, better, value) of one run, from the work counter its benchmark recorded."""
     if "speedup" in run:  # grad_threads: the figure is a ratio of two timings
         return "x", "higher", run["speedup"]
+    # Serving workloads measure each request themselves: the figure is a counter, not a timing.
+    if "requests_per_s" in run:
+        return "req/s", "higher", run["requests_per_s"]
+    if "p50_us" in run:
+        return "us", "lower", run["p50_us"]
     seconds = run["real_time"] * SECONDS[run["time_unit"]]
     if "bytes_per_iter" in run:
         return "GB/s", "higher", run["bytes_per_iter"] / seconds / 1e9
@@ -35,6 +51,12 @@ def figure(run):
     if "ops_per_iter" in run:
         return "us/op", "lower", seconds * 1e6 / run["ops_per_iter"]
     raise SystemExit(f"report.py: {run['name']} records no work counter")
+
+
+def serving_extras(run, unit):
+    """{suffix: value} of a serving run's counters besides its figure (a latency run's p50 is it)."""
+    return {suffix: rounded(run[k]) for k, suffix in SERVING_EXTRAS.items()
+            if k in run and not (k == "p50_us" and unit == "us")}
 
 
 def advantage(better, kiln, other):
@@ -65,15 +87,17 @@ def kiln_lines(path, device):
         parts = run_name.split("/")
         unit, better, value = figure(run)
         if len(parts) > 1 and parts[1] in VARIANTS:
-            baselines.append((parts[0], VARIANTS[parts[1]], value))
+            baselines.append((parts[0], VARIANTS[parts[1]], value, serving_extras(run, unit)))
             continue
         line = {"id": parts[0], "device": device, "unit": unit, "better": better, "kiln": rounded(value),
                 "torch": None, "kiln_reps": run.get("repetitions", 1)}
+        line.update({"kiln_" + k: v for k, v in serving_extras(run, unit).items() if k != "mean_batch"})
         line.update({k: rounded(run[k]) for k in KILN_EXTRAS if k in run})
         lines[parts[0]] = line
-    for wid, field, value in baselines:
+    for wid, field, value, extras in baselines:
         if wid in lines:
             lines[wid][field] = rounded(value)
+            lines[wid].update({f"{field}_{k}": v for k, v in extras.items()})
             lines[wid]["vs_" + field] = advantage(lines[wid]["better"], lines[wid]["kiln"], value)
     return lines
 
@@ -87,21 +111,23 @@ def merge_twin(lines, path):
             line = lines.get(twin["id"])
             if line is None:
                 continue
-            if twin["unit"] != line["unit"]:
-                raise SystemExit(f"report.py: {twin['id']}: kiln reports {line['unit']}, the twin {twin['unit']}")
-            line.update({k: v for k, v in twin.items() if k.startswith("torch")})
-            line["vs_torch"] = advantage(line["better"], line["kiln"], line["torch"])
+            if twin.get("unit", line["unit"]) != line["unit"]:
+                raise SystemExit(f"report.py: {twin['id']}: kiln reports {line['unit']}, the twin ({path}) {twin['unit']}")
+            line.update({k: v for k, v in twin.items() if k.startswith(TWINS)})
+            for name in TWINS:
+                if name in twin:
+                    line["vs_" + name] = advantage(line["better"], line["kiln"], twin[name])
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", required=True)
     parser.add_argument("kiln_json")
-    parser.add_argument("twin_jsonl", nargs="?")
+    parser.add_argument("twin_jsonl", nargs="*")
     args = parser.parse_args()
     lines = kiln_lines(args.kiln_json, args.device)
-    if args.twin_jsonl:
-        merge_twin(lines, args.twin_jsonl)
+    for path in args.twin_jsonl:
+        merge_twin(lines, path)
     for line in lines.values():
         print(json.dumps(line), flush=True)
 

@@ -4,6 +4,11 @@ the same timing policy (a warm-up call, then the median of repetitions of at lea
 seconds each, iteration counts grown as Google Benchmark grows them). On the CPU each workload
 runs with 1 and with 2 threads and reports the better figure, naming the thread count.
 
+The serving workloads (SERVING: mlp_infer_b1, concurrent_infer) time each request instead: the
+model in eval mode under torch.inference_mode(), the input taken from a host numpy array and the
+result written back to one, as a service handler does; p50/p99 latency (µs) or requests/s, each
+thread count measured for a bounded time after a warm-up.
+
     torch_twin.py [--device cpu|cuda] [--only id,id]    -> one JSON line per workload
 """
 import argparse
@@ -12,7 +17,10 @@ import json
 import math
 import statistics
 import sys
+import threading
 import time
+
+import numpy as np
 
 import torch
 
@@ -278,6 +286,90 @@ WORKLOADS = {
 }
 
 
+SERVE_SECONDS = 1.0  # measured per thread count, after a warm-up: about 2.5 s per workload
+SERVE_CLIENTS = 8
+
+
+def mlp_model(dev):
+    """The serving workloads' MLP 784-512-512-10 with ReLU, ready to serve (eval mode)."""
+    return torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                               torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(dev).eval()
+
+
+def request_handler(model, dev):
+    """One batch-1 request as a service handles it: the input arrives in a host numpy array, the
+    result leaves in one. Returns handle() and its (input, output) host buffers."""
+    host_in = np.random.default_rng(0).standard_normal((1, 784), dtype=np.float32)
+    host_out = np.empty((1, 10), dtype=np.float32)
+
+    def handle():
+        with torch.inference_mode():
+            y = model(torch.from_numpy(host_in).to(dev))
+        host_out[:] = y.cpu().numpy()
+    return handle
+
+
+def percentile(sorted_values, q):
+    """Nearest-rank percentile of an ascending list (as the ORT twin computes it)."""
+    rank = math.ceil(q * len(sorted_values))
+    return sorted_values[min(max(rank, 1), len(sorted_values)) - 1]
+
+
+def serve_latency(dev, seconds):
+    """mlp_infer_b1: requests one after another; (p50 µs, p99 µs)."""
+    handle = request_handler(mlp_model(dev), dev)
+    warm_until = time.perf_counter() + min(0.2, seconds / 5)
+    while time.perf_counter() < warm_until:
+        handle()
+    us = []
+    clock = time.perf_counter_ns
+    until = clock() + int(seconds * 1e9)
+    t0 = clock()
+    while t0 < until:
+        handle()
+        t1 = clock()
+        us.append((t1 - t0) / 1e3)
+        t0 = t1
+    us.sort()
+    return percentile(us, 0.50), percentile(us, 0.99)
+
+
+def serve_concurrent(dev, seconds):
+    """concurrent_infer: SERVE_CLIENTS Python threads sharing one model, each sending requests back
+    to back (PyTorch releases the GIL inside its ops). Requests that finish within the window after
+    the warm-up count; (requests/s, p99 µs)."""
+    model = mlp_model(dev)
+    clock = time.perf_counter_ns
+    stop = threading.Event()
+    spans = [[] for _ in range(SERVE_CLIENTS)]
+
+    def client(mine):
+        handle = request_handler(model, dev)
+        while not stop.is_set():
+            t0 = clock()
+            handle()
+            mine.append((t0, clock()))
+    warm = min(0.3, seconds / 4)
+    start = clock()
+    window = (start + int(warm * 1e9), start + int((warm + seconds) * 1e9))
+    threads = [threading.Thread(target=client, args=(mine,)) for mine in spans]
+    for t in threads:
+        t.start()
+    time.sleep(max(0.0, (window[1] - clock()) / 1e9))
+    stop.set()
+    for t in threads:
+        t.join()
+    us = sorted((t1 - t0) / 1e3 for mine in spans for t0, t1 in mine if window[0] <= t1 <= window[1])
+    return len(us) / seconds, percentile(us, 0.99)
+
+
+# id -> (unit, better, measure(device, seconds) returning (figure, p99 µs))
+SERVING = {
+    "mlp_infer_b1": ("us", "lower", serve_latency),
+    "concurrent_infer": ("req/s", "higher", serve_concurrent),
+}
+
+
 def next_count(n, seconds, min_time):
     """Google Benchmark's rule for the next iteration count while searching for min_time."""
     multiplier = min_time * 1.4 / max(seconds, 1e-9)
@@ -322,8 +414,8 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated workload ids")
     args = parser.parse_args()
     ids = [i for i in args.only.split(",") if i] or [
-        i for i in list(WORKLOADS) + list(SPEEDUPS) if args.device == "cuda" or i not in GPU_ONLY]
-    unknown = [i for i in ids if i not in WORKLOADS and i not in SPEEDUPS]
+        i for i in list(WORKLOADS) + list(SPEEDUPS) + list(SERVING) if args.device == "cuda" or i not in GPU_ONLY]
+    unknown = [i for i in ids if i not in WORKLOADS and i not in SPEEDUPS and i not in SERVING]
     if unknown:
         sys.exit(f"torch_twin.py: unknown workload {', '.join(unknown)}")
     if args.device == "cpu" and GPU_ONLY.intersection(ids):
@@ -345,6 +437,23 @@ def main():
     print(f"torch_twin: PyTorch {torch.__version__}, device {args.device}", file=sys.stderr)
 
     for wid in ids:
+        if wid in SERVING:
+            unit, better, measure = SERVING[wid]
+            results = {}
+            for threads in thread_counts:
+                torch.set_num_threads(threads)
+                results[threads] = measure(args.device, SERVE_SECONDS)
+            pick = min if better == "lower" else max
+            threads = pick(results, key=lambda t: results[t][0])
+            value, p99 = results[threads]
+            print(f"torch_twin: {wid} {unit}: " + ", ".join(
+                f"{v:.4g} (p99 {p:.4g} us) on {t} thread(s)" for t, (v, p) in results.items()), file=sys.stderr)
+            line = {"id": wid, "unit": unit, "better": better, "torch": float(f"{value:.4g}"),
+                    "torch_p99": float(f"{p99:.4g}"), "torch_threads": threads}
+            if wid == "concurrent_infer":
+                line["torch_clients"] = SERVE_CLIENTS
+            print(json.dumps(line), flush=True)
+            continue
         if wid in SPEEDUPS:
             policy, setup = SPEEDUPS[wid]
             one, two = setup(args.device)

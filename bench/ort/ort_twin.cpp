@@ -1,0 +1,293 @@
+// The ONNX Runtime twin of kiln's serving workloads (shared/WORKLOADS.md): the engine a user
+// would otherwise embed to serve a model, through its C API.
+//
+//   ort_twin --lib libonnxruntime.so.1 --model mlp.onnx [--only id,id] [--seconds S]
+//
+//   mlp_infer_b1      one request at a time, batch 1: p50 and p99 latency (µs) of one request,
+//                     input in host memory -> result in host memory; best p50 of 1 and 2 intra-op
+//                     threads.
+//   concurrent_infer  8 client threads sharing one session (Run is thread-safe), each sending
+//                     batch-1 requests back to back: requests/s and p99 latency (µs); best req/s
+//                     of 1 and 2 intra-op threads.
+//
+// Prints one JSON line per workload: {"id", "unit", "better", "ort", "ort_p99", "ort_threads", ...}.
+// Each request wraps the caller's input and output buffers as tensors (no copies by the twin) and
+// runs the session, as a service handler would; wall time per request by steady_clock. Every
+// measurement warms up first and then runs for a bounded time. The library is dlopen()ed and its
+// C API used through ort_api.h (its headers do not ship with it); the model comes from
+// make_mlp_onnx.py, whose MODEL.check output the first request must reproduce.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ort_api.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kiln_ort::Api;
+
+constexpr int kIn = 784, kOut = 10, kClients = 8;
+constexpr const char* kInputName = "x";
+constexpr const char* kOutputName = "y";
+
+[[noreturn]] void fail(const std::string& message) {
+  std::fprintf(stderr, "ort_twin: %s\n", message.c_str());
+  std::exit(1);
+}
+
+const Api* g_api = nullptr;
+
+// Every C API call returns a status; a non-null one is an error, fatal for a benchmark.
+void check(kiln_ort::Status* status, const char* what) {
+  if (status == nullptr) return;
+  std::string message = g_api->GetErrorMessage(status);
+  g_api->ReleaseStatus(status);
+  fail(std::string(what) + ": " + message);
+}
+
+struct Session {
+  kiln_ort::Env* env;
+  kiln_ort::Session* session = nullptr;
+  kiln_ort::MemoryInfo* cpu = nullptr;
+
+  // `spin`: whether the intra-op pool's threads spin while they wait for work (ORT's default;
+  // fastest for one caller, a waste of the cores' time when many callers compete for them).
+  Session(kiln_ort::Env* e, const std::string& model, int intra_threads, bool spin) : env(e) {
+    kiln_ort::SessionOptions* options = nullptr;
+    check(g_api->CreateSessionOptions(&options), "CreateSessionOptions");
+    check(g_api->SetIntraOpNumThreads(options, intra_threads), "SetIntraOpNumThreads");
+    check(g_api->SetInterOpNumThreads(options, 1), "SetInterOpNumThreads");
+    check(g_api->SetSessionGraphOptimizationLevel(options, kiln_ort::kOptimizeAll), "SetSessionGraphOptimizationLevel");
+    check(g_api->AddSessionConfigEntry(options, "session.intra_op.allow_spinning", spin ? "1" : "0"),
+          "AddSessionConfigEntry");
+    check(g_api->CreateSession(env, model.c_str(), options, &session), "CreateSession");
+    g_api->ReleaseSessionOptions(options);
+    check(g_api->CreateCpuMemoryInfo(kiln_ort::kArenaAllocator, kiln_ort::kMemTypeDefault, &cpu), "CreateCpuMemoryInfo");
+  }
+  ~Session() {
+    g_api->ReleaseMemoryInfo(cpu);
+    g_api->ReleaseSession(session);
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // One request: `in` (kIn floats) -> `out` (kOut floats), both the caller's host memory.
+  void infer(float* in, float* out) const {
+    const std::int64_t in_shape[] = {1, kIn}, out_shape[] = {1, kOut};
+    kiln_ort::Value* x = nullptr;
+    kiln_ort::Value* y = nullptr;
+    check(g_api->CreateTensorWithDataAsOrtValue(cpu, in, kIn * sizeof(float), in_shape, 2, kiln_ort::kFloat, &x),
+          "CreateTensorWithDataAsOrtValue");
+    check(g_api->CreateTensorWithDataAsOrtValue(cpu, out, kOut * sizeof(float), out_shape, 2, kiln_ort::kFloat, &y),
+          "CreateTensorWithDataAsOrtValue");
+    const char* in_names[] = {kInputName};
+    const char* out_names[] = {kOutputName};
+    const kiln_ort::Value* inputs[] = {x};
+    check(g_api->Run(session, nullptr, in_names, inputs, 1, out_names, 1, &y), "Run");
+    void* data = nullptr;
+    check(g_api->GetTensorMutableData(y, &data), "GetTensorMutableData");
+    // ORT writes into a preallocated output; were it ever to hand back its own buffer, copy.
+    if (data != out) std::copy_n(static_cast<const float*>(data), kOut, out);
+    g_api->ReleaseValue(y);
+    g_api->ReleaseValue(x);
+  }
+};
+
+// The input whose output make_mlp_onnx.py wrote to MODEL.check (the same formula there).
+std::vector<float> check_input() {
+  std::vector<float> x(kIn);
+  for (int i = 0; i < kIn; ++i) x[i] = static_cast<float>(((i * 37) % 101) / 101.0 - 0.5);
+  return x;
+}
+
+void check_output(const Session& s, const std::string& model) {
+  std::ifstream f(model + ".check");
+  if (!f) fail("cannot read " + model + ".check (written by make_mlp_onnx.py)");
+  std::vector<float> in = check_input(), out(kOut);
+  s.infer(in.data(), out.data());
+  for (int i = 0; i < kOut; ++i) {
+    double expected = 0;
+    if (!(f >> expected)) fail(model + ".check: expected " + std::to_string(kOut) + " numbers");
+    if (std::abs(out[i] - expected) > 1e-4 + 1e-3 * std::abs(expected))
+      fail("wrong output " + std::to_string(i) + ": " + std::to_string(out[i]) + ", expected " + std::to_string(expected));
+  }
+}
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// Nearest-rank percentile (q in (0, 1]) of `v`, which it sorts.
+double percentile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+struct Figure {
+  double value = 0, p99 = 0;
+  std::size_t requests = 0;
+};
+
+// mlp_infer_b1 on one session: warm-up, then requests one after another for `seconds`.
+Figure latency(const Session& s, double seconds) {
+  std::vector<float> in = check_input(), out(kOut);
+  const auto warm_until = Clock::now() + std::chrono::duration<double>(std::min(0.2, seconds / 5));
+  while (Clock::now() < warm_until) s.infer(in.data(), out.data());
+  std::vector<double> us;
+  us.reserve(1 << 20);
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  for (auto t0 = Clock::now(); t0 < until;) {
+    s.infer(in.data(), out.data());
+    const auto t1 = Clock::now();
+    us.push_back(micros(t1 - t0));
+    t0 = t1;
+  }
+  Figure f;
+  f.requests = us.size();
+  f.p99 = percentile(us, 0.99);
+  f.value = percentile(us, 0.50);
+  return f;
+}
+
+// concurrent_infer on one shared session: kClients closed-loop clients. Requests that finish in
+// the window [start + warm-up, start + warm-up + seconds] count; their latencies give the p99.
+Figure throughput(const Session& s, double seconds) {
+  struct Span {
+    Clock::time_point begin, end;
+  };
+  const double warm = std::min(0.3, seconds / 4);
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<Span>> spans(kClients);
+  std::vector<std::thread> clients;
+  const auto start = Clock::now();
+  const auto from = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warm));
+  const auto to = from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      std::vector<float> in = check_input(), out(kOut);
+      in[0] += static_cast<float>(c);  // each client its own request
+      auto& mine = spans[c];
+      mine.reserve(1 << 20);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const auto t0 = Clock::now();
+        s.infer(in.data(), out.data());
+        mine.push_back({t0, Clock::now()});
+      }
+    });
+  }
+  std::this_thread::sleep_until(to);
+  stop = true;
+  for (auto& t : clients) t.join();
+  std::vector<double> us;
+  for (const auto& mine : spans)
+    for (const Span& sp : mine)
+      if (sp.end >= from && sp.end <= to) us.push_back(micros(sp.end - sp.begin));
+  Figure f;
+  f.requests = us.size();
+  f.value = static_cast<double>(us.size()) / seconds;
+  f.p99 = percentile(us, 0.99);
+  return f;
+}
+
+// Four significant digits, in plain notation (12345 rather than 1.234e+04).
+std::string fmt(double v) {
+  char buf[48];
+  const int magnitude = v == 0 ? 0 : static_cast<int>(std::floor(std::log10(std::abs(v))));
+  std::snprintf(buf, sizeof buf, "%.*f", std::max(0, 3 - magnitude), v);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string lib, model, only;
+  double seconds = 1.0;  // per configuration measured; two configurations per workload
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) fail(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--lib") lib = value();
+    else if (a == "--model") model = value();
+    else if (a == "--only") only = value();
+    else if (a == "--seconds") seconds = std::atof(value().c_str());
+    else fail("usage: ort_twin --lib libonnxruntime.so.1 --model mlp.onnx [--only id,id] [--seconds S]");
+  }
+  if (lib.empty() || model.empty()) fail("--lib and --model are required");
+  if (!(seconds > 0)) fail("--seconds must be positive");
+  std::set<std::string> ids;
+  std::stringstream list(only);
+  for (std::string id; std::getline(list, id, ',');)
+    if (!id.empty()) ids.insert(id);
+  auto wanted = [&](const char* id) { return ids.empty() || ids.count(id) > 0; };
+
+  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) fail(std::string("dlopen: ") + dlerror());
+  auto get_base = reinterpret_cast<kiln_ort::GetApiBaseFn>(dlsym(handle, "OrtGetApiBase"));
+  if (get_base == nullptr) fail(lib + " exports no OrtGetApiBase: not ONNX Runtime?");
+  const kiln_ort::ApiBase* base = get_base();
+  const std::string version = base->GetVersionString();
+  // The slots of ort_api.h were checked against this release; refuse any other.
+  if (version != kiln_ort::kOrtVersion)
+    fail(lib + " is ONNX Runtime " + version + ", the twin is written for " + kiln_ort::kOrtVersion);
+  const void* table = base->GetApi(kiln_ort::kOrtApiVersion);
+  if (table == nullptr) fail("ONNX Runtime " + version + " refuses API version " + std::to_string(kiln_ort::kOrtApiVersion));
+  static const Api api(table);
+  g_api = &api;
+
+  kiln_ort::Env* env = nullptr;
+  check(api.CreateEnv(kiln_ort::kLogWarning, "kiln_ort_twin", &env), "CreateEnv");
+  std::fprintf(stderr, "ort_twin: ONNX Runtime %s, %.3g s per configuration\n", version.c_str(), seconds);
+
+  if (wanted("mlp_infer_b1")) {
+    Figure best;
+    int best_threads = 0;
+    for (int threads : {1, 2}) {
+      Session s(env, model, threads, /*spin=*/true);
+      check_output(s, model);
+      const Figure f = latency(s, seconds);
+      std::fprintf(stderr, "ort_twin: mlp_infer_b1 on %d intra-op thread(s): p50 %s us, p99 %s us (%zu requests)\n",
+                   threads, fmt(f.value).c_str(), fmt(f.p99).c_str(), f.requests);
+      if (best_threads == 0 || f.value < best.value) best = f, best_threads = threads;
+    }
+    std::printf("{\"id\": \"mlp_infer_b1\", \"unit\": \"us\", \"better\": \"lower\", \"ort\": %s, \"ort_p99\": %s, "
+                "\"ort_threads\": %d}\n",
+                fmt(best.value).c_str(), fmt(best.p99).c_str(), best_threads);
+    std::fflush(stdout);
+  }
+  if (wanted("concurrent_infer")) {
+    Figure best;
+    int best_threads = 0;
+    // One intra-op thread: each client's Run computes on its own thread, the 8 share the 2 cores.
+    // Two: each Run may also split across the session's pool thread, which must not spin while
+    // idle (ORT's default): with 8 callers it would take a core from them.
+    for (int threads : {1, 2}) {
+      Session s(env, model, threads, /*spin=*/false);
+      check_output(s, model);
+      const Figure f = throughput(s, seconds);
+      std::fprintf(stderr, "ort_twin: concurrent_infer, %d clients, %d intra-op thread(s): %s req/s, p99 %s us\n",
+                   kClients, threads, fmt(f.value).c_str(), fmt(f.p99).c_str());
+      if (best_threads == 0 || f.value > best.value) best = f, best_threads = threads;
+    }
+    std::printf("{\"id\": \"concurrent_infer\", \"unit\": \"req/s\", \"better\": \"higher\", \"ort\": %s, "
+                "\"ort_p99\": %s, \"ort_threads\": %d, \"ort_clients\": %d}\n",
+                fmt(best.value).c_str(), fmt(best.p99).c_str(), best_threads, kClients);
+    std::fflush(stdout);
+  }
+  api.ReleaseEnv(env);
+  // The library stays loaded: its thread pools' teardown runs at exit.
+  return 0;
+}
