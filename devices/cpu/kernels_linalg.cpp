@@ -10,6 +10,7 @@
 
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/parallel.h"
+#include "devices/cpu/skinny_gemm.h"
 
 namespace kiln::cpu {
 namespace {
@@ -115,6 +116,12 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
   // One right operand for every batch: then the output batch dims are A's own, so A's batches
   // are consecutive rows of one taller product (also the plain 2-D case).
   if (!g.b_batched && !g.transpose_a) {
+    // A few rows against a large B (a served model's requests against its weights): kiln's own
+    // kernels on a fixed split over the cores, which keeps each core's share of B in its cache.
+    if (skinny_gemm_fits(g.m * g.batches, g.n, g.k)) {
+      skinny_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
+      return;
+    }
     gemm(g.m * g.batches, g.n, g.k, a, b, c, true, false, g.transpose_b);
     return;
   }

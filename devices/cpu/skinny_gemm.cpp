@@ -1,0 +1,172 @@
+#include "devices/cpu/skinny_gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "devices/cpu/core_team.h"
+#include "devices/cpu/simd.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+using simd::VF;
+constexpr int L = simd::kLanes;
+
+constexpr std::int64_t kMaxRows = 8;
+// Below this many weights a product is over before a team could split it.
+constexpr std::int64_t kMinWeights = 1 << 15;
+
+// B stored [k, n]: rows r0..r0+R of C over columns [j0, j0 + V * L), over k rows of B (A's
+// rows are lda apart). R * V accumulators stay in registers; each B vector loaded is used R times.
+template <int R, int V>
+void block_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, const float* b, float* c,
+              std::int64_t j0) {
+  VF acc[R][V] = {};
+  const float* bp = b + j0;
+  for (std::int64_t p = 0; p < k; ++p, bp += n) {
+    VF bv[V];
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) bv[v] = simd::load(bp + v * L);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const VF av = simd::splat(a[r * lda + p]);
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) acc[r][v] = simd::fma(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) simd::store(c + r * n + j0 + v * L, acc[r][v]);
+}
+
+// The columns [j0, j1) that are not a whole block: one vector, then scalars.
+template <int R> void tail_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, const float* b, float* c,
+                              std::int64_t j0, std::int64_t j1) {
+  for (; j0 + L <= j1; j0 += L) block_kn<R, 1>(n, k, lda, a, b, c, j0);
+  for (; j0 < j1; ++j0)
+    for (int r = 0; r < R; ++r) {
+      float s = 0;
+      for (std::int64_t p = 0; p < k; ++p) s += a[r * lda + p] * b[p * n + j0];
+      c[r * n + j0] = s;
+    }
+}
+
+// Enough independent accumulators to hide the FMA latency, few enough to stay in registers.
+template <int R> constexpr int kn_vectors() { return R == 1 ? 8 : R == 2 ? 6 : R == 3 ? 4 : 3; }
+
+// Every column of rows r..r+R of C, over k rows of B.
+template <int R> void rows_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, const float* b, float* c) {
+  constexpr int V = kn_vectors<R>();
+  std::int64_t j0 = 0;
+  for (; j0 + V * L <= n; j0 += V * L) block_kn<R, V>(n, k, lda, a, b, c, j0);
+  tail_kn<R>(n, k, lda, a, b, c, j0, n);
+}
+
+// B stored [n, k]: C[r, j] = dot(A row r, B row j), for 4 rows of B at a time.
+template <int R, int J>
+void block_nk(std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0) {
+  VF acc[R][J] = {};
+  std::int64_t p = 0;
+  for (; p + L <= k; p += L) {
+    VF bv[J];
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) bv[j] = simd::load(b + (j0 + j) * k + p);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const VF av = simd::load(a + r * k + p);
+#pragma GCC unroll 4
+      for (int j = 0; j < J; ++j) acc[r][j] = simd::fma(av, bv[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) {
+      float s = 0;
+      for (int l = 0; l < L; ++l) s += acc[r][j][l];
+      for (std::int64_t q = p; q < k; ++q) s += a[r * k + q] * b[(j0 + j) * k + q];
+      c[r * n + j0 + j] = s;
+    }
+}
+
+template <int R> void rows_nk(std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0,
+                              std::int64_t j1) {
+  for (; j0 + 4 <= j1; j0 += 4) block_nk<R, 4>(n, k, a, b, c, j0);
+  for (; j0 < j1; ++j0) block_nk<R, 1>(n, k, a, b, c, j0);
+}
+
+// B [n, k]: columns [j0, j1) of every row of C, four rows of A at a time.
+void part_nk(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0,
+             std::int64_t j1) {
+  for (std::int64_t r = 0; r < m;) {
+    const std::int64_t rows = std::min<std::int64_t>(m - r, 4);
+    const float* ar = a + r * k;
+    float* cr = c + r * n;
+    switch (rows) {
+      case 1: rows_nk<1>(n, k, ar, b, cr, j0, j1); break;
+      case 2: rows_nk<2>(n, k, ar, b, cr, j0, j1); break;
+      case 3: rows_nk<3>(n, k, ar, b, cr, j0, j1); break;
+      default: rows_nk<4>(n, k, ar, b, cr, j0, j1); break;
+    }
+    r += rows;
+  }
+}
+
+// B [k, n]: every column of C over B's rows [p0, p1), into `out` (m x n), four rows of A at a time.
+void part_kn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* out,
+             std::int64_t p0, std::int64_t p1) {
+  for (std::int64_t r = 0; r < m;) {
+    const std::int64_t rows = std::min<std::int64_t>(m - r, 4);
+    const float* ar = a + r * k + p0;
+    const float* bp = b + p0 * n;
+    float* o = out + r * n;
+    switch (rows) {
+      case 1: rows_kn<1>(n, p1 - p0, k, ar, bp, o); break;
+      case 2: rows_kn<2>(n, p1 - p0, k, ar, bp, o); break;
+      case 3: rows_kn<3>(n, p1 - p0, k, ar, bp, o); break;
+      default: rows_kn<4>(n, p1 - p0, k, ar, bp, o); break;
+    }
+    r += rows;
+  }
+}
+
+}  // namespace
+
+bool skinny_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {
+  // k of at least 64: every part of a split over B's rows gets some (part 0 writes C).
+  return m >= 1 && m <= kMaxRows && n >= 2 * L && k >= 64 && n * k >= kMinWeights;
+}
+
+void skinny_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
+                 bool b_transposed) {
+  CoreTeam& team = CoreTeam::get();
+  const std::int64_t parts = team.size();
+  if (b_transposed) {
+    // B [n, k]: part i takes B's rows (C's columns) [j0, j1), whole groups of 4, the same for
+    // every call of this size, so that each core reads the same contiguous block of B each time.
+    const std::int64_t groups = (n + 3) / 4;
+    team.run([&](int i) {
+      const std::int64_t j0 = std::min(n, groups * i / parts * 4);
+      const std::int64_t j1 = std::min(n, groups * (i + 1) / parts * 4);
+      if (j0 < j1) part_nk(m, n, k, a, b, c, j0, j1);
+    });
+    return;
+  }
+  // B [k, n]: part i takes B's rows [p0, p1) (contiguous, as above; a split by columns gave each
+  // core strided half-rows, which alias in its L2 and did not stay there) and sums them into a
+  // partial C of its own; part 0's goes straight to C, and the others are added after.
+  // The caller's scratch (a lambda names a thread_local as the running thread's own: hence the
+  // plain pointer).
+  thread_local std::vector<float> partials;
+  partials.assign(static_cast<std::size_t>((parts - 1) * m * n), 0.0f);
+  float* const scratch = partials.data();
+  team.run([&](int i) {
+    const std::int64_t p0 = k * i / parts, p1 = k * (i + 1) / parts;
+    float* out = i == 0 ? c : scratch + (i - 1) * m * n;
+    if (p0 < p1) part_kn(m, n, k, a, b, out, p0, p1);
+  });
+  for (std::int64_t i = 1; i < parts; ++i) {
+    const float* pi = scratch + (i - 1) * m * n;
+    for (std::int64_t e = 0; e < m * n; ++e) c[e] += pi[e];
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,17 @@
+// Products of a few rows against a large matrix (a served model's batch of 1 to 8 requests times
+// its weights): C[m, n] = A[m, k] @ B, B stored [k, n] or, with `b_transposed`, [n, k] (a Linear
+// layer's weight). Split over the cores by CoreTeam so each core reads the same share of B every
+// time and keeps it in its cache; within a part, register-blocked FMA kernels of kiln's own.
+// Bigger products stay with OpenBLAS, whose packing pays off there.
+#pragma once
+#include <cstdint>
+
+namespace kiln::cpu {
+
+// Whether skinny_gemm takes a product of these sizes.
+bool skinny_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
+// A, B, C contiguous row-major; C is written, not accumulated.
+void skinny_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
+                 bool b_transposed);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,39 @@
+"""Reference data for matmuls of a few rows against a large matrix (the CPU's skinny path: 1 to 8
+rows, B of at least 32k values, split over the cores), written to skinny_matmul.json.
+
+Run with a Python that has PyTorch: /usr/bin/python3 tests/data/gen_skinny_matmul.py
+The operands are too large to store, so they are defined by formulas that the test
+(tests/ops/test_skinny_matmul.cpp) repeats: multiples of 1/8 small enough that every sum is
+exact in f32, whatever the order of summation. Only the products are stored.
+"""
+import torch
+
+from refgen import case, write
+
+
+def a_values(m, k):
+    i = torch.arange(m).reshape(m, 1)
+    p = torch.arange(k).reshape(1, k)
+    return ((i * 5 + p * 3) % 17 - 8).float() / 8
+
+
+def b_values(rows, cols):  # as stored, row-major
+    q = torch.arange(rows * cols)
+    return ((q * 7) % 19 - 9).float().reshape(rows, cols) / 8
+
+
+def skinny(name, m, k, n, b_transposed):
+    a = a_values(m, k)
+    b = b_values(n, k).t() if b_transposed else b_values(k, n)
+    out = torch.matmul(a, b)
+    return case(name, "skinny_matmul", [], out, dict(m=m, k=k, n=n, transpose_b=b_transposed))
+
+
+cases = [skinny(f"kn_rows{m}", m, 256, 130, False) for m in (1, 2, 3, 4, 5, 8)]
+cases += [skinny(f"nk_rows{m}", m, 260, 130, True) for m in (1, 3, 8)]
+cases += [
+    skinny("mlp_layer", 1, 784, 512, False),       # the MLP's first layer, as raw ops write it
+    skinny("mlp_layer_linear", 2, 784, 512, True),  # and as nn::Linear stores its weight
+    skinny("rows9_openblas", 9, 256, 130, False),   # one row over the limit: OpenBLAS's path
+]
+write("skinny_matmul", cases)
