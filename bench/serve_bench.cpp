@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "autograd/autograd.h"
 #include "bench/bench_common.h"
 #include "nn/nn.h"
 #include "serve/serve.h"
@@ -72,6 +73,7 @@ template <class Model> std::vector<float> infer(const Model& model, const std::v
 }
 
 template <class Model> void one_client(benchmark::State& state, Device d, const Model& model) {
+  const NoGradGuard no_grad;  // a service takes no gradients (torch_twin: inference_mode)
   serve::warm_up([&](const Tensor& x) { return model(x); }, {784}, {1}, d);
   const std::vector<float> input = request_input(0);
   Latencies lat;
@@ -106,6 +108,7 @@ template <class Request> void eight_clients(benchmark::State& state, Request req
     const auto start = Clock::now();
     for (int c = 0; c < kClients; ++c)
       clients.emplace_back([&, c] {
+        const NoGradGuard no_grad;
         const std::vector<float> input = request_input(c);
         while (!stop.load(std::memory_order_relaxed)) {
           const auto t0 = Clock::now();

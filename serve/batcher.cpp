@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "autograd/autograd.h"
 #include "engine/creation.h"
 #include "serve/warm_up.h"
 
@@ -82,6 +83,8 @@ struct Batcher::Impl {
 
   void run(std::vector<Request>& batch) {
     const std::size_t rows = batch.size();
+    // Serving never takes gradients: a module's parameters would otherwise record a graph.
+    const NoGradGuard no_grad;
     try {
       std::vector<float> data(rows * item_numel);
       for (std::size_t i = 0; i < rows; ++i) std::copy(batch[i].input.begin(), batch[i].input.end(), data.begin() + i * item_numel);

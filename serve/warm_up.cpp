@@ -1,5 +1,6 @@
 #include "serve/warm_up.h"
 
+#include "autograd/autograd.h"
 #include "engine/creation.h"
 #include "ops/log.h"
 
@@ -8,6 +9,7 @@ namespace kiln::serve {
 void warm_up(const std::function<Tensor(const Tensor&)>& forward, const Shape& item_shape,
              const std::vector<std::size_t>& batch_sizes, Device device) {
   KILN_CHECK(static_cast<bool>(forward), "serve::warm_up", "the forward function is empty");
+  const NoGradGuard no_grad;  // as requests run (serve::Batcher): no graph recorded
   for (std::size_t b : batch_sizes) {
     KILN_CHECK(b >= 1, "serve::warm_up", "batch sizes must be at least 1");
     Shape shape = item_shape;

@@ -12,7 +12,7 @@
 namespace kiln::serve {
 
 // Runs `forward` on zeros of shape [b, item_shape...] for each b in `batch_sizes`, on `device`,
-// and waits for each result. Errors of the forward pass propagate (a wrong shape is found here,
+// and waits for each result, with gradients off (NoGradGuard), as a service runs it. Errors of the forward pass propagate (a wrong shape is found here,
 // not by the first user).
 void warm_up(const std::function<Tensor(const Tensor&)>& forward, const Shape& item_shape,
              const std::vector<std::size_t>& batch_sizes, Device device = Device::cpu());
