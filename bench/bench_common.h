@@ -84,5 +84,7 @@ void register_autograd(Device device);
 void register_nn(Device device);  // conv2d, conv2d_backward, resnet_block
 void register_train(Device device);  // mlp_train_step, transformer_train_step
 void register_serve(Device device);  // mlp_infer_b1, concurrent_infer
+void register_fashion_mnist(Device device);  // fashion_mnist_epoch
+void register_serve_load(Device device);     // serve_load (examples/serve over HTTP), CPU only
 
 }  // namespace kiln::bench

@@ -58,6 +58,10 @@ int main(int argc, char** argv) {
   kiln::bench::register_nn(*device);
   kiln::bench::register_train(*device);
   kiln::bench::register_serve(*device);
+  kiln::bench::register_fashion_mnist(*device);
+#ifdef KILN_BENCH_SERVE
+  kiln::bench::register_serve_load(*device);  // only where cpp-httplib built examples/serve
+#endif
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -42,6 +42,8 @@ def figure(run):
     if "p50_us" in run:
         return "us", "lower", run["p50_us"]
     seconds = run["real_time"] * SECONDS[run["time_unit"]]
+    if "epochs_per_iter" in run:
+        return "s/epoch", "lower", seconds / run["epochs_per_iter"]
     if "bytes_per_iter" in run:
         return "GB/s", "higher", run["bytes_per_iter"] / seconds / 1e9
     if "flops_per_iter" in run:

@@ -370,6 +370,37 @@ SERVING = {
 }
 
 
+def fashion_mnist_epoch(dev):
+    """Seconds of one training epoch of the main job's CNN (bench/fashion_mnist_twin.py), its
+    loader included, after three warm-up steps."""
+    import fashion_mnist_twin as twin
+    train_x, train_y = twin.load("/usr/share/datasets/fashion-mnist", "train")
+    train_x, train_y = train_x.to(dev), train_y.to(dev)
+    model = twin.SmallCNN().to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(idx):
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(train_x[idx]), train_y[idx])
+        loss.backward()
+        opt.step()
+
+    order = torch.randperm(len(train_x), device=dev)
+    for i in range(3):
+        step(order[i * 128:(i + 1) * 128])
+    start = time.perf_counter()
+    order = torch.randperm(len(train_x), device=dev)
+    for i in range(0, len(order), 128):
+        step(order[i:i + 128])
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+# id -> (unit, measure(device) returning seconds): one long run, on the default thread count.
+EPOCHS = {"fashion_mnist_epoch": ("s/epoch", fashion_mnist_epoch)}
+
+
 def next_count(n, seconds, min_time):
     """Google Benchmark's rule for the next iteration count while searching for min_time."""
     multiplier = min_time * 1.4 / max(seconds, 1e-9)
@@ -414,8 +445,9 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated workload ids")
     args = parser.parse_args()
     ids = [i for i in args.only.split(",") if i] or [
-        i for i in list(WORKLOADS) + list(SPEEDUPS) + list(SERVING) if args.device == "cuda" or i not in GPU_ONLY]
-    unknown = [i for i in ids if i not in WORKLOADS and i not in SPEEDUPS and i not in SERVING]
+        i for i in list(WORKLOADS) + list(SPEEDUPS) + list(SERVING) + list(EPOCHS)
+        if args.device == "cuda" or i not in GPU_ONLY]
+    unknown = [i for i in ids if i not in WORKLOADS and i not in SPEEDUPS and i not in SERVING and i not in EPOCHS]
     if unknown:
         sys.exit(f"torch_twin.py: unknown workload {', '.join(unknown)}")
     if args.device == "cpu" and GPU_ONLY.intersection(ids):
@@ -437,6 +469,13 @@ def main():
     print(f"torch_twin: PyTorch {torch.__version__}, device {args.device}", file=sys.stderr)
 
     for wid in ids:
+        if wid in EPOCHS:
+            unit, measure = EPOCHS[wid]
+            seconds = measure(args.device)
+            print(f"torch_twin: {wid}: {seconds:.1f} s on {torch.get_num_threads()} thread(s)", file=sys.stderr)
+            print(json.dumps({"id": wid, "unit": unit, "better": "lower", "torch": float(f"{seconds:.4g}"),
+                              "torch_threads": torch.get_num_threads()}), flush=True)
+            continue
         if wid in SERVING:
             unit, better, measure = SERVING[wid]
             results = {}

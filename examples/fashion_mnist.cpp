@@ -13,40 +13,13 @@
 #include <string>
 
 #include "data/data.h"
+#include "examples/fashion_mnist_model.h"
 #include "io/io.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "train/learner.h"
 
 using namespace kiln;
-
-// The same layers as the PyTorch twin: three conv-bn-relu blocks, the last two of stride 2
-// (28 -> 14 -> 7; strided convolutions rather than max pooling, which is a composite of
-// unfold and gather and costs more than the convolutions here), then two linear layers.
-struct SmallCNN : nn::Module {
-  nn::Conv2d conv1, conv2, conv3;
-  nn::BatchNorm2d bn1, bn2, bn3;
-  nn::Linear fc1, fc2;
-  explicit SmallCNN(Device d = Device::cpu())
-      : conv1(1, 32, {3}, {.padding = {1}, .device = d}),
-        conv2(32, 64, {3}, {.stride = {2}, .padding = {1}, .device = d}),
-        conv3(64, 64, {3}, {.stride = {2}, .padding = {1}, .device = d}),
-        bn1(32, {.device = d}),
-        bn2(64, {.device = d}),
-        bn3(64, {.device = d}),
-        fc1(64 * 7 * 7, 128, true, d),
-        fc2(128, 10, true, d) {}
-  Tensor forward(const Tensor& x) const {
-    Tensor h = relu(bn1(conv1(x)));  // [N, 32, 28, 28]
-    h = relu(bn2(conv2(h)));         // [N, 64, 14, 14]
-    h = relu(bn3(conv3(h)));         // [N, 64, 7, 7]
-    return fc2(relu(fc1(flatten(h, 1))));
-  }
-  KILN_MODULE(SmallCNN, conv1, bn1, conv2, bn2, conv3, bn3, fc1, fc2)
-};
-
-constexpr const char* kClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 struct Args {
   Device device = Device::cpu();
@@ -83,8 +56,8 @@ int main(int argc, char** argv) try {
   const Args args = parse(argc, argv);
   manual_seed(0);
 
-  // Fashion-MNIST's mean and std, as the twin normalizes.
-  const data::Normalize normalize{{0.2860f}, {0.3530f}};
+  // Fashion-MNIST's mean and std, as the twin normalizes (and examples/serve must).
+  const data::Normalize normalize{{kFashionMnistMean}, {kFashionMnistStd}};
   const auto train_set = data::map(data::fashion_mnist(data::Split::train), normalize);
   const auto test_set = data::map(data::fashion_mnist(data::Split::test), normalize);
   const data::DataLoader train_loader(train_set, {.batch_size = 128, .shuffle = true, .seed = 0, .workers = args.workers,
@@ -130,7 +103,8 @@ int main(int argc, char** argv) try {
     const std::vector<std::int64_t> p = predicted[b].get(), y = expected[b].get();
     for (std::size_t i = 0; i < p.size(); ++i) {
       if (b == 0 && i < 8)
-        std::printf("test image %zu: predicted %-11s  actual %-11s %s\n", i, kClasses[p[i]], kClasses[y[i]],
+        std::printf("test image %zu: predicted %-11s  actual %-11s %s\n", i, kFashionMnistClasses[p[i]],
+                    kFashionMnistClasses[y[i]],
                     p[i] == y[i] ? "" : "(wrong)");
       correct += p[i] == y[i];
       ++total;
