@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -10,9 +11,12 @@
 namespace kiln::cpu {
 
 namespace {
-// Polls of the job counter before a member sleeps: about 50-100 us, longer than the gap between
-// the kernels of one request and shorter than the OS's time slice.
-constexpr int kSpinPolls = 20000;
+// How long a member polls for the next job before it sleeps: longer than the gap between the
+// kernels of one request, short enough that a spinning member does not keep client threads off
+// a busy machine's cores (a 1 ms spin cut concurrent_infer's batches to one request each).
+constexpr auto kSpin = std::chrono::microseconds(30);
+// Polls between clock reads (a pause is 10-140 cycles, depending on the CPU).
+constexpr int kPollsPerClockRead = 64;
 }  // namespace
 
 struct CoreTeam::State {
@@ -50,9 +54,11 @@ void CoreTeam::member_loop(int part) {
   std::uint64_t seen = 0;
   for (;;) {
     std::uint64_t now = s.job.load(std::memory_order_acquire);
-    for (int i = 0; now == seen && i < kSpinPolls; ++i) {
+    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 1; now == seen; ++i) {
       _mm_pause();
       now = s.job.load(std::memory_order_acquire);
+      if (i % kPollsPerClockRead == 0 && std::chrono::steady_clock::now() > spin_until) break;
     }
     if (now == seen) {
       s.sleeping.fetch_add(1, std::memory_order_seq_cst);
@@ -84,9 +90,12 @@ void CoreTeam::run(const std::function<void(int part)>& fn) {
       fn(part);
       s.remaining.fetch_sub(1, std::memory_order_acq_rel);
     }
-  for (int i = 0; s.remaining.load(std::memory_order_acquire) > 0; ++i) {
-    if (i < kSpinPolls) _mm_pause();
-    else std::this_thread::yield();  // a member was descheduled: let it run
+  // Only parts that members have started are left: they finish within a part's time, unless the
+  // OS took a member's core, when yielding lets it run.
+  const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1; s.remaining.load(std::memory_order_acquire) > 0; ++i) {
+    if (i % kPollsPerClockRead != 0 || std::chrono::steady_clock::now() < spin_until) _mm_pause();
+    else std::this_thread::yield();
   }
 }
 

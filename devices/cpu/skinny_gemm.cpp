@@ -14,6 +14,9 @@ using simd::VF;
 constexpr int L = simd::kLanes;
 
 constexpr std::int64_t kMaxRows = 8;
+// Vector registers: 32 with AVX-512, 16 with AVX2. A pass over B serves this many rows of A.
+constexpr int kRegisters = L == 16 ? 32 : 16;
+constexpr int kRowsPerPass = L == 16 ? 8 : 4;
 // Below this many weights a product is over before a team could split it.
 constexpr std::int64_t kMinWeights = 1 << 15;
 
@@ -51,8 +54,13 @@ template <int R> void tail_kn(std::int64_t n, std::int64_t k, std::int64_t lda, 
     }
 }
 
-// Enough independent accumulators to hide the FMA latency, few enough to stay in registers.
-template <int R> constexpr int kn_vectors() { return R == 1 ? 8 : R == 2 ? 6 : R == 3 ? 4 : 3; }
+// Enough independent accumulators to hide the FMA latency (at least 8 where possible), few
+// enough that they, the B vectors and A's broadcast stay in registers: R * V + V + 1.
+template <int R> constexpr int kn_vectors() {
+  int v = 8;
+  while (v > 1 && R * v + v + 1 > kRegisters) --v;
+  return v;
+}
 
 // Every column of rows r..r+R of C, over k rows of B.
 template <int R> void rows_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, const float* b, float* c) {
@@ -87,43 +95,51 @@ void block_nk(std::int64_t n, std::int64_t k, const float* a, const float* b, fl
     }
 }
 
+// Rows of B per block: R * J accumulators, R A vectors and J B vectors in registers.
+template <int R> constexpr int nk_rows() {
+  int j = 4;
+  while (j > 1 && R * j + R + j > kRegisters) --j;
+  return j;
+}
+
 template <int R> void rows_nk(std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0,
                               std::int64_t j1) {
-  for (; j0 + 4 <= j1; j0 += 4) block_nk<R, 4>(n, k, a, b, c, j0);
+  constexpr int J = nk_rows<R>();
+  for (; j0 + J <= j1; j0 += J) block_nk<R, J>(n, k, a, b, c, j0);
   for (; j0 < j1; ++j0) block_nk<R, 1>(n, k, a, b, c, j0);
 }
 
-// B [n, k]: columns [j0, j1) of every row of C, four rows of A at a time.
+// Runs fn.template operator()<R>() for R = rows (1..kRowsPerPass), a compile-time row count.
+template <class Fn> void with_rows(std::int64_t rows, Fn&& fn) {
+  switch (rows) {
+    case 1: fn.template operator()<1>(); break;
+    case 2: fn.template operator()<2>(); break;
+    case 3: fn.template operator()<3>(); break;
+    case 4: fn.template operator()<4>(); break;
+    case 5: if constexpr (kRowsPerPass >= 5) fn.template operator()<5>(); break;
+    case 6: if constexpr (kRowsPerPass >= 6) fn.template operator()<6>(); break;
+    case 7: if constexpr (kRowsPerPass >= 7) fn.template operator()<7>(); break;
+    default: if constexpr (kRowsPerPass >= 8) fn.template operator()<8>(); break;
+  }
+}
+
+// B [n, k]: columns [j0, j1) of every row of C, kRowsPerPass rows of A per pass over B.
 void part_nk(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0,
              std::int64_t j1) {
   for (std::int64_t r = 0; r < m;) {
-    const std::int64_t rows = std::min<std::int64_t>(m - r, 4);
-    const float* ar = a + r * k;
-    float* cr = c + r * n;
-    switch (rows) {
-      case 1: rows_nk<1>(n, k, ar, b, cr, j0, j1); break;
-      case 2: rows_nk<2>(n, k, ar, b, cr, j0, j1); break;
-      case 3: rows_nk<3>(n, k, ar, b, cr, j0, j1); break;
-      default: rows_nk<4>(n, k, ar, b, cr, j0, j1); break;
-    }
+    const std::int64_t rows = std::min<std::int64_t>(m - r, kRowsPerPass);
+    with_rows(rows, [&]<int R>() { rows_nk<R>(n, k, a + r * k, b, c + r * n, j0, j1); });
     r += rows;
   }
 }
 
-// B [k, n]: every column of C over B's rows [p0, p1), into `out` (m x n), four rows of A at a time.
+// B [k, n]: every column of C over B's rows [p0, p1), into `out` (m x n), kRowsPerPass rows of A
+// per pass over B.
 void part_kn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* out,
              std::int64_t p0, std::int64_t p1) {
   for (std::int64_t r = 0; r < m;) {
-    const std::int64_t rows = std::min<std::int64_t>(m - r, 4);
-    const float* ar = a + r * k + p0;
-    const float* bp = b + p0 * n;
-    float* o = out + r * n;
-    switch (rows) {
-      case 1: rows_kn<1>(n, p1 - p0, k, ar, bp, o); break;
-      case 2: rows_kn<2>(n, p1 - p0, k, ar, bp, o); break;
-      case 3: rows_kn<3>(n, p1 - p0, k, ar, bp, o); break;
-      default: rows_kn<4>(n, p1 - p0, k, ar, bp, o); break;
-    }
+    const std::int64_t rows = std::min<std::int64_t>(m - r, kRowsPerPass);
+    with_rows(rows, [&]<int R>() { rows_kn<R>(n, p1 - p0, k, a + r * k + p0, b + p0 * n, out + r * n); });
     r += rows;
   }
 }
