@@ -1,6 +1,7 @@
 #include "examples/serve/stop_signal.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -63,6 +64,13 @@ StopSignal::~StopSignal() {
 int StopSignal::wait() {
   unsigned char byte = 0;
   for (;;) {
+    // Polls with a timeout rather than blocking in read(): a handler may be held back until the
+    // thread it interrupted returns from its call (ThreadSanitizer does so), and when that thread
+    // is this one, blocked on the very pipe the handler writes, a plain read() never returned.
+    pollfd p{read_fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 100);
+    if (ready < 0 && errno != EINTR) fail("polling the signal pipe");
+    if (ready <= 0) continue;
     const ssize_t n = ::read(read_fd_, &byte, 1);
     if (n == 1) return byte;
     if (n < 0 && errno == EINTR) continue;
