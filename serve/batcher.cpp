@@ -153,7 +153,9 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
   }
   s.requests.fetch_add(1, std::memory_order_relaxed);
   s.arrived.notify_one();
-  return Future<std::vector<float>>(std::move(f));
+  // The caller sleeps until its answer (engine/future.h: poll): the worker that computes it
+  // needs the cores more than a crowd of polling clients does.
+  return Future<std::vector<float>>(std::move(f), FutureHelper{.poll = false});
 }
 
 void Batcher::warm_up(std::vector<std::size_t> batch_sizes) {
