@@ -2,15 +2,11 @@
 // when devices are listed. Checked in a fresh process (this binary re-run on a disabled test),
 // since other tests of the suite have opened the GPUs already.
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/wait.h>
-
-#include <filesystem>
 
 #include "engine/kiln.h"
 #include "engine/runtime.h"
-
-extern char** environ;
+#include "support/child_test.h"
 
 namespace kiln {
 namespace {
@@ -30,12 +26,7 @@ TEST(LazyGpusChild, DISABLED_CpuWorkOpensNoGpu) {
 }
 
 TEST(LazyGpus, ACpuOnlyProgramOpensNoGpuUntilOneIsAskedFor) {
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=LazyGpusChild.DISABLED_CpuWorkOpensNoGpu";
-  std::string disabled = "--gtest_also_run_disabled_tests";
-  char* argv[] = {const_cast<char*>(self.c_str()), filter.data(), disabled.data(), nullptr};
-  pid_t child = 0;
-  ASSERT_EQ(::posix_spawn(&child, self.c_str(), nullptr, nullptr, argv, environ), 0);
+  const pid_t child = test::spawn_child_test("LazyGpusChild.DISABLED_CpuWorkOpensNoGpu");
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit by itself (status " << status << ")";

@@ -5,7 +5,6 @@
 // refused with 503 and Retry-After, and that the child exits by itself with status 0.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,8 +17,7 @@
 #include "io/io.h"
 #include "support/scratch_dir.h"
 #include "tests/serve/serve_test_fixtures.h"
-
-extern char** environ;
+#include "support/child_test.h"
 
 namespace kiln::test {
 namespace {
@@ -70,14 +68,7 @@ TEST(ServeSigterm, AnswersEveryRequestInFlightAndExits) {
   io::save_model(model, dir / "model.safetensors");
   model.eval();
 
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=ServeSigtermChild.DISABLED_ServesUntilSigterm";
-  std::string disabled = "--gtest_also_run_disabled_tests";
-  char* argv[] = {const_cast<char*>(self.c_str()), filter.data(), disabled.data(), nullptr};
-  ASSERT_EQ(::setenv(kDirVariable, dir.c_str(), 1), 0);
-  pid_t child = 0;
-  ASSERT_EQ(::posix_spawn(&child, self.c_str(), nullptr, nullptr, argv, environ), 0);
-  ::unsetenv(kDirVariable);
+  const pid_t child = spawn_child_test("ServeSigtermChild.DISABLED_ServesUntilSigterm", {{kDirVariable, dir.string()}});
   // Whatever fails below, no child is left running, and no sender waits for one (ReapFirst,
   // declared after the senders, ends the child before they join).
   struct Reaper {

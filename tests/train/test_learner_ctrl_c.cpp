@@ -4,7 +4,6 @@
 // the checkpoint loads into a fresh model.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +17,9 @@
 #include "io/io.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "support/child_test.h"
 #include "support/scratch_dir.h"
 #include "train/learner.h"
-
-extern char** environ;
 
 namespace kiln::train {
 namespace {
@@ -59,14 +57,8 @@ TEST(LearnerCtrlCChild, DISABLED_TrainsUntilInterrupted) {
 TEST(LearnerCtrlC, ChildStopsWithALoadableCheckpoint) {
   const test::ScratchDir scratch;
   const std::filesystem::path& dir = scratch.path();
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=LearnerCtrlCChild.DISABLED_TrainsUntilInterrupted";
-  std::string disabled = "--gtest_also_run_disabled_tests";
-  char* argv[] = {const_cast<char*>(self.c_str()), filter.data(), disabled.data(), nullptr};
-  ASSERT_EQ(::setenv(kDirVariable, dir.c_str(), 1), 0);
-  pid_t child = 0;
-  ASSERT_EQ(::posix_spawn(&child, self.c_str(), nullptr, nullptr, argv, environ), 0);
-  ::unsetenv(kDirVariable);
+  const pid_t child =
+      test::spawn_child_test("LearnerCtrlCChild.DISABLED_TrainsUntilInterrupted", {{kDirVariable, dir.string()}});
 
   // Wait (at most a minute) for it to train, then press Ctrl-C.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
