@@ -70,11 +70,17 @@ std::optional<std::pair<Progress, std::filesystem::path>> CheckpointDir::latest(
   return all.back();
 }
 
+std::filesystem::path CheckpointDir::history_for(const std::filesystem::path& checkpoint) {
+  std::filesystem::path h = checkpoint;
+  return h.replace_extension(".history.json");
+}
+
 void CheckpointDir::prune() const {
   const auto all = list();
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < all.size(); ++i) {
     std::error_code ec;
     std::filesystem::remove(all[i].second, ec);  // a file that will not go is only left behind
+    std::filesystem::remove(history_for(all[i].second), ec);
   }
 }
 

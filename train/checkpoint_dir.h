@@ -24,7 +24,9 @@ class CheckpointDir {
   const std::filesystem::path& path() const { return dir_; }
   // The file for `at` (created by the caller), and the removal of those past the newest `keep`.
   std::filesystem::path file_for(Progress at) const;
-  void prune() const;
+  // The metric history written beside a checkpoint ("epoch-0003.history.json").
+  static std::filesystem::path history_for(const std::filesystem::path& checkpoint);
+  void prune() const;  // a pruned checkpoint's history goes with it
   // The checkpoints present, oldest first.
   std::vector<std::pair<Progress, std::filesystem::path>> list() const;
   std::optional<std::pair<Progress, std::filesystem::path>> latest() const;

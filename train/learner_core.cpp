@@ -6,6 +6,7 @@
 #include "io/io.h"
 #include "train/html_report.h"
 #include "train/metric_format.h"
+#include "train/metric_history_file.h"
 #include "ops/error.h"
 
 namespace kiln::train {
@@ -91,6 +92,9 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
                   {"batches per epoch", std::to_string(train_batches)}};
   if (checkpoints_) run.settings.emplace_back("checkpoints", checkpoints_->path().string());
   dashboard_->begin_run(run);
+  // The curves of the run so far, when the checkpoint has them beside it.
+  if (result_.checkpoint && std::filesystem::exists(CheckpointDir::history_for(*result_.checkpoint)))
+    dashboard_->restore_history(load_history(CheckpointDir::history_for(*result_.checkpoint)));
   if (at.epoch > 0 || at.batch > 0)
     dashboard_->message("resumed from " + result_.checkpoint->string() + " (epoch " + std::to_string(at.epoch + 1) +
                         ", batch " + std::to_string(at.batch) + ")");
@@ -187,6 +191,7 @@ std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Mod
   const std::filesystem::path file = checkpoints_->file_for(at);
   io::save_checkpoint(file, model,
                       {optimizer_->state(), schedule_->state(), at.epoch * train_batches_ + at.batch, default_generator()});
+  save_history(dashboard_->history(), CheckpointDir::history_for(file));
   checkpoints_->prune();
   return file;
 }

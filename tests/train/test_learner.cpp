@@ -97,8 +97,23 @@ TEST(Learner, ResumeFromACheckpointEqualsAnUninterruptedRun) {
   const FitResult r = second.fit(train_loader(), &valid_loader());
   EXPECT_EQ(r.stopped_at.epoch, 4);
   EXPECT_EQ(weights(second.model()), weights(whole.model()));
-  // Two checkpoints kept (epochs 3 and 4).
-  EXPECT_EQ(CheckpointDir(split_dir.path(), 2).list().size(), 2u);
+  // Two checkpoints kept (epochs 3 and 4), each with its history beside it, and no others.
+  const auto kept = CheckpointDir(split_dir.path(), 2).list();
+  EXPECT_EQ(kept.size(), 2u);
+  for (const auto& [at, file] : kept) EXPECT_TRUE(std::filesystem::exists(CheckpointDir::history_for(file))) << file;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(split_dir.path()), std::filesystem::directory_iterator()), 4);
+  // The resumed run's history holds the whole run: the epochs before the resume too.
+  const MetricHistory second_history = second.history(), whole_history = whole.history();
+  for (const char* metric : {"loss", "accuracy"}) {
+    const auto resumed = second_history.epochs(metric, Split::valid);
+    const auto uninterrupted = whole_history.epochs(metric, Split::valid);
+    ASSERT_EQ(resumed.size(), 4u) << metric;
+    ASSERT_EQ(uninterrupted.size(), 4u) << metric;
+    for (std::size_t e = 0; e < 4; ++e) {
+      EXPECT_EQ(resumed[e].epoch, uninterrupted[e].epoch) << metric;
+      EXPECT_EQ(resumed[e].value, uninterrupted[e].value) << metric << " epoch " << e + 1;
+    }
+  }
 }
 
 TEST(Learner, CtrlCStopsAfterTheStepWithACheckpointThatResumesExactly) {

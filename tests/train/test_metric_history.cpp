@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <limits>
 
 #include "ops/error.h"
 #include "train/metric_format.h"
 #include "train/metric_history.h"
+#include "train/metric_history_file.h"
+#include "support/scratch_dir.h"
 
 namespace kiln::test {
 namespace {
@@ -14,6 +18,8 @@ namespace {
 using train::Better;
 using train::MetricHistory;
 using train::Split;
+using train::load_history;
+using train::save_history;
 
 TEST(MetricHistory, DirectionFollowsTheName) {
   EXPECT_EQ(train::better_by_name("loss"), Better::lower);
@@ -104,6 +110,44 @@ TEST(MetricHistory, BadInputIsAnErrorNamingTheFunction) {
   EXPECT_THROW(h.record_epoch("", Split::train, 1, 1), Error);
   EXPECT_THROW(h.set_better("", Better::lower), Error);
   EXPECT_TRUE(h.empty());
+}
+
+TEST(MetricHistoryFile, RoundTripKeepsEveryValueAndDirection) {
+  MetricHistory h;
+  h.set_better("score", Better::higher);
+  h.record_point("loss", Split::train, 0.5, 0.71);
+  h.record_point("loss", Split::train, 1.0, std::nan(""));
+  h.record_epoch("loss", Split::train, 1, 0.6);
+  h.record_epoch("loss", Split::valid, 1, std::numeric_limits<double>::infinity());
+  h.record_epoch("score", Split::valid, 1, -std::numeric_limits<double>::infinity());
+  h.record_epoch("score", Split::valid, 2, 0.125);
+  const test::ScratchDir dir("history");
+  save_history(h, dir.path() / "h.json");
+  const MetricHistory back = load_history(dir.path() / "h.json");
+  EXPECT_EQ(back.metrics(), h.metrics());
+  EXPECT_EQ(back.better("score"), Better::higher);
+  EXPECT_EQ(back.better("loss"), Better::lower);
+  ASSERT_EQ(back.points("loss", Split::train).size(), 2u);
+  EXPECT_EQ(back.points("loss", Split::train)[0].x, 0.5);
+  EXPECT_EQ(back.points("loss", Split::train)[0].value, 0.71);
+  EXPECT_TRUE(std::isnan(back.points("loss", Split::train)[1].value));
+  EXPECT_EQ(back.epochs("loss", Split::valid)[0].value, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.epochs("score", Split::valid)[0].value, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.best_epoch("score", Split::valid)->epoch, 2);
+}
+
+TEST(MetricHistoryFile, AMalformedFileIsAnErrorNamingIt) {
+  const test::ScratchDir dir("history");
+  const auto file = dir.path() / "bad.json";
+  std::ofstream(file) << R"({"metrics": [{"name": "loss", "better": "sideways"}]})";
+  try {
+    load_history(file);
+    ADD_FAILURE() << "expected kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sideways"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_history(dir.path() / "missing.json"), Error);
 }
 
 TEST(MetricFormat, NumbersAreShortAndLocaleFree) {
