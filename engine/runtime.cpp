@@ -91,24 +91,33 @@ void Engine::open_gpus() {
       gpus_.push_back(std::move(rt));
     }
     if (log_enabled(spdlog::level::info)) logger().info("engine opened {} GPU device(s)", gpus_.size());
+    // The Vulkan library's own statics (the instance, glslang's state) were made after the
+    // engine, so they would be destroyed before it: the engine shuts down first, from a
+    // handler registered after them (handlers and static destructors run in reverse order).
+    if (!gpus_.empty()) std::atexit([] { Engine::get().shut_down(); });
   });
   gpus_opened_.store(true, std::memory_order_release);
 }
 
-Engine::~Engine() {
-  g_alive.store(false, std::memory_order_release);
-  scheduler_.reset();
-  // Every device's work done before any device goes: a device may hold another's buffer until
-  // a copy from it has run (kiln::to between streams of a GPU).
-  auto drain = [](DeviceRuntime& r) {
-    try {
-      r.backend->synchronize();
-    } catch (...) {
-      // A lost device: nothing left to wait for.
-    }
-  };
-  drain(*cpu_);
-  for (auto& r : gpus_) drain(*r);
+Engine::~Engine() { shut_down(); }
+
+void Engine::shut_down() {
+  std::call_once(shut_down_, [&] {
+    g_alive.store(false, std::memory_order_release);
+    scheduler_.reset();
+    // Every device's work done before any device goes: a device may hold another's buffer until
+    // a copy from it has run (kiln::to between streams of a GPU).
+    auto drain = [](DeviceRuntime& r) {
+      try {
+        r.backend->synchronize();
+      } catch (...) {
+        // A lost device: nothing left to wait for.
+      }
+    };
+    drain(*cpu_);
+    for (auto& r : gpus_) drain(*r);
+    gpus_.clear();
+  });
 }
 
 DeviceRuntime& Engine::gpu_runtime(Device device, const char* op) {

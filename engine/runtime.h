@@ -46,7 +46,11 @@ class Engine {
   bool gpus_opened() const { return gpus_opened_.load(std::memory_order_acquire); }
 
   Engine();
-  ~Engine();
+  ~Engine();  // shut_down()
+
+  // Stops the scheduler, waits for every device and closes the GPUs; handles dropped after it
+  // send nothing (alive() is false). Once; also at exit, before the GPU driver's statics go.
+  void shut_down();
 
  private:
   DeviceRuntime& gpu_runtime(Device device, const char* op);
@@ -57,6 +61,7 @@ class Engine {
   std::vector<std::unique_ptr<DeviceRuntime>> gpus_;
   std::once_flag open_gpus_;
   std::atomic<bool> gpus_opened_{false};
+  std::once_flag shut_down_;
   std::atomic<EntityId> next_id_{1};
   std::unique_ptr<Scheduler> scheduler_;  // declared last: destroyed (drained) first
 };
