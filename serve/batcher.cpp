@@ -70,9 +70,9 @@ struct Batcher::Impl {
     auto keep = batch.begin();
     for (auto& r : batch) {
       if (r.deadline && *r.deadline < now) {
+        expired.fetch_add(1, std::memory_order_relaxed);
         r.answer.set_exception(std::make_exception_ptr(
             DeadlineExceeded("serve::Batcher", "the request's deadline passed before its batch ran")));
-        expired.fetch_add(1, std::memory_order_relaxed);
       } else {
         if (&*keep != &r) *keep = std::move(r);  // a self-move would empty the input
         ++keep;
@@ -85,6 +85,7 @@ struct Batcher::Impl {
     const std::size_t rows = batch.size();
     // Serving never takes gradients: a module's parameters would otherwise record a graph.
     const NoGradGuard no_grad;
+    std::vector<float> values;
     try {
       std::vector<float> data(rows * item_numel);
       for (std::size_t i = 0; i < rows; ++i) std::copy(batch[i].input.begin(), batch[i].input.end(), data.begin() + i * item_numel);
@@ -95,18 +96,21 @@ struct Batcher::Impl {
                  "serve::Batcher",
                  "the batch function must return one row per request: a batch of " + std::to_string(rows) +
                      " gave " + (out.defined() ? shape_text(out.shape()) : std::string("an undefined tensor")));
-      std::vector<float> values = out.to_vector<float>().get();
-      const std::size_t width = values.size() / rows;
-      for (std::size_t i = 0; i < rows; ++i)
-        batch[i].answer.set_value(std::vector<float>(values.begin() + i * width, values.begin() + (i + 1) * width));
-      completed.fetch_add(rows, std::memory_order_relaxed);
+      values = out.to_vector<float>().get();
     } catch (...) {
       // The failure belongs to this batch: its requests get it, the next batch runs as usual.
       const std::exception_ptr e = std::current_exception();
-      for (auto& r : batch) r.answer.set_exception(e);
       failed.fetch_add(rows, std::memory_order_relaxed);
+      batches.fetch_add(1, std::memory_order_relaxed);
+      for (auto& r : batch) r.answer.set_exception(e);
+      return;
     }
+    // Counted before the answers go out: a caller that has its answer sees it in stats().
+    completed.fetch_add(rows, std::memory_order_relaxed);
     batches.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t width = values.size() / rows;
+    for (std::size_t i = 0; i < rows; ++i)
+      batch[i].answer.set_value(std::vector<float>(values.begin() + i * width, values.begin() + (i + 1) * width));
   }
 
   void work() {
