@@ -24,7 +24,7 @@ struct CoreTeam::State {
   std::atomic<std::uint64_t> job{0};     // bumped for each job; members wait for a change
   std::atomic<int> remaining{0};         // parts of the current job not finished
   std::atomic<int> sleeping{0};          // members blocked in job.wait()
-  const std::function<void(int)>* fn = nullptr;  // the current job (published by `job`)
+  CoreTeam::Job fn;  // the current job (published by `job`)
   // The last job whose part i someone took. A member that has not started its part when the
   // caller is done with part 0 (descheduled on a busy machine, asleep) loses it to the caller:
   // waiting for it would cost an OS time slice.
@@ -68,19 +68,19 @@ void CoreTeam::member_loop(int part) {
     }
     seen = now;
     if (!s.claim(part, now)) continue;  // the caller ran it
-    (*s.fn)(part);
+    s.fn(part);
     s.remaining.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
-void CoreTeam::run(const std::function<void(int part)>& fn) {
+void CoreTeam::run_job(Job fn) {
   State& s = *state_;
   std::unique_lock lock(s.busy, std::try_to_lock);
   if (!lock.owns_lock() || size_ == 1) {
     for (int part = 0; part < size_; ++part) fn(part);
     return;
   }
-  s.fn = &fn;
+  s.fn = fn;
   s.remaining.store(size_ - 1, std::memory_order_relaxed);
   const std::uint64_t job = s.job.fetch_add(1, std::memory_order_seq_cst) + 1;
   if (s.sleeping.load(std::memory_order_seq_cst) > 0) s.job.notify_all();

@@ -7,7 +7,6 @@
 // thread is free and loses that. Members spin briefly for the next job, then sleep.
 #pragma once
 #include <cstdint>
-#include <functional>
 
 namespace kiln::cpu {
 
@@ -20,11 +19,21 @@ class CoreTeam {
   int size() const { return size_; }
   // Runs fn(part) for part in [0, size()): part 0 on the calling thread, part i on member i, and
   // returns when all are done. A caller that finds the team busy (another thread's job) runs
-  // every part itself, in order.
-  void run(const std::function<void(int part)>& fn);
+  // every part itself, in order. `fn` is passed by reference (no std::function: a capturing
+  // lambda would be a heap allocation per matmul).
+  template <class Fn> void run(const Fn& fn) {
+    run_job(Job{[](const void* f, int part) { (*static_cast<const Fn*>(f))(part); }, &fn});
+  }
+
+  struct Job {
+    void (*call)(const void* fn, int part) = nullptr;
+    const void* fn = nullptr;
+    void operator()(int part) const { call(fn, part); }
+  };
 
  private:
   explicit CoreTeam(int size);
+  void run_job(Job job);
   void member_loop(int part);
 
   struct State;
