@@ -81,6 +81,14 @@ struct Gate {
   }
 };
 
+// The model behind a gate: each batch waits until the test opens it.
+serve::BatchFunction gated(const LinearModel& model, Gate& gate) {
+  return [&model, &gate](const Tensor& x) {
+    gate.wait();
+    return model(x);
+  };
+}
+
 TEST(Batcher, EveryCallerGetsItsOwnRowFromManyThreads) {
   LinearModel model;
   std::mutex sizes_mutex;
@@ -152,12 +160,7 @@ TEST(Batcher, WrongInputSizeIsAnErrorAtTheCallSite) {
 TEST(Batcher, AFullQueueRefusesAtOnceAndLosesNothing) {
   LinearModel model;
   Gate gate;
-  Batcher batcher(
-      [&](const Tensor& x) {
-        gate.wait();
-        return model(x);
-      },
-      {kIn}, {.max_batch = 1, .max_queue = 2});
+  Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 1, .max_queue = 2});
   auto running = batcher.submit(input_for(0));
   gate.until_entered(1);  // the worker holds request 0; the queue is empty
   auto q1 = batcher.submit(input_for(1));
@@ -197,12 +200,7 @@ TEST(Batcher, ARequestPastItsDeadlineFailsWithoutRunning) {
 TEST(Batcher, ShutdownAnswersEverythingQueuedThenRefuses) {
   LinearModel model;
   Gate gate;
-  Batcher batcher(
-      [&](const Tensor& x) {
-        gate.wait();
-        return model(x);
-      },
-      {kIn}, {.max_batch = 2});
+  Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 2});
   std::vector<Future<std::vector<float>>> answers;
   answers.push_back(batcher.submit(input_for(0)));
   gate.until_entered(1);
