@@ -9,6 +9,7 @@
 
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,12 @@ void openblas_matmul(benchmark::State& state, int n) {
   std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
   for (float& v : a) v = normal(rng);
   for (float& v : b) v = normal(rng);
+  // OpenBLAS on its own threads, as a program calling it directly would use it; kiln runs it on
+  // one thread a call and tiles products itself, so the count goes back to 1 afterwards.
+  openblas_set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  struct Restore {
+    ~Restore() { openblas_set_num_threads(1); }
+  } restore;
   auto gemm = [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
   };

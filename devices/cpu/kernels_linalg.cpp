@@ -1,12 +1,16 @@
-// CPU matmul through OpenBLAS. Operands are contiguous row-major, so every matrix of a batch is
-// passed with its natural leading dim and nothing is copied; a broadcast batch operand is the same
-// pointer re-used. One large product lets OpenBLAS thread it; many small ones run in parallel
-// over the batch, each below OpenBLAS's own threading threshold so that concurrent calls never
-// contend for its thread pool.
+// CPU matmul through OpenBLAS, which runs every call on one thread: kiln splits a product into
+// tiles and runs them as oneTBB tasks. So every thread of work is kiln's own, and two products
+// running at once (independent work of two submitting threads, see scheduler/executor.h) share
+// the cores between them; OpenBLAS's own threads would run them one after the other (its
+// level-3 driver holds a lock for the whole call), and its threaded driver is not safe when
+// products of different transposes run at once (OpenBLAS issue 5836). Operands are contiguous
+// row-major, so a tile is a block of A's rows and B's columns passed with the full matrices'
+// leading dims: nothing is copied, and a broadcast batch operand is the same pointer re-used.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/parallel.h"
@@ -15,11 +19,13 @@
 namespace kiln::cpu {
 namespace {
 
-// OpenBLAS runs a gemm on one thread when m*n*k is at most 64^3 (SMP_THRESHOLD_MIN *
-// GEMM_MULTITHREAD_THRESHOLD in its interface/gemm.c); above that it uses its own threads.
-constexpr std::int64_t kSingleThreadedGemm = 64 * 64 * 64;
-// Multiply-adds per parallel task when many small products run side by side.
+// Multiply-adds of one tile at least (about 10-20 us on one core): below it a task's hand-over
+// costs more than the tile saves. Also the task size when many small products run side by side.
+constexpr std::int64_t kTileWork = 1 << 21;
 constexpr std::int64_t kBatchTaskWork = 1 << 18;
+// Tiles are at least this many rows of A and columns of B: each tile packs its block of A and
+// its block of B, so thinner tiles repack the other operand more often than they save.
+constexpr std::int64_t kMinTileRows = 32, kMinTileCols = 64;
 
 struct MatmulGeometry {
   std::int64_t m = 1, n = 1, k = 1;
@@ -82,23 +88,57 @@ MatmulGeometry geometry(const OpIr& op) {
   return g;
 }
 
-// C[m, n] = op(A) @ op(B), all contiguous row-major (A stored [m, k], or [k, m] when ta; B [k, n],
-// or [n, k] when tb); m, n, k > 0. Matrix-vector products go to gemv, which is faster for them;
-// `threaded_ok` false keeps to sgemm, whose threshold for using OpenBLAS's threads is known
-// (gemv's is lower).
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, bool threaded_ok,
-          bool ta = false, bool tb = false) {
-  const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+// A product's operands: A stored [m, k] (or [k, m] when ta), B [k, n] (or [n, k] when tb), C
+// [m, n], all row-major with the full matrices' leading dims, so that a tile can point into them.
+struct GemmOperands {
+  const float* a;
+  const float* b;
+  float* c;
+  std::int64_t m, n, k;
+  bool ta, tb;
+};
+
+// C[m0:m1, n0:n1] on the calling thread. Matrix-vector products go to gemv, which is faster for
+// them.
+void gemm_block(const GemmOperands& g, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
+  const auto M = static_cast<blasint>(m1 - m0), N = static_cast<blasint>(n1 - n0), K = static_cast<blasint>(g.k);
+  const auto lda = static_cast<blasint>(g.ta ? g.m : g.k), ldb = static_cast<blasint>(g.tb ? g.k : g.n);
+  const float* a = g.a + (g.ta ? m0 : m0 * g.k);
+  const float* b = g.b + (g.tb ? n0 * g.k : n0);
+  float* c = g.c + m0 * g.n + n0;
   const auto trans = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
-  if (threaded_ok && n == 1) {
+  if (N == 1) {
     // c = op(A) b: A's rows (or columns) against b, whichever way it is stored.
-    cblas_sgemv(CblasRowMajor, trans(ta), ta ? K : M, ta ? M : K, 1.0f, a, ta ? M : K, b, 1, 0.0f, c, 1);
-  } else if (threaded_ok && m == 1) {
-    // c = a op(B) = op(B)ᵀ a.
-    cblas_sgemv(CblasRowMajor, trans(!tb), tb ? N : K, tb ? K : N, 1.0f, b, tb ? K : N, a, 1, 0.0f, c, 1);
+    cblas_sgemv(CblasRowMajor, trans(g.ta), g.ta ? K : M, g.ta ? M : K, 1.0f, a, lda, b, g.tb ? 1 : ldb, 0.0f, c,
+                static_cast<blasint>(g.n));
+  } else if (M == 1) {
+    // c = a op(B) = op(B)^T a.
+    cblas_sgemv(CblasRowMajor, trans(!g.tb), g.tb ? N : K, g.tb ? K : N, 1.0f, b, ldb, a, g.ta ? lda : 1, 0.0f, c, 1);
   } else {
-    cblas_sgemm(CblasRowMajor, trans(ta), trans(tb), M, N, K, 1.0f, a, ta ? M : K, b, tb ? K : N, 0.0f, c, N);
+    cblas_sgemm(CblasRowMajor, trans(g.ta), trans(g.tb), M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c,
+                static_cast<blasint>(g.n));
   }
+}
+
+int core_count() {
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cores;
+}
+
+// The whole product, in tiles over the cores: as many tiles as cores where the work allows (a
+// product that shares the machine with another gets its share through oneTBB's scheduling),
+// split first over A's rows (each tile then packs only its own rows of A), then over B's columns.
+void gemm(const GemmOperands& g) {
+  const std::int64_t tiles = std::clamp<std::int64_t>(g.m * g.n * g.k / kTileWork, 1, core_count());
+  const std::int64_t row_parts = std::clamp<std::int64_t>(g.m / kMinTileRows, 1, tiles);
+  const std::int64_t col_parts = std::clamp<std::int64_t>(g.n / kMinTileCols, 1, tiles / row_parts);
+  if (row_parts * col_parts == 1) return gemm_block(g, 0, g.m, 0, g.n);
+  parallel_for(row_parts * col_parts, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t t = begin; t < end; ++t) {
+      const std::int64_t r = t / col_parts, c = t % col_parts;
+      gemm_block(g, g.m * r / row_parts, g.m * (r + 1) / row_parts, g.n * c / col_parts, g.n * (c + 1) / col_parts);
+    }
+  });
 }
 
 void matmul_kernel(const OpIr& op, const KernelArgs& args) {
@@ -122,32 +162,30 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
       skinny_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
       return;
     }
-    gemm(g.m * g.batches, g.n, g.k, a, b, c, true, false, g.transpose_b);
+    gemm(GemmOperands{a, b, c, g.m * g.batches, g.n, g.k, false, g.transpose_b});
     return;
   }
 
   const std::int64_t c_matrix = g.m * g.n;
   const std::int64_t work = g.m * g.n * g.k;
-  const bool big = work > kSingleThreadedGemm;
-  auto run_batches = [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i)
-      gemm(g.m, g.n, g.k, a + g.a_offset(i), b + g.b_offset(i), c + i * c_matrix, big, g.transpose_a, g.transpose_b);
+  auto one = [&](std::int64_t i) {
+    return GemmOperands{a + g.a_offset(i), b + g.b_offset(i), c + i * c_matrix, g.m, g.n, g.k, g.transpose_a,
+                        g.transpose_b};
   };
-  if (big) {
-    run_batches(0, g.batches);
+  if (work >= kTileWork) {
+    for (std::int64_t i = 0; i < g.batches; ++i) gemm(one(i));  // each product in tiles
   } else {
-    parallel_for(g.batches, std::max<std::int64_t>(1, kBatchTaskWork / work), run_batches);
+    parallel_for(g.batches, std::max<std::int64_t>(1, kBatchTaskWork / work), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) gemm_block(one(i), 0, g.m, 0, g.n);
+    });
   }
 }
 
 }  // namespace
 
 void register_linalg_kernels(KernelTable& t) {
-#if defined(__SANITIZE_THREAD__)
-  // OpenBLAS's threads hand results back through uninstrumented spin-waits, which TSan reports
-  // as races on the output (as with oneTBB, see parallel.h): keep every gemm on the calling thread.
+  // Every OpenBLAS call on the calling thread: kiln tiles the products itself (see the top).
   openblas_set_num_threads(1);
-#endif
   t.set(OpKind::matmul, matmul_kernel);
 }
 
