@@ -23,6 +23,10 @@ struct DeviceInfo {
   // Its work runs on the host's own cores (the CPU; a software GPU such as lavapipe): a thread
   // waiting for it should sleep, not poll, or it takes time from the work.
   bool on_host_cores = false;
+  // Its kernels may run on several threads at once (the CPU's are plain functions of their
+  // buffers): the executor then runs independent work of different submitting threads side by
+  // side (scheduler/async_kernels.h). Such a device never returns a DeferredCheck.
+  bool concurrent_kernels = false;
 };
 
 // Whether an op failed, where only the device can tell once it has run the op (a GPU kernel

@@ -26,6 +26,8 @@ struct EngineCounters {
   // Tensors that kiln::to brought here from a device of the same memory (another stream of the
   // GPU) by a copy on the device, not through the host.
   std::uint64_t peer_copies = 0;
+  // Kernels that ran as tasks beside other submitting threads' kernels (set_overlap).
+  std::uint64_t overlapped_kernels = 0;
   // Nanoseconds the device spent on completed work, timed by the device itself (Vulkan
   // timestamps around each submission: free of host-side noise), while device timing is on
   // (set_device_timing); 0 on the CPU.
@@ -43,6 +45,13 @@ bool fusion_enabled();
 // With fusion on, submitted ops wait until a read, a sync, or this many pending messages
 // (KILN_FLUSH_THRESHOLD; default 512), so that whole chains are planned together.
 void set_flush_threshold(std::size_t messages);
+
+// On the CPU, independent work that different threads submit runs side by side: each thread's
+// kernels wait only for the kernels whose results they read, and share the cores with the
+// others' (on by default; KILN_OVERLAP=0 runs every kernel in submission order, one at a time).
+// Results are the same either way, bit for bit.
+void set_overlap(bool enabled);
+bool overlap_enabled();
 
 // Completes when every op submitted to `device` before this call has run (same as
 // device.sync()). No default device: a bare sync() would clash with POSIX sync().

@@ -194,6 +194,7 @@ EngineCounters counters(Device device) {
   out.plan_cache_hits = c.plan_cache_hits.load();
   out.plan_cache_misses = c.plan_cache_misses.load();
   out.peer_copies = c.peer_copies.load();
+  out.overlapped_kernels = c.overlapped_kernels.load();
   out.device_busy_ns = rt.backend->busy_ns();
   out.device_waits = rt.backend->full_waits();
   return out;
@@ -205,6 +206,8 @@ void set_device_timing(Device device, bool enabled) {
 
 void set_fusion(bool enabled) { RuntimeSettings::get().fusion.store(enabled); }
 bool fusion_enabled() { return RuntimeSettings::get().fusion.load(); }
+void set_overlap(bool enabled) { RuntimeSettings::get().overlap.store(enabled); }
+bool overlap_enabled() { return RuntimeSettings::get().overlap.load(); }
 void set_flush_threshold(std::size_t messages) {
   KILN_CHECK(messages > 0, "set_flush_threshold", "the threshold must be at least 1 message");
   RuntimeSettings::get().flush_threshold.store(messages);

@@ -88,6 +88,7 @@ using TensorList = SmallVector<TensorIr, 2>;
 struct OpIr {
   OpKind kind = OpKind::sync;
   std::uint64_t seq = 0;  // position in its stream, set at submission
+  std::uint32_t lane = 0;  // the submitting thread's number (Stream::submit), to see independent work
   TensorList inputs;
   TensorList outputs;
   OpAttrs attrs;

@@ -27,10 +27,72 @@ const Checks& output_checks(std::size_t o, std::uint64_t reached, const Checks& 
   return reaches ? failing : inputs;
 }
 
+// What a fused kernel's failure is called: "fused relu chain".
+std::string fused_chain_name(const FusedExpr& expr) {
+  const FusedAnchor* a = expr.anchored();
+  return std::string("fused ") + op_name(a ? a->op.kind : expr.nodes[0].kind) + " chain";
+}
+
+// Output bytes of the deferred kernels at most before they run: each holds its buffers until it
+// has run, so this bounds the memory a stretch of overlapped work holds beyond what running it in
+// order would. Large enough that a stretch holds every thread's whole step of a small model (a
+// bound of 64 kernels cut four threads' gradients into stretches of two threads each).
+constexpr std::size_t kMaxDeferredBytes = std::size_t{256} << 20;
+
+// Ops that run on the executor's thread and need every kernel before them done: reads and syncs
+// look at values, and an upload may wait for another device.
+bool waits_for_kernels(const OpIr& op) {
+  return op.kind == OpKind::read || op.kind == OpKind::sync || op.kind == OpKind::upload;
+}
+
 }  // namespace
 
 Executor::Executor(DeviceBackend& device) : device_(device) { slots_.reserve(1024); }
 Executor::~Executor() = default;
+
+bool Executor::overlap_batch(std::span<const OpIr> ops) const {
+  if (!device_.info().concurrent_kernels || !RuntimeSettings::get().overlap.load(std::memory_order_relaxed)) return false;
+  // Only the threads that submit kernels count: drops and reads come from whichever thread lets
+  // go of a handle or waits, and uploads from the threads that hand work to another (a server's
+  // clients, whose requests one thread then runs as a batch).
+  const OpIr* first = nullptr;
+  for (const OpIr& op : ops) {
+    if (op.kind == OpKind::drop || op.kind == OpKind::read || op.kind == OpKind::sync || op.kind == OpKind::upload)
+      continue;
+    if (!first) first = &op;
+    else if (op.lane != first->lane) return true;
+  }
+  return false;
+}
+
+AsyncKernel& Executor::defer_kernel(const char* name, std::span<Slot* const> inputs,
+                                    std::span<const BufferPtr> outputs, std::function<void()> run) {
+  AsyncKernel& k = async_.add();
+  k.name = name;
+  k.run = std::move(run);
+  for (Slot* s : inputs) {
+    k.buffers.push_back(s->buffer);
+    if (s->producer && std::find(k.after.begin(), k.after.end(), s->producer) == k.after.end())
+      k.after.push_back(s->producer);
+  }
+  for (const BufferPtr& b : outputs) async_.hold_output(k, b);
+  async_.start(k);
+  return k;
+}
+
+void Executor::run_deferred() {
+  if (async_.empty()) return;
+  async_.finish([this](AsyncKernel& k) {
+    counters_.overlapped_kernels.fetch_add(1, std::memory_order_relaxed);
+    if (k.error) counters_.ops_failed.fetch_add(1, std::memory_order_relaxed);
+    for (EntityId id : k.outputs) {
+      Slot* s = find(id);
+      if (!s || s->producer != &k) continue;  // dropped or taken over since
+      if (k.error) *s = Slot{nullptr, k.error, nullptr};
+      else s->producer = nullptr;
+    }
+  });
+}
 
 Executor::Slot* Executor::find(EntityId id) {
   auto it = slots_.find(id);
@@ -40,13 +102,24 @@ Executor::Slot* Executor::find(EntityId id) {
 void Executor::run_batch(std::span<OpIr> ops) {
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
   planner_.plan(ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), plan_);
+  overlapping_ = overlap_batch(ops);
   if (log_enabled(spdlog::level::debug))
-    logger().debug("{}: batch of {} messages -> {} steps ({} fused)", device_.info().name, ops.size(),
-                   plan_.steps.size(), plan_.groups.size());
-  for (const PlanStep& step : plan_.steps) {
-    if (step.fused) run_fused(plan_.groups[step.index], ops);
-    else run_one(ops[step.index]);
+    logger().debug("{}: batch of {} messages -> {} steps ({} fused){}", device_.info().name, ops.size(),
+                   plan_.steps.size(), plan_.groups.size(), overlapping_ ? ", kernels overlapped" : "");
+  try {
+    for (const PlanStep& step : plan_.steps) {
+      if (overlapping_ && (async_.output_bytes() >= kMaxDeferredBytes || (!step.fused && waits_for_kernels(ops[step.index]))))
+        run_deferred();
+      if (step.fused) run_fused(plan_.groups[step.index], ops);
+      else run_one(ops[step.index]);
+    }
+    run_deferred();
+  } catch (...) {
+    run_deferred();  // the tasks read the batch's messages
+    overlapping_ = false;
+    throw;
   }
+  overlapping_ = false;
   try {
     device_.flush();
   } catch (const std::exception& e) {
@@ -112,7 +185,9 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
       const TensorIr& meta = out_meta[o];
       // In place: an input read at the output's own index (an epilogue's, not an anchor's or a
       // prologue's) whose entity ends with this group and whose buffer no view shares.
-      for (std::size_t i = 0; o < layout.result && i < layout.operands && !s.out_buffers[o]; ++i) {
+      // Not while kernels run as tasks: a buffer's count falling to one there does not order the
+      // reads of the task that let it go before this group's writes.
+      for (std::size_t i = 0; !overlapping_ && o < layout.result && i < layout.operands && !s.out_buffers[o]; ++i) {
         const TensorIr& t = in_meta[i];
         // (Element counts, not shapes: every buffer is contiguous, and an epilogue past a reshape
         // writes values of another shape than it reads.)
@@ -134,6 +209,30 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
   try {
     const CompiledKernel& kernel = compiled(expr);
+    if (overlapping_) {
+      auto run = [this, &kernel, &expr, ins = s.in, outs = s.out] {
+        std::unique_ptr<DeferredCheck> deferred;
+        try {
+          device_.run_fused(kernel, expr, KernelArgs{ins, outs, &deferred});
+        } catch (const Error&) {
+          throw;
+        } catch (const std::exception& e) {
+          throw Error(fused_chain_name(expr), e.what());
+        }
+        KILN_CHECK(!deferred, "fused chain", "internal error: a deferred check from a device that overlaps kernels");
+        counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
+        counters_.fused_kernels.fetch_add(1, std::memory_order_relaxed);
+      };
+      AsyncKernel& k = defer_kernel("fused chain", s.in_slots, s.out_buffers, std::move(run));
+      counters_.ops_fused.fetch_add(group.op_count, std::memory_order_relaxed);
+      for (std::size_t o = 0; o < out_meta.size(); ++o) {
+        slots_[out_meta[o].id] = Slot{std::move(s.out_buffers[o]), nullptr, checks, &k};
+        k.outputs.push_back(out_meta[o].id);
+      }
+      s.out_buffers.clear();
+      for (EntityId id : group.consumed) slots_.erase(id);
+      return;
+    }
     std::unique_ptr<DeferredCheck> deferred;
     device_.run_fused(kernel, expr,
                       KernelArgs{std::span<Buffer* const>(s.in), std::span<Buffer* const>(s.out), &deferred});
@@ -151,9 +250,7 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   } catch (const Error&) {
     fail_outputs(out_meta, std::current_exception());
   } catch (const std::exception& e) {
-    const FusedAnchor* a = expr.anchored();
-    const std::string what = std::string("fused ") + op_name(a ? a->op.kind : expr.nodes[0].kind) + " chain";
-    fail_outputs(out_meta, std::make_exception_ptr(Error(what, e.what())));
+    fail_outputs(out_meta, std::make_exception_ptr(Error(fused_chain_name(expr), e.what())));
   }
   s.out_buffers.clear();
   for (EntityId id : group.consumed) slots_.erase(id);
@@ -267,7 +364,9 @@ void Executor::run_compute(OpIr& op) {
       if (info.view) {
         out_buffers[o] = in_slots[0]->buffer;
       } else {
-        if (info.inplace_ok) {
+        // Not while kernels run as tasks: a buffer's count falling to one there does not order
+        // the reads of the task that let it go before this op's writes.
+        if (info.inplace_ok && !overlapping_) {
           // In place only when the caller handed the input over and no other entity (a view)
           // shares its buffer: then nothing can observe the overwrite.
           for (std::size_t i = 0; i < op.inputs.size() && i < 32; ++i) {
@@ -286,6 +385,9 @@ void Executor::run_compute(OpIr& op) {
       out[o] = out_buffers[o].get();
     }
 
+    // The task that will compute the outputs, where the kernel is deferred; a view's buffer is
+    // its input's, computed by the input's task.
+    AsyncKernel* producer = info.view ? in_slots[0]->producer : nullptr;
     if (!info.view) {
       if (op.kind == OpKind::upload) {
         // From another device: wait for the bytes, or for the buffer of a device of the same
@@ -299,6 +401,16 @@ void Executor::run_compute(OpIr& op) {
           if (op.pending_data) op.host_data = op.pending_data->wait();
           device_.write(*out[0], op.host_data->data(), op.outputs[0].bytes());
         }
+      } else if (overlapping_) {
+        auto run = [this, &op, ins = std::vector<Buffer*>(in, in + op.inputs.size()),
+                    outs = std::vector<Buffer*>(out, out + op.outputs.size())] {
+          std::unique_ptr<DeferredCheck> deferred;
+          device_.run(op, KernelArgs{ins, outs, &deferred});
+          KILN_CHECK(!deferred, op_name(op.kind), "internal error: a deferred check from a device that overlaps kernels");
+          counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
+        };
+        producer = &defer_kernel(info.name, std::span<Slot* const>(in_slots, op.inputs.size()),
+                                 std::span<const BufferPtr>(out_buffers, op.outputs.size()), std::move(run));
       } else {
         std::unique_ptr<DeferredCheck> deferred;
         const KernelArgs args{std::span<Buffer* const>(in, op.inputs.size()),
@@ -313,8 +425,11 @@ void Executor::run_compute(OpIr& op) {
         }
       }
     }
-    for (std::size_t o = 0; o < op.outputs.size(); ++o)
-      slots_[op.outputs[o].id] = Slot{std::move(out_buffers[o]), nullptr, output_checks(o, reached, failing, checks)};
+    for (std::size_t o = 0; o < op.outputs.size(); ++o) {
+      slots_[op.outputs[o].id] =
+          Slot{std::move(out_buffers[o]), nullptr, output_checks(o, reached, failing, checks), producer};
+      if (producer) producer->outputs.push_back(op.outputs[o].id);
+    }
   } catch (const Error&) {
     fail_outputs(op.outputs, std::current_exception());
   } catch (const std::exception& e) {

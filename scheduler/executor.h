@@ -1,6 +1,8 @@
 // The executor of one device: owns the entity table (entity id -> buffer, or the error that
 // stopped it), decides in-place reuse from ownership, and runs ops on the device in sequence
 // order. It only ever runs on its stream's serial scheduler node, so the table needs no lock.
+// On the CPU, a batch that holds several submitting threads' work runs its kernels as tasks
+// (AsyncKernels) while the bookkeeping stays here, in sequence order.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <unordered_map>
 
 #include "devices/device.h"
+#include "scheduler/async_kernels.h"
 #include "scheduler/fusion_planner.h"
 #include "scheduler/pending_checks.h"
 
@@ -26,6 +29,7 @@ struct ExecutorCounters {
   std::atomic<std::uint64_t> plan_cache_hits{0};   // fused kernels found compiled
   std::atomic<std::uint64_t> plan_cache_misses{0};  // ... and compiled first
   std::atomic<std::uint64_t> peer_copies{0};        // uploads copied from a device of the same memory
+  std::atomic<std::uint64_t> overlapped_kernels{0};  // kernels run as tasks (AsyncKernels)
 };
 
 class Executor {
@@ -43,6 +47,7 @@ class Executor {
     BufferPtr buffer;
     std::exception_ptr error;  // set when the op that makes this entity (or one before it) failed
     Checks checks;             // deferred checks of the ops it was computed from, until read
+    AsyncKernel* producer = nullptr;  // the task that computes `buffer`, while it is pending
   };
 
   void run_one(OpIr& op);
@@ -52,11 +57,20 @@ class Executor {
   void run_read(OpIr& op);
   void fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error);
   Slot* find(EntityId id);
+  // Overlap (see the top): whether this batch's kernels become tasks; a pending task's record,
+  // its dependencies taken from the slots it reads; and running the pending tasks, after which
+  // the failed ones' outputs hold their errors.
+  bool overlap_batch(std::span<const OpIr> ops) const;
+  AsyncKernel& defer_kernel(const char* name, std::span<Slot* const> inputs, std::span<const BufferPtr> outputs,
+                            std::function<void()> run);
+  void run_deferred();
 
   DeviceBackend& device_;
   std::unordered_map<EntityId, Slot> slots_;
   ExecutorCounters counters_;
   FusionPlanner planner_;
+  bool overlapping_ = false;  // this batch's kernels are deferred into async_
+  AsyncKernels async_;
   Plan plan_;
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernel_cache_;
   struct FusedScratch {  // run_fused's working vectors, kept to keep their capacity

@@ -9,6 +9,7 @@ RuntimeSettings& RuntimeSettings::get() {
   static RuntimeSettings* settings = [] {
     auto* s = new RuntimeSettings();  // never destroyed: handles may outlive static teardown
     if (const char* f = std::getenv("KILN_FUSION")) s->fusion = std::string(f) != "0";
+    if (const char* o = std::getenv("KILN_OVERLAP")) s->overlap = std::string(o) != "0";
     if (const char* t = std::getenv("KILN_FLUSH_THRESHOLD")) {
       const long n = std::strtol(t, nullptr, 10);
       if (n > 0) s->flush_threshold = static_cast<std::size_t>(n);

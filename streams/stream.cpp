@@ -6,9 +6,19 @@
 
 namespace kiln {
 
+namespace {
+// A small number per submitting thread, given on its first submission.
+std::uint32_t this_thread_lane() {
+  static std::atomic<std::uint32_t> next{0};
+  thread_local const std::uint32_t lane = next.fetch_add(1, std::memory_order_relaxed);
+  return lane;
+}
+}  // namespace
+
 std::uint64_t Stream::submit(OpIr&& op, bool urgent) {
   const std::uint64_t seq = next_seq_.fetch_add(1, std::memory_order_acq_rel);
   op.seq = seq;
+  op.lane = this_thread_lane();
   queue_.enqueue(std::move(op));
   const RuntimeSettings& settings = RuntimeSettings::get();
   // Without fusion nothing is gained by waiting. With it, a long run of messages still wakes

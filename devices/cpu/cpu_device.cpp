@@ -43,6 +43,7 @@ class CpuDevice final : public DeviceBackend {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     info_.memory_bytes = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
     info_.on_host_cores = true;
+    info_.concurrent_kernels = true;
   }
   const DeviceInfo& info() const override { return info_; }
   MemoryPool& memory() override { return pool_; }
