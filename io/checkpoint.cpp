@@ -15,6 +15,12 @@ constexpr const char* kFormat = "kiln.checkpoint";
 constexpr const char* kStep = "step";
 constexpr const char* kSeed = "generator.seed";
 constexpr const char* kDraws = "generator.draws";
+// Before each random-drawing module's path: "random_draws.encoder.dropout" (nn::random_draws_by_path).
+constexpr const char* kModuleDraws = "random_draws";
+
+std::string module_draws_key(const std::string& path) {
+  return path.empty() ? kModuleDraws : std::string(kModuleDraws) + "." + path;
+}
 
 template <class Int>
 Int metadata_integer(const SafeTensorsFile& file, const char* key, const char* op) {
@@ -39,6 +45,8 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                                               {kStep, std::to_string(state.step)},
                                               {kSeed, std::to_string(gen.seed())},
                                               {kDraws, std::to_string(gen.draws())}};
+  for (const auto& [module, draws] : nn::random_draws_by_path(model))
+    metadata[module_draws_key(module)] = std::to_string(draws);
   std::vector<nn::NamedTensor> tensors;
   for (nn::NamedTensor& t : model.state_dict()) tensors.push_back({"model." + t.name, std::move(t.tensor)});
   detail::add_state(state.optimizer, "optimizer.", tensors, metadata, path.string(), op);
@@ -65,7 +73,15 @@ TrainingState load_checkpoint(const std::filesystem::path& path, nn::Module& mod
 
   LoadOptions model_options = options;
   model_options.file_prefix = "model." + options.file_prefix;
+  // The random-drawing modules' counts (a checkpoint written before kiln saved them has none:
+  // the counts stay as they are).
+  std::map<std::string, std::uint64_t> draws;
+  for (const auto& [module, count] : nn::random_draws_by_path(model)) {
+    const std::string key = module_draws_key(module);
+    if (file.metadata().count(key)) draws[module] = metadata_integer<std::uint64_t>(file, key.c_str(), op);
+  }
   load_model(model, file, model_options, op);
+  nn::restore_random_draws(model, draws);
   return state;
 }
 

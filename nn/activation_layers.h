@@ -99,6 +99,7 @@ class Dropout : public Module {
   explicit Dropout(double p = 0.5, std::optional<std::uint64_t> seed = std::nullopt);
   Tensor forward(const Tensor& x) const;
   std::string describe() const override { return "p=" + format_setting(p_); }
+  std::atomic<std::uint64_t>* random_draws() override { return calls_.get(); }
   KILN_MODULE(Dropout)
 
  private:

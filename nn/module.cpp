@@ -191,6 +191,35 @@ void Module::name_children() {
   visit_fields(v);
 }
 
+namespace {
+// fn(path, counter) for the root and every sub-module that draws random numbers.
+template <class Fn> void for_random_draws(Module& model, Fn&& fn) {
+  struct Finder final : FieldVisitor {
+    Fn* fn;
+    bool enter(const std::string& path, Module& m) override {
+      if (std::atomic<std::uint64_t>* d = m.random_draws()) (*fn)(path, *d);
+      return true;
+    }
+  } v;
+  v.fn = &fn;
+  if (std::atomic<std::uint64_t>* d = model.random_draws()) fn(std::string(), *d);
+  model.visit(v);
+}
+}  // namespace
+
+std::map<std::string, std::uint64_t> random_draws_by_path(const Module& model) {
+  std::map<std::string, std::uint64_t> out;
+  for_random_draws(const_cast<Module&>(model),
+                   [&](const std::string& path, std::atomic<std::uint64_t>& d) { out[path] = d.load(); });
+  return out;
+}
+
+void restore_random_draws(Module& model, const std::map<std::string, std::uint64_t>& draws) {
+  for_random_draws(model, [&](const std::string& path, std::atomic<std::uint64_t>& d) {
+    if (const auto it = draws.find(path); it != draws.end()) d.store(it->second);
+  });
+}
+
 std::string Module::summary() const {
   struct Printer final : FieldVisitor {
     std::ostringstream out;

@@ -14,9 +14,11 @@
 // never sees its tensors change. A field listed in KILN_MODULE must be a Parameter, a Buffer, a
 // module, or a std::optional of one; anything else does not compile.
 #pragma once
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +106,11 @@ class Module {
   // The tree: each module with its settings, parameter shapes and counts.
   std::string summary() const;
 
+  // A module that draws random numbers (Dropout, a recurrent layer's dropout) counts its calls:
+  // the count picks the next call's mask. Checkpoints keep the counts (random_draws_by_path),
+  // so that a resumed run draws the masks that a run never interrupted would. Null for others.
+  virtual std::atomic<std::uint64_t>* random_draws() { return nullptr; }
+
   // Where this module sits in its model ("encoder.layers.0"; empty for the root), and the
   // prefix of its errors ("encoder.layers.0 (TransformerEncoderLayer)").
   const std::string& path() const { return path_; }
@@ -119,6 +126,11 @@ class Module {
   bool training_ = true;
   std::string path_;
 };
+
+// Every random-drawing module's count (Module::random_draws) by path ("" for the root), and
+// setting them from such a map (paths it does not name keep their counts).
+std::map<std::string, std::uint64_t> random_draws_by_path(const Module& model);
+void restore_random_draws(Module& model, const std::map<std::string, std::uint64_t>& draws);
 
 // A setting for describe(): the shortest form that reads back the same double ("1e-05", "0.1").
 std::string format_setting(double value);

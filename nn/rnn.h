@@ -63,6 +63,7 @@ class RNNBase : public Module {
   // weight_ih, weight_hh, bias_ih, bias_hh.
   void visit_fields(FieldVisitor& v) override;
   std::string describe() const override;
+  std::atomic<std::uint64_t>* random_draws() override { return calls_.get(); }
 
  protected:
   // One time step of one cell: gates_x is the step's input projection x_t W_ihᵀ + b_ih

@@ -19,6 +19,14 @@ struct Small : nn::Module {
   KILN_MODULE(Small, fc, bn)
 };
 
+struct WithDropout : nn::Module {
+  nn::Linear fc{4, 4};
+  nn::Dropout drop{0.5, 3};
+  nn::Sequential tail{nn::Dropout(0.5, 4)};
+  Tensor forward(const Tensor& x) const { return tail(drop(fc(x))); }
+  KILN_MODULE(WithDropout, fc, drop, tail)
+};
+
 struct Big : nn::Module {
   nn::Linear fc{64, 64};  // 16 KiB of weights
   KILN_MODULE(Big, fc)
@@ -150,6 +158,22 @@ TEST(Checkpoint, WithoutAGeneratorTheDefaultOneIsSaved) {
   EXPECT_EQ(s.generator->seed(), 7u);
   EXPECT_EQ(s.generator->draws(), default_generator().draws());
   EXPECT_EQ(s.step, 0);
+}
+
+TEST(Checkpoint, DropoutMasksResumeWhereTheyWere) {
+  // A checkpoint written after three training calls: the model loaded from it draws the fourth
+  // call's masks, as the model that wrote it does, not the first call's again.
+  ScratchDir dir;
+  manual_seed(2);
+  WithDropout m;
+  const Tensor x = ones(Shape{8, 4});
+  for (int i = 0; i < 3; ++i) (void)m(x);
+  io::save_checkpoint(dir / "ckpt.safetensors", m, {});
+  EXPECT_EQ(nn::random_draws_by_path(m), (std::map<std::string, std::uint64_t>{{"drop", 3}, {"tail.0", 3}}));
+  WithDropout fresh;
+  (void)io::load_checkpoint(dir / "ckpt.safetensors", fresh);
+  EXPECT_EQ(nn::random_draws_by_path(fresh), nn::random_draws_by_path(m));
+  EXPECT_EQ(values_of(fresh(x)), values_of(m(x)));
 }
 
 TEST(Checkpoint, LoadingIsAllOrNothing) {

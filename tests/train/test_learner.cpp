@@ -17,10 +17,12 @@
 namespace kiln::train {
 namespace {
 
+// With dropout: a resumed run must also draw the masks that the uninterrupted run draws.
 struct Classifier : nn::Module {
   nn::Linear fc1{2, 16}, fc2{16, 3};
-  Tensor forward(const Tensor& x) const { return fc2(relu(fc1(x))); }
-  KILN_MODULE(Classifier, fc1, fc2)
+  nn::Dropout drop{0.1, 17};
+  Tensor forward(const Tensor& x) const { return fc2(drop(relu(fc1(x)))); }
+  KILN_MODULE(Classifier, fc1, fc2, drop)
 };
 
 // 256 points in [-1, 1]^2, class by the sign pattern of x + y and x - y (3 classes).
