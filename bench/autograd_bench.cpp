@@ -2,6 +2,7 @@
 // computed on 2 threads at once (each with its own handles to the parameters) and summed, against
 // the same two halves on one thread. The figure is the speedup of 2 threads over 1 (report.py
 // reads the "speedup" counter); each iteration times both, alternating, to share noise.
+// grad_threads_4: the same batch in four quarters, on 4 threads against one.
 //
 // grad_threads_streams (a GPU opened with two streams, KILN_VULKAN_QUEUES=2): the same, but the
 // second thread works on the GPU's second stream, with its own copy of the parameters there (made
@@ -42,7 +43,7 @@ Gradients one_thread(const std::vector<Tensor>& params, const std::vector<Tensor
 
 // Thread t takes shard t with the parameters replicas[t] (the same handles, or a copy on another
 // stream); the sum is keyed by replicas[0], on its device (`to` is the identity there).
-Gradients two_threads(const std::vector<std::vector<Tensor>>& replicas, const std::vector<Tensor>& shards) {
+Gradients on_threads(const std::vector<std::vector<Tensor>>& replicas, const std::vector<Tensor>& shards) {
   std::vector<Gradients> g(shards.size());
   std::vector<std::exception_ptr> errors(shards.size());
   std::vector<std::thread> threads;
@@ -65,14 +66,14 @@ Gradients two_threads(const std::vector<std::vector<Tensor>>& replicas, const st
 }
 
 // `second`: where the second thread works (the device itself, or its GPU's second stream).
-void grad_threads(benchmark::State& state, Device device, Device second) {
+void grad_threads(benchmark::State& state, Device device, Device second, int threads) {
   Generator gen(3);
   const TensorOptions opts{DType::f32, device};
   const std::vector<Tensor> params = {mul(randn(Shape{784, 512}, gen, opts), 0.035), zeros(Shape{512}, opts),
                                       mul(randn(Shape{512, 512}, gen, opts), 0.044), zeros(Shape{512}, opts),
                                       mul(randn(Shape{512, 10}, gen, opts), 0.044),  zeros(Shape{10}, opts)};
-  const std::vector<Tensor> shards = chunk(randn(Shape{128, 784}, gen, opts), 2, 0);
-  std::vector<std::vector<Tensor>> replicas = {params, params};
+  const std::vector<Tensor> shards = chunk(randn(Shape{128, 784}, gen, opts), threads, 0);
+  std::vector<std::vector<Tensor>> replicas(static_cast<std::size_t>(threads), params);
   std::vector<Tensor> thread_shards = shards;
   if (second != device) {
     for (Tensor& p : replicas[1]) p = to(p, second);
@@ -83,7 +84,7 @@ void grad_threads(benchmark::State& state, Device device, Device second) {
   };
   try {
     finish(one_thread(params, shards));
-    finish(two_threads(replicas, thread_shards));
+    finish(on_threads(replicas, thread_shards));
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());  // e.g. no backward rules in this build
     return;
@@ -94,7 +95,7 @@ void grad_threads(benchmark::State& state, Device device, Device second) {
     auto t0 = Clock::now();
     finish(one_thread(params, shards));
     auto t1 = Clock::now();
-    finish(two_threads(replicas, thread_shards));
+    finish(on_threads(replicas, thread_shards));
     auto t2 = Clock::now();
     serial += std::chrono::duration<double>(t1 - t0).count();
     parallel += std::chrono::duration<double>(t2 - t1).count();
@@ -102,7 +103,7 @@ void grad_threads(benchmark::State& state, Device device, Device second) {
   }
   state.counters["speedup"] = parallel > 0 ? serial / parallel : 0.0;
   state.counters["one_thread_ms"] = 1e3 * serial / static_cast<double>(state.iterations());
-  state.counters["two_threads_ms"] = 1e3 * parallel / static_cast<double>(state.iterations());
+  state.counters["threads_ms"] = 1e3 * parallel / static_cast<double>(state.iterations());
 }
 
 // The device's GPU's second stream: the next Vulkan device, when both names say they are
@@ -127,9 +128,10 @@ void register_autograd(Device device) {
   auto timed = [](benchmark::internal::Benchmark* b) {
     b->UseManualTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true)->MinTime(0.5);
   };
-  timed(benchmark::RegisterBenchmark("grad_threads", grad_threads, device, device));
+  timed(benchmark::RegisterBenchmark("grad_threads", grad_threads, device, device, 2));
+  timed(benchmark::RegisterBenchmark("grad_threads_4", grad_threads, device, device, 4));
   if (const std::optional<Device> second = second_stream(device))
-    timed(benchmark::RegisterBenchmark("grad_threads_streams", grad_threads, device, *second));
+    timed(benchmark::RegisterBenchmark("grad_threads_streams", grad_threads, device, *second, 2));
 }
 
 }  // namespace kiln::bench
