@@ -29,7 +29,15 @@ void AsyncKernels::start(AsyncKernel& k) {
 void AsyncKernels::release(AsyncKernel& k) {
   // The last release hands k to a task: acq_rel pairs the writes of every kernel it reads (and
   // of the thread that set it up) with the task that runs it.
-  if (k.waiting.fetch_sub(1, std::memory_order_acq_rel) == 1) tasks_->group.run([this, &k] { execute(k); });
+  if (k.waiting.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+#if defined(__SANITIZE_THREAD__)
+  // Under ThreadSanitizer a ready kernel runs at once on the thread that made it ready, as
+  // parallel_for runs its ranges inline (parallel.h): oneTBB is not instrumented, and TSan
+  // reports its hand-over of every task's functor to the worker that runs it.
+  execute(k);
+#else
+  tasks_->group.run([this, &k] { execute(k); });
+#endif
 }
 
 void AsyncKernels::execute(AsyncKernel& k) {
