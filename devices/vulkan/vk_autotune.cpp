@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "devices/vulkan/vk_cache_file.h"
 #include "ops/log.h"
 
 namespace kiln::vk {
@@ -60,24 +61,8 @@ void AutotuneCache::store(const std::string& shape_class, const std::string& cho
   std::ostringstream text;
   text << kHeader << "\n# device " << tag_ << "\n";
   for (const auto& [k, v] : merged) text << k << ' ' << v << '\n';
-  // Through a temporary file and a rename: a concurrent reader never sees half a file.
-  std::error_code ec;
-  fs::create_directories(fs::path(file_).parent_path(), ec);
-  const std::string tmp = file_ + ".tmp" + std::to_string(std::rand());
-  {
-    std::ofstream out(tmp);
-    out << text.str();
-    if (!out) {
-      warn("cannot write " + tmp);
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, file_, ec);
-  if (ec) {
-    warn("cannot write " + file_ + ": " + ec.message());
-    fs::remove(tmp, ec);
-  }
+  const std::string body = text.str();
+  if (const std::string why = write_cache_file(file_, body.data(), body.size()); !why.empty()) warn(why);
 }
 
 bool autotune_enabled(bool software_device) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "devices/vulkan/vk_cache_file.h"
 #include "devices/vulkan/vk_shader.h"
 #include "ops/log.h"
 
@@ -36,27 +37,6 @@ std::vector<char> read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return {};
   return std::vector<char>(std::istreambuf_iterator<char>(in), {});
-}
-
-// Writes through a temporary file and a rename, so that a concurrent reader never sees half.
-void write_file(const fs::path& p, const void* data, std::size_t bytes) {
-  std::error_code ec;
-  fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp" + std::to_string(std::rand());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    if (!out) {
-      warn_disk("cannot write " + tmp.string());
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) {
-    warn_disk("cannot write " + p.string() + ": " + ec.message());
-    fs::remove(tmp, ec);
-  }
 }
 
 }  // namespace
@@ -106,7 +86,8 @@ PipelineCache::~PipelineCache() {
   if (vkGetPipelineCacheData(ctx_.device(), driver_cache_.get(), &size, nullptr) != VK_SUCCESS || size == 0) return;
   std::vector<char> data(size);
   if (vkGetPipelineCacheData(ctx_.device(), driver_cache_.get(), &size, data.data()) != VK_SUCCESS) return;
-  write_file(fs::path(dir_) / "pipelines.bin", data.data(), size);
+  if (const std::string why = write_cache_file(fs::path(dir_) / "pipelines.bin", data.data(), size); !why.empty())
+    warn_disk(why);
 }
 
 PipelineCacheStats PipelineCache::stats() const {
@@ -150,7 +131,7 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
       std::memcpy(bytes.data() + sizeof kMagic, &key_len, 4);
       std::memcpy(bytes.data() + sizeof kMagic + 4, key.data(), key.size());
       std::memcpy(bytes.data() + sizeof kMagic + 4 + key.size(), spirv.data(), spirv.size() * 4);
-      write_file(file, bytes.data(), bytes.size());
+      if (const std::string why = write_cache_file(file, bytes.data(), bytes.size()); !why.empty()) warn_disk(why);
     }
   }
   auto p = std::make_unique<Pipeline>(create(name, spirv));

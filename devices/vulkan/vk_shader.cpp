@@ -6,6 +6,7 @@
 #include <spirv-tools/libspirv.hpp>
 #include <spirv-tools/optimizer.hpp>
 
+#include <chrono>
 #include <mutex>
 #include <sstream>
 
@@ -33,6 +34,11 @@ std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const st
   static std::once_flag init;
   std::lock_guard lock(mutex);
   std::call_once(init, [] { glslang::InitializeProcess(); });
+  using Clock = std::chrono::steady_clock;
+  const auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  const auto started = Clock::now();
 
   glslang::TShader shader(EShLangCompute);
   const char* text = source.c_str();
@@ -54,6 +60,9 @@ std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const st
   options.disableOptimizer = true;  // SPIRV-Tools runs below, with its performance passes
   glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &spv_log, &options);
 
+  const double glsl_ms = ms_since(started);
+  const auto optimizing = Clock::now();
+
   std::string tool_log;
   auto consumer = [&tool_log](spv_message_level_t, const char*, const spv_position_t& pos, const char* m) {
     tool_log += "  at word " + std::to_string(pos.index) + ": " + m + '\n';
@@ -68,6 +77,10 @@ std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const st
     optimized = spirv;
     tool_log.clear();
   }
+  const double optimize_ms = ms_since(optimizing);
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("{}: GLSL to SPIR-V {:.1f} ms, SPIR-V optimizer {:.1f} ms ({} -> {} words)", kernel_name, glsl_ms,
+                   optimize_ms, spirv.size(), optimized.size());
   spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
   tools.SetMessageConsumer(consumer);
   if (!tools.Validate(optimized))
