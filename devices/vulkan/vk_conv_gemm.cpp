@@ -9,7 +9,9 @@
 // padding. Only a pointwise convolution (1x1 kernel, stride 1, no padding) reads B as the
 // matrix it is: there the image is the columns. Configurations are the tiled matmul's,
 // autotuned per shape class of convolutions in the matmul's autotune memory; for 16-bit floats
-// on GPUs with tensor cores the explicit GEMM (unfold + the matmul op) is a candidate too.
+// on GPUs with tensor cores the cooperative-matrix kernel's configurations (f16, its B words
+// gathered eight elements at a time, the same argument block) and the explicit GEMM (unfold +
+// the matmul op) are candidates too.
 //
 // Argument block: the tiled kernel's (0 A, 1 B, 2 C, 3 M, 4 N, 5 K, 6 batches, 7 batch dims,
 // then per dim size, A stride, B stride), then 18 words of the convolution: bias address (0:
@@ -18,8 +20,10 @@
 #include "devices/vulkan/vk_conv_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "devices/vulkan/vk_autotune.h"
@@ -34,6 +38,8 @@ namespace kiln::vk {
 namespace {
 
 constexpr std::size_t kConvWords = 18;  // kConvEpilogueBase counts them
+
+std::atomic<std::uint64_t> g_coop_convolutions{0};
 
 // The GEMM of one conv op: batches = N * G products of M x K by K x N' (N' = L windows).
 struct ConvGemm {
@@ -84,8 +90,9 @@ ConvGemm checked_conv_gemm(const OpIr& op) {
   return c;
 }
 
-// The GLSL of B's gather and the row bias (TileVariant's hooks), after the access macros.
-std::string hooks_glsl(const ConvGemm& c, bool bias) {
+// The window's geometry, read from the argument block once per invocation (mm_hooks_init), and
+// each batch's first bias element (mm_hooks_batch): what both kernels' gathers start from.
+std::string window_hooks_glsl() {
   std::string s = glsl_fast_div();
   s += glsl_window_args();
   s += R"(
@@ -105,6 +112,12 @@ void mm_hooks_init() {
 // The batch's group g starts at A row g * M: its first bias element.
 void mm_hooks_batch(uint bz, uint64_t a_off) { cv_bias_first = uint(a_off / uint64_t(arg_u32(5u))); }
 )";
+  return s;
+}
+
+// The GLSL of the tiled kernel's B gather and row bias (TileVariant's hooks), after its access macros.
+std::string hooks_glsl(const ConvGemm& c, bool bias) {
+  std::string s = window_hooks_glsl();
   if (bias) s += "float mm_row_bias(uint row) { PTR1 b = PTR1(cv_bias); return LOAD1(b, cv_bias_first + row); }\n";
   if (c.gather)
     s += R"(
@@ -131,7 +144,41 @@ vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {
   return s;
 }
 
-// Runs one conv op's GEMM in a tiled configuration. y may be null: with an epilogue that does
+// The cooperative-matrix kernel's B gather: eight f16 columns of a row of the columns as one
+// 16-byte word, read element by element from the image (the tiled kernel's load_b, eight wide).
+std::string coop_gather_glsl() {
+  std::string s = window_hooks_glsl();
+  s += R"(
+uvec4 mm_gather_b8(uint64_t image, uint k, uint col, uint N) {
+  U16s X = U16s(image);
+  const uint c = div_by(k, cv_by_kk), j = k - c * cv_by_kk.d;
+  const uint u = div_by(j, cv_by_kw), jd = div_by(u, cv_by_kh);
+  const ivec3 off = ivec3(uvec3(jd, u - jd * cv_by_kh.d, j - u * cv_by_kw.d) * cv_dil) - cv_pad;
+  const uint t = div_by(col, cv_by_ow), od0 = div_by(t, cv_by_oh);
+  uvec3 o = uvec3(od0, t - od0 * cv_by_oh.d, col - t * cv_by_ow.d);
+  const uint base = c * cv_plane;
+  uint h[8];
+  [[unroll]] for (uint e = 0u; e < 8u; ++e) {
+    const ivec3 at = ivec3(o * cv_stride) + off;
+    h[e] = 0u;  // over the padding (a negative coordinate wraps to a large one) and past N
+    if (col + e < N && all(lessThan(uvec3(at), cv_size)))
+      h[e] = uint(X.v[base + (uint(at.x) * cv_size.y + uint(at.y)) * cv_size.z + uint(at.z)]);
+    if (++o.z == cv_by_ow.d) { o.z = 0u; if (++o.y == cv_by_oh.d) { o.y = 0u; ++o.x; } }
+  }
+  return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+}
+)";
+  return s;
+}
+
+// What runs a convolution: a tiled configuration, a cooperative-matrix one (16-bit floats on
+// GPUs with tensor cores), or the explicit GEMM (unfold + the matmul op).
+struct ConvPlan {
+  enum Kind { tiled, coop, explicit_gemm } kind = tiled;
+  int index = 0;  // into tile_configs() or coop_configs()
+};
+
+// Runs one conv op's GEMM in a tiled or cooperative-matrix configuration. y may be null: with an epilogue that does
 // not store C it is left out; without one the product goes to scratch (autotuner timing).
 class ConvLauncher {
  public:
@@ -143,7 +190,53 @@ class ConvLauncher {
     variant_.row_bias = bias != nullptr;
   }
 
-  void run(int index) {
+  void run(const ConvPlan& plan) {
+    if (plan.kind == ConvPlan::coop) return run_coop(plan.index);
+    run_tiled(plan.index);
+  }
+
+  const TileVariant& variant() const { return variant_; }
+
+ private:
+  // The cooperative-matrix kernel with B gathered (or read as it is, pointwise), then the bias
+  // as an add (its stores take no epilogue). f16 only: conv_kernel's choice checks the rest
+  // (coop_eligible).
+  void run_coop(int index) {
+    if (args_.size() == 0) fill_args();
+    const CoopShape shape = coop_shape(dev_);
+    const CoopConfig& config = coop_configs()[static_cast<std::size_t>(index)];
+    const std::string key = "conv/coop/" + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
+                            std::to_string(shape.k) + "/" + config.name + (c_.gather ? "/gather" : "/direct");
+    const bool gather = c_.gather;
+    const SourceFn source = [this, shape, &config, gather] {
+      return gather ? conv_coop_source(dev_.prelude(), shape, config)
+                    : coop_matmul_source(dev_.prelude(), shape, config, DType::f16);
+    };
+    dev_.launch(key, "conv", source, args_, groups(config.bm, config.bn));
+    g_coop_convolutions.fetch_add(1, std::memory_order_relaxed);
+    if (bias_) {
+      const auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+      const Shape ys{i(c_.images), i(c_.groups * c_.m), i(c_.l)};
+      // KernelArgs holds mutable pointers: y is this op's output, the bias is only read.
+      Buffer* y = const_cast<Buffer*>(y_);
+      run_step(dev_, OpKind::add,
+               {{step_tensor(ys, c_.dtype), y}, {step_tensor(Shape{i(c_.groups * c_.m), 1}, c_.dtype),
+                                                  const_cast<Buffer*>(bias_)}},
+               step_tensor(ys, c_.dtype), y);
+    }
+  }
+
+  // The grid: windows over x, row tiles over y (the kernel loops over those beyond the grid's
+  // limit), batches over z (likewise).
+  Groups groups(std::uint64_t bm, std::uint64_t bn) const {
+    const auto& max = dev_.context().limits().maxComputeWorkGroupCount;
+    const std::uint64_t gx = (c_.l + bn - 1) / bn, gy = (c_.m + bm - 1) / bm;
+    KILN_CHECK(gx <= max[0], "conv", std::to_string(c_.l) + " windows need more workgroups than the device has");
+    return Groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(std::min<std::uint64_t>(gy, max[1])),
+                  static_cast<std::uint32_t>(std::min<std::uint64_t>(c_.batches(), max[2]))};
+  }
+
+  void run_tiled(int index) {
     if (args_.size() == 0) fill_args();
     const TileConfig& t = tile_configs()[static_cast<std::size_t>(index)];
     TileVariant v = variant_;
@@ -161,18 +254,9 @@ class ConvLauncher {
     const SourceFn source = [this, &t, v, &c, e] {
       return tiled_matmul_source(dev_.prelude(), t, v, e, v.hooked() ? hooks_glsl(c, v.row_bias) : std::string());
     };
-    const auto& max = dev_.context().limits().maxComputeWorkGroupCount;
-    const std::uint64_t gx = (c_.l + t.bn - 1) / t.bn, gy = (c_.m + t.bm - 1) / t.bm;
-    KILN_CHECK(gx <= max[0], "conv", std::to_string(c_.l) + " windows need more workgroups than the device has");
-    // The kernel loops over the row tiles and batches beyond the grid.
-    const Groups groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(std::min<std::uint64_t>(gy, max[1])),
-                        static_cast<std::uint32_t>(std::min<std::uint64_t>(c_.batches(), max[2]))};
-    dev_.launch(key, "conv", source, args_, groups);
+    dev_.launch(key, "conv", source, args_, groups(t.bm, t.bn));
   }
 
-  const TileVariant& variant() const { return variant_; }
-
- private:
   void fill_args() {
     if (!y_ && !epilogue_) {
       scratch_ = dev_.memory().allocate(static_cast<std::size_t>(c_.batches() * c_.m * c_.l) * dtype_size(c_.dtype));
@@ -220,15 +304,22 @@ std::string shape_class(const ConvGemm& c, const TileVariant& v) {
          " k" + std::to_string(size_bucket(c.k)) + " z" + std::to_string(size_bucket(c.batches()));
 }
 
-// On GPUs with tensor cores a 16-bit convolution may still run faster as the explicit GEMM:
-// unfold writes the columns, the matmul op reads them with its tensor-core kernels (which have
-// no window gather yet), the bias is one add more. The autotuner times it beside the tiled
-// configurations, as this choice (no epilogue takes it: only f32 convolutions anchor one).
-constexpr int kExplicit = -2;
+// On GPUs with tensor cores a 16-bit convolution may run faster on them: as the implicit GEMM
+// on the cooperative-matrix kernel (f16, where the columns' K and the windows are whole 16-byte
+// words), or as the explicit GEMM: unfold writes the columns, the matmul op reads them with its
+// tensor-core kernels (workgroup-scope ones too, and bf16), the bias is one add more. The
+// autotuner times both beside the tiled configurations (no epilogue takes them: only f32
+// convolutions anchor one).
 constexpr const char* kExplicitName = "explicit";
 
 bool explicit_candidate(VulkanDevice& dev, DType t) {
   return is_half(t) && (coop_shape(dev).m != 0 || wg_coop_shape(dev, t).threads != 0);
+}
+
+// The cooperative-matrix shape a convolution can take, or none (m = 0).
+CoopShape coop_eligible(VulkanDevice& dev, const ConvGemm& c) {
+  if (!coop_enabled() || c.dtype != DType::f16 || c.k == 0 || c.k % 8 != 0 || c.l % 8 != 0) return {};
+  return coop_shape(dev);
 }
 
 void run_explicit(VulkanDevice& dev, const OpIr& op, const ConvGemm& c, const KernelArgs& args) {
@@ -259,38 +350,55 @@ void run_explicit(VulkanDevice& dev, const OpIr& op, const ConvGemm& c, const Ke
              step_tensor(Shape{n, groups * m, l}, t), y);
 }
 
-int named_config(const VulkanDevice& dev, const std::string& name, bool explicit_allowed) {
-  if (explicit_allowed && name == kExplicitName) return kExplicit;
-  const auto& configs = tile_configs();
-  for (std::size_t i = 0; i < configs.size(); ++i)
-    if (configs[i].name == name && tile_config_fits(dev, configs[i])) return static_cast<int>(i);
-  return -1;
+// The plan of a configuration's name (as the autotuner and KILN_MATMUL_CONFIG name them), if
+// it is one this convolution can take.
+std::optional<ConvPlan> named_plan(const VulkanDevice& dev, const std::string& name, bool explicit_allowed,
+                                   CoopShape coop) {
+  if (explicit_allowed && name == kExplicitName) return ConvPlan{ConvPlan::explicit_gemm, 0};
+  const auto& tiles = tile_configs();
+  for (std::size_t i = 0; i < tiles.size(); ++i)
+    if (tiles[i].name == name && tile_config_fits(dev, tiles[i])) return ConvPlan{ConvPlan::tiled, static_cast<int>(i)};
+  const auto& coops = coop_configs();
+  for (std::size_t i = 0; coop.m != 0 && i < coops.size(); ++i)
+    if (coops[i].name == name && coop_config_fits(dev, coops[i], coop))
+      return ConvPlan{ConvPlan::coop, static_cast<int>(i)};
+  return std::nullopt;
 }
 
-const char* choice_name(int choice) {
-  return choice == kExplicit ? kExplicitName : tile_configs()[static_cast<std::size_t>(choice)].name;
+const char* plan_name(const ConvPlan& p) {
+  if (p.kind == ConvPlan::explicit_gemm) return kExplicitName;
+  if (p.kind == ConvPlan::coop) return coop_configs()[static_cast<std::size_t>(p.index)].name;
+  return tile_configs()[static_cast<std::size_t>(p.index)].name;
 }
 
-// The tiled configuration for a convolution (or kExplicit, where `explicit_run` is given):
-// forced (tests), named (KILN_MATMUL_CONFIG), the autotuner's (timed on `launcher`, which
-// writes the plain convolution), or the heuristic's.
-int choose(VulkanDevice& dev, const ConvGemm& c, ConvLauncher& launcher,
-           const std::function<void()>& explicit_run = {}) {
-  if (const int forced = forced_tile_config(); forced >= 0) return forced;
+// The plan of a convolution: forced (tests), named (KILN_MATMUL_CONFIG), the autotuner's (timed
+// on `launcher`, which writes the plain convolution), or the heuristic's (tiled). Where
+// `explicit_run` is given (a plain 16-bit convolution, no epilogue) the tensor-core plans are
+// candidates too.
+ConvPlan choose(VulkanDevice& dev, const ConvGemm& c, ConvLauncher& launcher,
+                const std::function<void()>& explicit_run = {}) {
   const bool explicit_allowed = static_cast<bool>(explicit_run);
+  const CoopShape coop = explicit_allowed ? coop_eligible(dev, c) : CoopShape{};
+  const auto& coops = coop_configs();
+  if (const int forced = forced_coop_config(); forced >= 0 && coop.m != 0 &&
+                                               coop_config_fits(dev, coops[static_cast<std::size_t>(forced)], coop))
+    return ConvPlan{ConvPlan::coop, forced};
+  if (const int forced = forced_tile_config(); forced >= 0) return ConvPlan{ConvPlan::tiled, forced};
   if (const char* env = std::getenv("KILN_MATMUL_CONFIG"); env && *env)
-    if (const int i = named_config(dev, env, explicit_allowed); i != -1) return i;
-  if (!tiled_autotuning(dev)) return heuristic_tile_config(dev, c.m, c.l, c.k, c.batches());
+    if (auto p = named_plan(dev, env, explicit_allowed, coop)) return *p;
+  if (!tiled_autotuning(dev)) return ConvPlan{ConvPlan::tiled, heuristic_tile_config(dev, c.m, c.l, c.k, c.batches())};
   AutotuneCache& cache = tiled_autotune_cache(dev);
   const std::string key = shape_class(c, launcher.variant());
   if (auto hit = cache.lookup(key))
-    if (const int i = named_config(dev, *hit, explicit_allowed); i != -1) return i;
-  std::vector<int> candidates;
-  if (explicit_allowed && explicit_candidate(dev, c.dtype)) candidates.push_back(kExplicit);
+    if (auto p = named_plan(dev, *hit, explicit_allowed, coop)) return *p;
+  std::vector<ConvPlan> candidates;
+  if (explicit_allowed && explicit_candidate(dev, c.dtype)) candidates.push_back({ConvPlan::explicit_gemm, 0});
+  for (std::size_t i = 0; coop.m != 0 && i < coops.size(); ++i)
+    if (coop_config_fits(dev, coops[i], coop)) candidates.push_back({ConvPlan::coop, static_cast<int>(i)});
   for (std::size_t i = 0; i < tile_configs().size(); ++i)
-    if (tile_config_fits(dev, tile_configs()[i])) candidates.push_back(static_cast<int>(i));
+    if (tile_config_fits(dev, tile_configs()[i])) candidates.push_back({ConvPlan::tiled, static_cast<int>(i)});
   const std::vector<double> times = time_candidates(dev, candidates.size(), [&](std::size_t i) {
-    if (candidates[i] == kExplicit)
+    if (candidates[i].kind == ConvPlan::explicit_gemm)
       explicit_run();
     else
       launcher.run(candidates[i]);
@@ -299,13 +407,13 @@ int choose(VulkanDevice& dev, const ConvGemm& c, ConvLauncher& launcher,
   std::string report;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     report += ' ';
-    report += choice_name(candidates[i]);
+    report += plan_name(candidates[i]);
     report += '=';
     report += std::to_string(times[i] * 1e6);
     report += "us";
     if (times[i] < times[best]) best = i;
   }
-  const char* name = choice_name(candidates[best]);
+  const char* name = plan_name(candidates[best]);
   if (log_enabled(spdlog::level::info)) logger().info("vulkan conv autotune [{}]: {} ({})", key, name, report);
   cache.store(key, name);
   return candidates[best];
@@ -320,12 +428,12 @@ void conv_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const ConvGemm c = checked_conv_gemm(op);
   ConvLauncher launcher(dev, c, args.inputs[0], args.inputs[1], bias_of(op, args.inputs), args.outputs[0]);
   const auto explicit_run = [&] { run_explicit(dev, op, c, args); };
-  // Timing runs write the output too; the chosen configuration runs last.
-  const int choice = choose(dev, c, launcher, is_half(c.dtype) ? std::function<void()>(explicit_run) : nullptr);
-  if (choice == kExplicit)
+  // Timing runs write the output too; the chosen plan runs last.
+  const ConvPlan plan = choose(dev, c, launcher, is_half(c.dtype) ? std::function<void()>(explicit_run) : nullptr);
+  if (plan.kind == ConvPlan::explicit_gemm)
     explicit_run();
   else
-    launcher.run(choice);
+    launcher.run(plan);
 }
 
 }  // namespace
@@ -337,9 +445,15 @@ void conv_with_epilogue(VulkanDevice& dev, const OpIr& op, const Buffer* x, cons
   // The autotuner times the plain convolution (an epilogue may update its input in place, so
   // it runs once): into y when y is kept, else into scratch.
   ConvLauncher plain(dev, c, x, weight, bias, epilogue.store_c ? y : nullptr);
-  const int index = choose(dev, c, plain);
-  ConvLauncher(dev, c, x, weight, bias, y, &epilogue).run(index);
+  const ConvPlan plan = choose(dev, c, plain);  // tiled: only the tiled kernel takes an epilogue
+  ConvLauncher(dev, c, x, weight, bias, y, &epilogue).run(plan);
 }
+
+std::string conv_coop_source(const std::string& prelude, CoopShape shape, const CoopConfig& config) {
+  return coop_matmul_source(prelude, shape, config, DType::f16, coop_gather_glsl());
+}
+
+std::uint64_t coop_convolutions() { return g_coop_convolutions.load(std::memory_order_relaxed); }
 
 void register_conv_gemm_kernels(KernelTable& t) { t.set(OpKind::conv, conv_kernel); }
 

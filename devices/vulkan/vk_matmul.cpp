@@ -264,6 +264,7 @@ int heuristic_tile_config(const VulkanDevice& dev, std::uint64_t m, std::uint64_
 }
 
 bool tile_config_fits(const VulkanDevice& dev, const TileConfig& c) { return fits(dev, c); }
+bool coop_config_fits(const VulkanDevice& dev, const CoopConfig& c, CoopShape s) { return fits(dev, c, s); }
 
 // Seconds per run of each candidate, by the host clock around complete submissions. Every
 // pipeline is compiled first (the first run), then about 20 ms of runs bring the GPU's clocks
@@ -620,6 +621,13 @@ int padded_wg_coop_config(const WgCoopShape& shape, std::uint64_t m, std::uint64
 
 AutotuneCache& tiled_autotune_cache(VulkanDevice& dev) { return *state_of(dev).cache; }
 bool tiled_autotuning(VulkanDevice& dev) { return autotune_enabled(state_of(dev).software); }
+int forced_coop_config() {
+  const int forced = g_forced_coop.load();
+  return forced < static_cast<int>(coop_configs().size()) ? forced : -1;
+}
+
+bool coop_enabled() { return g_coop_enabled.load(); }
+
 int forced_tile_config() {
   const int forced = g_forced_tile.load();
   return forced < static_cast<int>(tile_configs().size()) ? forced : -1;

@@ -133,7 +133,11 @@ const std::vector<CoopConfig>& coop_configs();
 // The GLSL of the cooperative-matrix kernel for f16 operands (f32 accumulation, output `out`:
 // f16 or f32). K % 8 == 0 and N % 8 == 0 are required (16-byte loads); M, N, K need not be
 // multiples of the tiles.
-std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& config, DType out);
+// `gather` (GLSL after the kernel's common code) makes B's loads gathers: it defines
+// mm_hooks_init() and uvec4 mm_gather_b8(uint64_t b, uint k, uint col, uint N), the eight f16
+// of row k, columns col.. of B at address b (vk_conv_gemm.cpp's implicit GEMM).
+std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& config, DType out,
+                               const std::string& gather = {});
 
 // GLSL shared by the cooperative-matrix kernels: OUT_SIZE (bytes per element of C) and the macro
 // `macro`(m, addr, i, stride), which stores the f32 accumulator m (of `scope`, rows x cols) at
@@ -144,6 +148,11 @@ std::string coop_store_glsl(const char* macro, const char* scope, const char* ro
 // The f16 x f16 -> f32 subgroup shape the device offers for the cooperative-matrix kernel;
 // m == 0 when it has none (or VK_NV_cooperative_matrix is not enabled).
 CoopShape coop_shape(const VulkanDevice& dev);
+// What the convolution's tensor-core variant shares with matmul's choice: whether a
+// configuration fits the device, the one a test forces (-1: none), whether the path is on.
+bool coop_config_fits(const VulkanDevice& dev, const CoopConfig& c, CoopShape s);
+int forced_coop_config();
+bool coop_enabled();
 
 // One workgroup size the device lists for workgroup-scope matrices, and the granularity of the
 // tile dimensions at that size.

@@ -10,7 +10,8 @@
 // Rows, columns and k beyond the matrix read as 0 (K and N must be multiples of 8: whole words).
 // Accumulators inside the matrix are stored directly (converted to f16 where the output is);
 // those on the edges go through a per-subgroup block of shared memory and are stored element by
-// element. Same argument block as the tiled kernel (vk_matmul.cpp).
+// element. Same argument block as the tiled kernel (vk_matmul.cpp). With a gather (the implicit
+// GEMM of a convolution) B's words are assembled element by element from the image.
 #include <algorithm>
 #include <string>
 
@@ -29,6 +30,11 @@ constexpr const char* kExtensions = R"(#extension GL_KHR_memory_scope_semantics 
 )";
 
 constexpr const char* kBody = R"(
+#ifdef MM_GATHER_B
+#define MM_LOAD_B(k, col) mm_gather_b8(b_gather, k, col, N)
+#else
+#define MM_LOAD_B(k, col) B.v[((k) * N + (col)) >> 3]
+#endif
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmU32x4s { uvec4 v[]; };
 const uint WG = WM * WN * 32u;
 const uint CR = BM / WM / LM, CC = BN / WN / LN;
@@ -51,7 +57,7 @@ shared uvec4 Sh[SHARED_WORDS];
   [[unroll]] for (uint j = 0u; j < BV; ++j) { \
     const uint e = tid + j * WG, k = (k0) + e / (BN / 8u), col = n0 + (e % (BN / 8u)) * 8u; \
     rb[j] = uvec4(0u); \
-    if (k < K && col < N) rb[j] = B.v[(k * N + col) >> 3]; \
+    if (k < K && col < N) rb[j] = MM_LOAD_B(k, col); \
   } }
 // ra, rb into the shared stage at word `base`.
 #define STORE_STEP(base) { \
@@ -82,6 +88,9 @@ void main() {
   const uint wm = warp / WN, wn = warp % WN;
   const uint64_t a_base = arg_u64(0), b_base = arg_u64(1), c_base = arg_u64(2);
   const uint M = arg_u32(3), N = arg_u32(4), K = arg_u32(5), batches = arg_u32(6), nb = arg_u32(7);
+#ifdef MM_GATHER_B
+  mm_hooks_init();
+#endif
   const uint tiles_m = (M + BM - 1u) / BM;
   const uint n0 = gl_WorkGroupID.x * BN;
   for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
@@ -89,6 +98,9 @@ void main() {
     mm_batch_offsets(bz, nb, a_off, b_off);
     MmU32x4s A = MmU32x4s(a_base + a_off * 2ul);
     MmU32x4s B = MmU32x4s(b_base + b_off * 2ul);
+#ifdef MM_GATHER_B
+    const uint64_t b_gather = b_base + b_off * 2ul;
+#endif
     const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * OUT_SIZE;
     for (uint mt = gl_WorkGroupID.y; mt < tiles_m; mt += gl_NumWorkGroups.y) {
       const uint m0 = mt * BM;
@@ -179,7 +191,8 @@ const std::vector<CoopConfig>& coop_configs() {
   return configs;
 }
 
-std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& c, DType out) {
+std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& c, DType out,
+                               const std::string& gather) {
   KILN_CHECK(out == DType::f16 || out == DType::f32, "matmul", "the cooperative-matrix kernel writes f16 or f32");
   KILN_CHECK(c.valid_for(shape), "matmul", std::string("cooperative-matrix configuration ") + c.name +
                                                " does not fit the subgroup shape " + std::to_string(shape.m) + "x" +
@@ -195,6 +208,7 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, cons
   s += out == DType::f16 ? "#define STORE_ONE(addr, i, x) U16s(addr).v[i] = uint16_t(kiln_f32_to_f16(x))\n"
                          : "#define STORE_ONE(addr, i, x) F32s(addr).v[i] = (x)\n";
   s += glsl_matmul_common();
+  if (!gather.empty()) s += "#define MM_GATHER_B 1\n" + gather;
   s += kBody;
   return s;
 }

@@ -1,12 +1,15 @@
-// The Vulkan conv op (an implicit GEMM on the tiled matmul kernel, devices/vulkan/vk_conv_gemm.h)
-// and its gradient ops against the composite oracle (tests/ops/conv_oracle.h: unfold + matmul,
-// whose rules are checked against PyTorch) run on the CPU: every tiled configuration on ragged
-// tiles, 16-bit floats, one kernel per convolution with its bias and activation, and the errors
+// The Vulkan conv op (an implicit GEMM on the tiled matmul kernel or, on GPUs with tensor cores,
+// the cooperative-matrix one: devices/vulkan/vk_conv_gemm.h) and its gradient ops against the
+// composite oracle (tests/ops/conv_oracle.h: unfold + matmul, whose rules are checked against
+// PyTorch) run on the CPU: every tiled and cooperative-matrix configuration on ragged tiles,
+// 16-bit floats, one kernel per convolution with its bias and activation, and the errors
 // that only the Vulkan kernel raises. PyTorch's own values are checked on every device by
 // tests/ops/test_conv.cpp and tests/autograd/test_conv_grads.cpp.
 #include <cstdlib>
 
 #include "autograd/autograd.h"
+#include "devices/vulkan/vk_context.h"
+#include "devices/vulkan/vk_conv_gemm.h"
 #include "devices/vulkan/vk_matmul.h"
 #include "ops/conv_oracle.h"
 #include "support/fusion_scope.h"
@@ -150,6 +153,47 @@ TEST(VulkanConv, ExplicitGemmOf16BitFloats) {
     ::setenv("KILN_MATMUL_CONFIG", saved.c_str(), 1);
   else
     ::unsetenv("KILN_MATMUL_CONFIG");
+}
+
+// Every cooperative-matrix configuration, forced, on f16 convolutions whose columns' K and
+// windows are multiples of 8: padded, strided and dilated, grouped, and pointwise (B read as
+// it is), with the bias as an add after the product.
+// Where the device has no cooperative matrices (lavapipe) the kernels are only compiled
+// (VulkanMatmulKernels.ConvolutionCooperativeMatrixKernelCompiles).
+TEST(VulkanConv, CooperativeMatrixGatherMatchesTheOracle) {
+  KILN_REQUIRE_VULKAN();
+  auto instance = vk::Instance::get();
+  const int best = vk::best_device_index(instance->devices());
+  if (best < 0 || !instance->devices()[static_cast<std::size_t>(best)].coop_matrix_nv)
+    GTEST_SKIP() << "no VK_NV_cooperative_matrix on this device";
+  const std::vector<ConvShape> shapes = {
+      {"padded", {2, 8, 10, 12}, {16, 8, 3, 3}, {1}, {1}, {1}, 1, true},                // K 72, L 120
+      {"strided_dilated", {1, 16, 19, 18}, {24, 16, 3, 3}, {2}, {1}, {2}, 1, true},   // L 9 x 8
+      {"grouped", {2, 16, 8, 8}, {32, 8, 3, 3}, {1}, {1}, {1}, 2, true},               // K 72 a group
+      {"pointwise", {2, 16, 8, 8}, {24, 16, 1, 1}, {1}, {0}, {1}, 1, true},            // B is the image
+      {"no_bias", {1, 8, 16, 16}, {136, 8, 3, 3}, {1}, {1}, {1}, 1, false},            // M over a tile
+  };
+  Generator gen(41);
+  const auto& configs = vk::coop_configs();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    vk::force_coop_config(static_cast<int>(i));
+    for (const ConvShape& s : shapes) {
+      SCOPED_TRACE(std::string(configs[i].name) + " " + s.name);
+      std::vector<Tensor> half, in;
+      for (const Tensor& x : on_device(conv_inputs(s, gen), vk0())) {
+        half.push_back(cast(x, DType::f16));
+        in.push_back(to(cast(half.back(), DType::f32), Device::cpu()));
+      }
+      const Tensor want = composite_conv(s, in);
+      EXPECT_TRUE(values_close(host_values(api_conv(s, half)), host_values(want), {2e-3, 2e-2}));
+      // The tensor-core plan ran (once: the configuration is forced, nothing is timed).
+      const std::uint64_t before = vk::coop_convolutions();
+      (void)api_conv(s, half);
+      sync(vk0()).get();
+      EXPECT_EQ(vk::coop_convolutions() - before, 1u);
+    }
+  }
+  vk::force_coop_config(-1);
 }
 
 // A convolution is one kernel: no columns are written (unfold) and read back (matmul); its bias

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "devices/vulkan/vk_autotune.h"
+#include "devices/vulkan/vk_conv_gemm.h"
 #include "devices/vulkan/vk_device.h"
 #include "devices/vulkan/vk_layout_copy.h"
 #include "support/fusion_scope.h"
@@ -504,6 +505,22 @@ TEST_F(VulkanMatmulKernels, PaddedCopiesMoveEveryMatrixOfABatch) {
         for (std::size_t k = 0; k < c.cols; ++k)
           EXPECT_EQ(out[(m * c.rows + r) * c.cols + k], src[m * c.matrix_stride + r * c.stride + k])
               << m << "," << r << "," << k;
+  }
+}
+
+// The convolution's tensor-core kernel (B gathered from the image) likewise compiles and
+// validates in every configuration; VulkanConv.CooperativeMatrixGatherMatchesTheOracle runs it
+// where a GPU has cooperative matrices.
+TEST_F(VulkanMatmulKernels, ConvolutionCooperativeMatrixKernelCompiles) {
+  vk::VulkanDevice& dev = *dev_;
+  for (const vk::CoopConfig& c : vk::coop_configs()) {
+    for (vk::CoopShape s : {vk::CoopShape{16, 16, 16}, vk::CoopShape{16, 8, 16}}) {
+      SCOPED_TRACE(std::string(c.name) + " " + std::to_string(s.m) + "x" + std::to_string(s.n));
+      std::string source;
+      ASSERT_NO_THROW(source = vk::conv_coop_source(dev.prelude(), s, c));
+      EXPECT_NE(source.find("mm_gather_b8(b_gather"), std::string::npos) << "B is not gathered";
+      EXPECT_NO_THROW(vk::compile_glsl("conv coop", source));
+    }
   }
 }
 
