@@ -149,13 +149,17 @@ vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {
 std::string coop_gather_glsl() {
   std::string s = window_hooks_glsl();
   s += R"(
-uvec4 mm_gather_b8(uint64_t image, uint k, uint col, uint N) {
+// The output coordinates (depth, row, column) of window col.
+uvec3 mm_gather_window(uint col) {
+  const uint t = div_by(col, cv_by_ow), od0 = div_by(t, cv_by_oh);
+  return uvec3(od0, t - od0 * cv_by_oh.d, col - t * cv_by_ow.d);
+}
+uvec4 mm_gather_b8(uint64_t image, uint k, uint col, uint N, uvec3 window) {
   U16s X = U16s(image);
   const uint c = div_by(k, cv_by_kk), j = k - c * cv_by_kk.d;
   const uint u = div_by(j, cv_by_kw), jd = div_by(u, cv_by_kh);
   const ivec3 off = ivec3(uvec3(jd, u - jd * cv_by_kh.d, j - u * cv_by_kw.d) * cv_dil) - cv_pad;
-  const uint t = div_by(col, cv_by_ow), od0 = div_by(t, cv_by_oh);
-  uvec3 o = uvec3(od0, t - od0 * cv_by_oh.d, col - t * cv_by_ow.d);
+  uvec3 o = window;
   const uint base = c * cv_plane;
   uint h[8];
   [[unroll]] for (uint e = 0u; e < 8u; ++e) {

@@ -134,8 +134,9 @@ const std::vector<CoopConfig>& coop_configs();
 // f16 or f32). K % 8 == 0 and N % 8 == 0 are required (16-byte loads); M, N, K need not be
 // multiples of the tiles.
 // `gather` (GLSL after the kernel's common code) makes B's loads gathers: it defines
-// mm_hooks_init() and uvec4 mm_gather_b8(uint64_t b, uint k, uint col, uint N), the eight f16
-// of row k, columns col.. of B at address b (vk_conv_gemm.cpp's implicit GEMM).
+// mm_hooks_init(), uvec3 mm_gather_window(uint col) (what the gather needs of column col, found
+// once per tile) and uvec4 mm_gather_b8(uint64_t b, uint k, uint col, uint N, uvec3 window), the
+// eight f16 of row k, columns col.. of B at address b (vk_conv_gemm.cpp's implicit GEMM).
 std::string coop_matmul_source(const std::string& prelude, CoopShape shape, const CoopConfig& config, DType out,
                                const std::string& gather = {});
 

@@ -31,9 +31,10 @@ constexpr const char* kExtensions = R"(#extension GL_KHR_memory_scope_semantics 
 
 constexpr const char* kBody = R"(
 #ifdef MM_GATHER_B
-#define MM_LOAD_B(k, col) mm_gather_b8(b_gather, k, col, N)
+// Word j of a step always covers the same columns of the tile: their windows are found once.
+#define MM_LOAD_B(k, col, j) mm_gather_b8(b_gather, k, col, N, gather_cols[j])
 #else
-#define MM_LOAD_B(k, col) B.v[((k) * N + (col)) >> 3]
+#define MM_LOAD_B(k, col, j) B.v[((k) * N + (col)) >> 3]
 #endif
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmU32x4s { uvec4 v[]; };
 const uint WG = WM * WN * 32u;
@@ -57,7 +58,7 @@ shared uvec4 Sh[SHARED_WORDS];
   [[unroll]] for (uint j = 0u; j < BV; ++j) { \
     const uint e = tid + j * WG, k = (k0) + e / (BN / 8u), col = n0 + (e % (BN / 8u)) * 8u; \
     rb[j] = uvec4(0u); \
-    if (k < K && col < N) rb[j] = MM_LOAD_B(k, col); \
+    if (k < K && col < N) rb[j] = MM_LOAD_B(k, col, j); \
   } }
 // ra, rb into the shared stage at word `base`.
 #define STORE_STEP(base) { \
@@ -93,6 +94,10 @@ void main() {
 #endif
   const uint tiles_m = (M + BM - 1u) / BM;
   const uint n0 = gl_WorkGroupID.x * BN;
+#ifdef MM_GATHER_B
+  uvec3 gather_cols[BV];
+  [[unroll]] for (uint j = 0u; j < BV; ++j) gather_cols[j] = mm_gather_window(n0 + ((tid + j * WG) % (BN / 8u)) * 8u);
+#endif
   for (uint bz = gl_WorkGroupID.z; bz < batches; bz += gl_NumWorkGroups.z) {
     uint64_t a_off, b_off;
     mm_batch_offsets(bz, nb, a_off, b_off);
@@ -187,6 +192,8 @@ const std::vector<CoopConfig>& coop_configs() {
       {"c256x128x32_4x2", 256, 128, 32, 4, 2, 1},    {"c128x128x64_2x2", 128, 128, 64, 2, 2, 1},
       {"c128x128x64_2x4", 128, 128, 64, 2, 4, 1},    {"c128x128x32_2x4_db", 128, 128, 32, 2, 4, 2},
       {"c128x128x32_2x4", 128, 128, 32, 2, 4, 1},
+      // For products of 64 rows (a convolution of 64 output channels): no half-empty tiles.
+      {"c64x128x32_1x4_db", 64, 128, 32, 1, 4, 2},
   };
   return configs;
 }
