@@ -175,15 +175,16 @@ uvec4 mm_gather_b8(uint64_t image, uint k, uint col, uint N, uvec3 window) {
   return s;
 }
 
-// What runs a convolution: a tiled configuration, a cooperative-matrix one (16-bit floats on
-// GPUs with tensor cores), or the explicit GEMM (unfold + the matmul op).
+// What runs a convolution: a tiled configuration, a cooperative-matrix one (f16 on GPUs with
+// tensor cores), or the explicit GEMM (unfold + the matmul op).
 struct ConvPlan {
   enum Kind { tiled, coop, explicit_gemm } kind = tiled;
   int index = 0;  // into tile_configs() or coop_configs()
 };
 
-// Runs one conv op's GEMM in a tiled or cooperative-matrix configuration. y may be null: with an epilogue that does
-// not store C it is left out; without one the product goes to scratch (autotuner timing).
+// Runs one conv op's GEMM in a tiled or cooperative-matrix configuration. y may be null: with
+// an epilogue that does not store C it is left out; without one the product goes to scratch
+// (autotuner timing).
 class ConvLauncher {
  public:
   ConvLauncher(VulkanDevice& dev, const ConvGemm& c, const Buffer* x, const Buffer* w, const Buffer* bias,
