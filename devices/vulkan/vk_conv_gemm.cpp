@@ -208,7 +208,7 @@ class ConvLauncher {
   // (coop_eligible).
   void run_coop(int index) {
     if (args_.size() == 0) fill_args();
-    const CoopShape shape = coop_shape(dev_);
+    const CoopShape shape = device_coop_shape(dev_);
     const CoopConfig& config = coop_configs()[static_cast<std::size_t>(index)];
     const std::string key = "conv/coop/" + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
                             std::to_string(shape.k) + "/" + config.name + (c_.gather ? "/gather" : "/direct");
@@ -318,13 +318,13 @@ std::string shape_class(const ConvGemm& c, const TileVariant& v) {
 constexpr const char* kExplicitName = "explicit";
 
 bool explicit_candidate(VulkanDevice& dev, DType t) {
-  return is_half(t) && (coop_shape(dev).m != 0 || wg_coop_shape(dev, t).threads != 0);
+  return is_half(t) && (device_coop_shape(dev).m != 0 || device_wg_coop_shape(dev, t).threads != 0);
 }
 
 // The cooperative-matrix shape a convolution can take, or none (m = 0).
 CoopShape coop_eligible(VulkanDevice& dev, const ConvGemm& c) {
   if (!coop_enabled() || c.dtype != DType::f16 || c.k == 0 || c.k % 8 != 0 || c.l % 8 != 0) return {};
-  return coop_shape(dev);
+  return device_coop_shape(dev);
 }
 
 void run_explicit(VulkanDevice& dev, const OpIr& op, const ConvGemm& c, const KernelArgs& args) {

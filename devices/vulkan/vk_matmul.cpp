@@ -264,6 +264,8 @@ int heuristic_tile_config(const VulkanDevice& dev, std::uint64_t m, std::uint64_
 }
 
 bool tile_config_fits(const VulkanDevice& dev, const TileConfig& c) { return fits(dev, c); }
+CoopShape device_coop_shape(VulkanDevice& dev) { return state_of(dev).coop; }
+WgCoopShape device_wg_coop_shape(VulkanDevice& dev, DType operands) { return state_of(dev).wg_coop_for(operands); }
 bool coop_config_fits(const VulkanDevice& dev, const CoopConfig& c, CoopShape s) { return fits(dev, c, s); }
 
 // Seconds per run of each candidate, by the host clock around complete submissions. Every

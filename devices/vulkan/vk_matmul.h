@@ -149,8 +149,10 @@ std::string coop_store_glsl(const char* macro, const char* scope, const char* ro
 // The f16 x f16 -> f32 subgroup shape the device offers for the cooperative-matrix kernel;
 // m == 0 when it has none (or VK_NV_cooperative_matrix is not enabled).
 CoopShape coop_shape(const VulkanDevice& dev);
-// What the convolution's tensor-core variant shares with matmul's choice: whether a
+// What the convolution's tensor-core variant shares with matmul's choice: the device's
+// shape as matmul found it once (coop_shape queries the driver), whether a
 // configuration fits the device, the one a test forces (-1: none), whether the path is on.
+CoopShape device_coop_shape(VulkanDevice& dev);
 bool coop_config_fits(const VulkanDevice& dev, const CoopConfig& c, CoopShape s);
 int forced_coop_config();
 bool coop_enabled();
@@ -189,6 +191,8 @@ struct WgCoopConfig {
 const std::vector<WgCoopConfig>& wg_coop_configs();
 // For f16 or bf16 operands (f32 accumulators); threads == 0 when the device has none.
 WgCoopShape wg_coop_shape(const VulkanDevice& dev, DType operands);
+// The same, as matmul found it once for this device (no driver query).
+WgCoopShape device_wg_coop_shape(VulkanDevice& dev, DType operands);
 // The GLSL of the workgroup-scope kernel for f16 or bf16 operands (f32 accumulation; output the
 // operands' dtype or f32), compiled into SPV_KHR_cooperative_matrix form.
 std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape& shape, const WgCoopConfig& config,

@@ -8,7 +8,6 @@
 #include <cstdlib>
 
 #include "autograd/autograd.h"
-#include "devices/vulkan/vk_context.h"
 #include "devices/vulkan/vk_conv_gemm.h"
 #include "devices/vulkan/vk_matmul.h"
 #include "ops/conv_oracle.h"
@@ -162,10 +161,7 @@ TEST(VulkanConv, ExplicitGemmOf16BitFloats) {
 // (VulkanMatmulKernels.ConvolutionCooperativeMatrixKernelCompiles).
 TEST(VulkanConv, CooperativeMatrixGatherMatchesTheOracle) {
   KILN_REQUIRE_VULKAN();
-  auto instance = vk::Instance::get();
-  const int best = vk::best_device_index(instance->devices());
-  if (best < 0 || !instance->devices()[static_cast<std::size_t>(best)].coop_matrix_nv)
-    GTEST_SKIP() << "no VK_NV_cooperative_matrix on this device";
+  if (!best_vulkan_device_info().coop_matrix_nv) GTEST_SKIP() << "no VK_NV_cooperative_matrix on this device";
   const std::vector<ConvShape> shapes = {
       {"padded", {2, 8, 10, 12}, {16, 8, 3, 3}, {1}, {1}, {1}, 1, true},                // K 72, L 120
       {"strided_dilated", {1, 16, 19, 18}, {24, 16, 3, 3}, {2}, {1}, {2}, 1, true},   // L 9 x 8

@@ -235,9 +235,7 @@ TEST(VulkanMatmul, TileConfigurationsOfEveryParameterValueHandleHalfTypes) {
 TEST(VulkanMatmul, EveryCooperativeMatrixConfigurationMatchesTheCpu) {
   KILN_REQUIRE_VULKAN();
   // Without tensor cores every product would take the tiled kernel and prove nothing here.
-  auto instance = vk::Instance::get();
-  const int best = vk::best_device_index(instance->devices());
-  if (best < 0 || !instance->devices()[static_cast<std::size_t>(best)].coop_matrix_nv)
+  if (!best_vulkan_device_info().coop_matrix_nv)
     GTEST_SKIP() << "no VK_NV_cooperative_matrix on this device (the kernels are compiled by "
                     "VulkanMatmulKernels.CooperativeMatrixKernelCompiles)";
   const auto& configs = vk::coop_configs();
@@ -257,13 +255,12 @@ TEST(VulkanMatmul, EveryCooperativeMatrixConfigurationMatchesTheCpu) {
 // the kernels are only compiled (VulkanMatmulKernels.WorkgroupCooperativeMatrixKernelCompiles).
 TEST(VulkanMatmul, EveryWorkgroupCooperativeMatrixConfigurationMatchesTheCpu) {
   KILN_REQUIRE_VULKAN();
-  auto instance = vk::Instance::get();
-  const int best = vk::best_device_index(instance->devices());
-  if (best < 0 || !instance->devices()[static_cast<std::size_t>(best)].coop_matrix_workgroup)
+  const vk::PhysicalDeviceInfo info = best_vulkan_device_info();
+  if (!info.coop_matrix_workgroup)
     GTEST_SKIP() << "no workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2) on this device";
   const auto& configs = vk::wg_coop_configs();
   std::vector<DType> dtypes = {DType::f16};
-  if (instance->devices()[static_cast<std::size_t>(best)].coop_matrix_bf16) dtypes.push_back(DType::bf16);
+  if (info.coop_matrix_bf16) dtypes.push_back(DType::bf16);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     vk::force_wg_coop_config(static_cast<int>(i));
     for (DType t : dtypes) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/vulkan/vk_context.h"
 #include "engine/kiln.h"
 #include "support/reference.h"
 
@@ -23,6 +24,14 @@ std::string vulkan_unavailable_reason();
   } while (0)
 
 inline Device vk0() { return Device::vulkan(0); }
+
+// What the device vk0() opens (the instance's best) offers, for tests that need a feature of it
+// (cooperative matrices) and report themselves skipped elsewhere. Call after KILN_REQUIRE_VULKAN.
+inline vk::PhysicalDeviceInfo best_vulkan_device_info() {
+  const auto instance = vk::Instance::get();
+  const int best = vk::best_device_index(instance->devices());
+  return best < 0 ? vk::PhysicalDeviceInfo{} : instance->devices()[static_cast<std::size_t>(best)];
+}
 
 struct Tol {
   double rtol = 0;  // 0 and 0: exact (NaN equals NaN)
