@@ -51,6 +51,8 @@ std::vector<Tensor> run_rule(GradNode& n, const std::vector<Tensor>& grads_out) 
     if (n.recomputable) replay(n);
     n.fwd.outputs = n.recomputable ? n.recomputed : n.kept_outputs;
   }
+  n.fwd.input_needs_grad.resize(n.edges.size());
+  for (std::size_t i = 0; i < n.edges.size(); ++i) n.fwd.input_needs_grad[i] = n.edges[i].active();
   NoGradGuard no_grad;  // rules are not recorded: no higher-order gradients
   std::vector<Tensor> grads_in = n.rule.fn(n.fwd, grads_out);
   KILN_CHECK(grads_in.size() == n.edges.size(), "backward",

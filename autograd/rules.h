@@ -19,6 +19,11 @@ struct ForwardRecord {
   TensorList output_meta;  // shape and dtype of every output
   std::vector<Tensor> inputs;         // defined when the rule saves inputs
   std::vector<Tensor> outputs;        // defined when the rule saves outputs
+  // One per input: whether its gradient goes anywhere (it requires grad). A rule may skip the
+  // gradient of an input that takes none, as PyTorch's needs_input_grad lets it: the first
+  // layer's dX = dY·Wᵀ of a model is as costly as its dW and is thrown away. Empty: all do.
+  std::vector<bool> input_needs_grad;
+  bool needs_grad(std::size_t input) const { return input_needs_grad.empty() || input_needs_grad[input]; }
 };
 
 // grads_out[i]: the gradient of forward output i (undefined when it got none; rules may then

@@ -66,12 +66,15 @@ std::vector<Tensor> conv_backward(const ForwardRecord& fwd, const std::vector<Te
   const bool has_bias = fwd.input_meta.size() == 3;
   if (!grads_out[0].defined()) return std::vector<Tensor>(has_bias ? 3 : 2);
   const Tensor &dy = grads_out[0], &x = fwd.inputs[0], &w = fwd.inputs[1];
-  std::vector<Tensor> grads{detail::submit2(OpKind::conv_input_grad, dy, w, conv_attrs(fwd.attrs, x.shape())),
-                            detail::submit2(OpKind::conv_weight_grad, dy, x, conv_attrs(fwd.attrs, w.shape()))};
-  if (has_bias) {
+  // The input's gradient (a transposed convolution) only where it goes somewhere: not for a
+  // model's first layer, whose input is the data.
+  std::vector<Tensor> grads(has_bias ? 3 : 2);
+  if (fwd.needs_grad(0)) grads[0] = detail::submit2(OpKind::conv_input_grad, dy, w, conv_attrs(fwd.attrs, x.shape()));
+  if (fwd.needs_grad(1)) grads[1] = detail::submit2(OpKind::conv_weight_grad, dy, x, conv_attrs(fwd.attrs, w.shape()));
+  if (has_bias && fwd.needs_grad(2)) {
     Dims dims{0};
     for (int d = 2; d < dy.rank(); ++d) dims.push_back(d);
-    grads.push_back(sum(dy, dims));
+    grads[2] = sum(dy, dims);
   }
   return grads;
 }

@@ -9,19 +9,6 @@ namespace kiln::autograd {
 
 namespace {
 
-// The matrix transpose of the last two dims. When one of them is 1, no element moves: a
-// reshape (a view) is enough, and the 1-D operands' promoted forms always take that path.
-Tensor matrix_transpose(Tensor x) {
-  const Shape& s = x.shape();
-  const int r = s.rank();
-  if (s[r - 1] == 1 || s[r - 2] == 1) {
-    Shape t = s;
-    std::swap(t[r - 1], t[r - 2]);
-    return reshape(std::move(x), t.to_vector());
-  }
-  return transpose(std::move(x), -1, -2);
-}
-
 Shape promoted_left(const Shape& a) { return a.rank() == 1 ? Shape{1, a[0]} : a; }
 Shape promoted_right(const Shape& b) { return b.rank() == 1 ? Shape{b[0], 1} : b; }
 
@@ -39,21 +26,24 @@ std::vector<Tensor> matmul_backward(const ForwardRecord& fwd, const std::vector<
 
   Tensor a = reshape(fwd.inputs[0], a2.to_vector());
   Tensor b = reshape(fwd.inputs[1], b2.to_vector());
+  // C = op(A) op(B), the operands (promoted to 2-D or more) read transposed or not. The
+  // gradients of the stored operands come out of products that read their operands transposed
+  // in turn, so no transpose is materialized on a device that reads them in place (the CPU):
+  //   A as stored: dC op(B)ᵀ, or op(B) dCᵀ when A entered transposed;
+  //   B as stored: op(A)ᵀ dC, or dCᵀ op(A) when B entered transposed.
+  // An operand that takes no gradient (a model's input) gets no product.
   const auto& flags = fwd.attrs.ints;
-  if (flags.size() == 2 && (flags[0] != 0 || flags[1] != 0)) {
-    // C = op(A) op(B) with operands read transposed (2-D or more: no promotion). The gradients
-    // of the stored operands come out of products that read their operands transposed in turn,
-    // so no transpose is ever materialized on a device that reads them in place:
-    //   A as stored: dC op(B)ᵀ, or op(B) dCᵀ when A entered transposed;
-    //   B as stored: op(A)ᵀ dC, or dCᵀ op(A) when B entered transposed.
-    const bool ta = flags[0] != 0, tb = flags[1] != 0;
-    Tensor ga = ta ? matmul(b, g, {.transpose_a = tb, .transpose_b = true}) : matmul(g, b, {.transpose_b = !tb});
-    Tensor gb = tb ? matmul(g, a, {.transpose_a = true, .transpose_b = ta}) : matmul(a, g, {.transpose_a = !ta});
-    return {sum_to(std::move(ga), a_shape), sum_to(std::move(gb), b_shape)};
+  const bool ta = flags.size() == 2 && flags[0] != 0, tb = flags.size() == 2 && flags[1] != 0;
+  Tensor ga, gb;
+  if (fwd.needs_grad(0)) {
+    ga = ta ? matmul(b, g, {.transpose_a = tb, .transpose_b = true}) : matmul(g, b, {.transpose_b = !tb});
+    ga = reshape(sum_to(std::move(ga), a2), a_shape.to_vector());
   }
-  Tensor ga = sum_to(matmul(g, matrix_transpose(std::move(b))), a2);
-  Tensor gb = sum_to(matmul(matrix_transpose(std::move(a)), std::move(g)), b2);
-  return {reshape(std::move(ga), a_shape.to_vector()), reshape(std::move(gb), b_shape.to_vector())};
+  if (fwd.needs_grad(1)) {
+    gb = tb ? matmul(g, a, {.transpose_a = true, .transpose_b = ta}) : matmul(a, g, {.transpose_a = !ta});
+    gb = reshape(sum_to(std::move(gb), b2), b_shape.to_vector());
+  }
+  return {std::move(ga), std::move(gb)};
 }
 
 }  // namespace
