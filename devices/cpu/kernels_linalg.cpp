@@ -10,14 +10,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <thread>
 
+#include "devices/cpu/blas_core.h"
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/parallel.h"
 #include "devices/cpu/skinny_gemm.h"
 
 namespace kiln::cpu {
 namespace {
+
+// The CPU's own vector kernels where OpenBLAS fell back to old ones (blas_core.h): chosen when
+// the library loads, before any BLAS call, while the process is most likely still one thread
+// (the switch goes through setenv, which no other thread may race).
+const std::string kBlasCore = select_blas_core();
 
 // Multiply-adds of one tile at least (about 10-20 us on one core): below it a task's hand-over
 // costs more than the tile saves. Also the task size when many small products run side by side.
