@@ -7,6 +7,7 @@
 
 #include "autograd/graph.h"
 #include "ops/registry.h"
+#include "ops/trace.h"
 
 namespace kiln {
 
@@ -85,6 +86,7 @@ struct NodeState {
 };
 
 Gradients run_backward(const Tensor& root, Tensor seed) {
+  const trace::Span span("backward", "autograd");  // the submission of its ops (they run later)
   const detail::AutogradMeta& meta = *root.state()->autograd;
   Gradients result;
   if (meta.is_leaf()) {

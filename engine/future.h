@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ops/nap.h"
+#include "ops/trace.h"
 
 namespace kiln {
 
@@ -49,6 +50,7 @@ template <class T> class Future {
   // after a 3.6 ms matmul on an H200); not where the work runs on the host's own cores (the
   // CPU, lavapipe), where the wake-ups would take time from the threads doing it.
   void settle() const {
+    const trace::Span span("wait", "future");
     help();
     if (!f_.valid() || !helper_.poll) return;
     const auto start = std::chrono::steady_clock::now();

@@ -65,6 +65,15 @@ FutureHelper submit_read(const Tensor& t, const char* op, DType expected, std::s
 template <class T> class VectorCompletion final : public Completion {
  public:
   std::promise<std::vector<T>> promise;
+  std::byte* destination(std::size_t bytes) override {
+    if constexpr (std::is_same_v<T, bool>) {
+      return nullptr;  // bools are converted from bytes (complete)
+    } else {
+      value_.resize(bytes / sizeof(T));
+      return value_.empty() ? nullptr : reinterpret_cast<std::byte*>(value_.data());
+    }
+  }
+  void complete_in_place() override { promise.set_value(std::move(value_)); }
   void complete(const std::byte* data, std::size_t bytes) override {
     std::vector<T> v(bytes / sizeof(T));
     if constexpr (std::is_same_v<T, bool>) {
@@ -75,6 +84,9 @@ template <class T> class VectorCompletion final : public Completion {
     promise.set_value(std::move(v));
   }
   void fail(std::exception_ptr e) override { promise.set_exception(e); }
+
+ private:
+  std::vector<T> value_;  // the destination of a read in place
 };
 
 template <class T> class ScalarCompletion final : public Completion {

@@ -3,6 +3,7 @@
 #include <tbb/task_group.h>
 
 #include "ops/error.h"
+#include "ops/trace.h"
 
 namespace kiln {
 
@@ -46,6 +47,7 @@ void AsyncKernels::execute(AsyncKernel& k) {
     if (p->error && !k.error) k.error = p->error;
   if (!k.error) {
     try {
+      const trace::Span span(k.name, "kernel");
       k.run();
     } catch (const Error&) {
       k.error = std::current_exception();

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "ops/log.h"
+#include "ops/trace.h"
 #include "ops/registry.h"
 #include "streams/runtime_settings.h"
 
@@ -100,6 +101,7 @@ Executor::Slot* Executor::find(EntityId id) {
 }
 
 void Executor::run_batch(std::span<OpIr> ops) {
+  const trace::Span span("batch", "scheduler");
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
   planner_.plan(ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), plan_);
   overlapping_ = overlap_batch(ops);
@@ -234,8 +236,11 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
       return;
     }
     std::unique_ptr<DeferredCheck> deferred;
-    device_.run_fused(kernel, expr,
-                      KernelArgs{std::span<Buffer* const>(s.in), std::span<Buffer* const>(s.out), &deferred});
+    {
+      const trace::Span span("fused chain", "kernel");
+      device_.run_fused(kernel, expr,
+                        KernelArgs{std::span<Buffer* const>(s.in), std::span<Buffer* const>(s.out), &deferred});
+    }
     Checks failing;  // the inputs' checks and the kernel's own, for the outputs it reaches
     std::uint64_t reached = 0;
     if (deferred) {
@@ -294,10 +299,12 @@ void Executor::run_read(OpIr& op) {
     std::exception_ptr error;
     const std::size_t bytes = op.inputs[0].bytes();
     const bool hand_over = op.completion->takes_buffer();  // to a device of the same memory
-    std::vector<std::byte> host(hand_over ? 0 : bytes);
+    std::byte* const direct = hand_over ? nullptr : op.completion->destination(bytes);
+    std::unique_ptr<std::byte[]> staged;  // when the completion has no memory of its own
+    if (!hand_over && !direct) staged = std::make_unique_for_overwrite<std::byte[]>(bytes);
     try {
       if (hand_over) device_.synchronize();  // the buffer's writes are done before the other copies it
-      else device_.read(*slot->buffer, host.data(), bytes);
+      else device_.read(*slot->buffer, direct ? direct : staged.get(), bytes);
     } catch (...) {
       error = std::current_exception();
     }
@@ -307,7 +314,8 @@ void Executor::run_read(OpIr& op) {
     }
     if (error) op.completion->fail(error);
     else if (hand_over) op.completion->complete_buffer(slot->buffer);
-    else op.completion->complete(host.data(), bytes);
+    else if (direct) op.completion->complete_in_place();
+    else op.completion->complete(staged.get(), bytes);
   }
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
 }
@@ -415,7 +423,10 @@ void Executor::run_compute(OpIr& op) {
         std::unique_ptr<DeferredCheck> deferred;
         const KernelArgs args{std::span<Buffer* const>(in, op.inputs.size()),
                               std::span<Buffer* const>(out, op.outputs.size()), &deferred};
-        device_.run(op, args);
+        {
+          const trace::Span span(info.name, "kernel");
+          device_.run(op, args);
+        }
         counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
         if (deferred) {
           const int k = deferred->keep_input;
