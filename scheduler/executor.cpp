@@ -4,8 +4,8 @@
 #include <array>
 
 #include "ops/log.h"
-#include "ops/trace.h"
 #include "ops/registry.h"
+#include "ops/trace.h"
 #include "streams/runtime_settings.h"
 
 namespace kiln {

@@ -3,7 +3,8 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <array>
+#include <cctype>
+#include <iterator>
 #include <cstdlib>
 
 #include "ops/log.h"
@@ -29,29 +30,36 @@ CpuVectorFeatures cpu_vector_features() {
 
 std::string better_blas_core(const std::string& chosen, CpuVectorFeatures features) {
   // OpenBLAS's x86-64 cores without AVX2 kernels (names as openblas_get_corename gives them).
-  static constexpr std::array<const char*, 16> kPreAvx2 = {
-      "prescott", "core2",     "penryn",    "dunnington", "nehalem",  "sandybridge", "atom",      "katmai",
-      "coppermine", "northwood", "banias", "opteron",    "barcelona", "bobcat",     "bulldozer", "piledriver"};
+  static constexpr const char* kPreAvx2[] = {"prescott",  "core2",      "penryn",    "dunnington", "nehalem",
+                                             "sandybridge", "atom",     "katmai",    "coppermine", "northwood",
+                                             "banias",    "opteron",    "barcelona", "bobcat",     "bulldozer",
+                                             "piledriver", "steamroller"};
   std::string name = chosen;
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const bool old = std::find(kPreAvx2.begin(), kPreAvx2.end(), name) != kPreAvx2.end();
+  const bool old = std::find(std::begin(kPreAvx2), std::end(kPreAvx2), name) != std::end(kPreAvx2);
   if (!old || !features.avx2_fma) return "";
   return features.avx512 ? "SkylakeX" : "Haswell";
+}
+
+std::string use_blas_core(const std::string& core) {
+  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit) return "";
+  // dynamic.c re-selects through OPENBLAS_CORETYPE when its table is cleared; the variable is
+  // removed again so that child processes choose for themselves.
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+  return openblas_get_corename();
 }
 
 std::string select_blas_core() {
   const std::string chosen = openblas_get_corename();
   const char* user = std::getenv("OPENBLAS_CORETYPE");
-  if ((user && *user) || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) return chosen;
+  if (user && *user) return chosen;
   const std::string better = better_blas_core(chosen, cpu_vector_features());
   if (better.empty()) return chosen;
-  // dynamic.c re-selects through OPENBLAS_CORETYPE when its table is cleared; the variable is
-  // removed again so that child processes choose for themselves.
-  setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
-  gotoblas_dynamic_quit();
-  gotoblas_dynamic_init();
-  unsetenv("OPENBLAS_CORETYPE");
-  const std::string now = openblas_get_corename();
+  const std::string now = use_blas_core(better);
+  if (now.empty()) return chosen;
   if (log_enabled(spdlog::level::info))
     logger().info("OpenBLAS chose its {} kernels for this CPU (a model it does not know); now runs {}", chosen, now);
   return now;

@@ -21,6 +21,12 @@ CpuVectorFeatures cpu_vector_features();
 // with `features`, or "" to keep it: only a core without AVX2 on a CPU that has it.
 std::string better_blas_core(const std::string& chosen, CpuVectorFeatures features);
 
+// Makes a DYNAMIC_ARCH OpenBLAS select `core` (an OPENBLAS_CORETYPE name) as it does when it
+// loads with OPENBLAS_CORETYPE set, and returns the core it runs afterwards; "" where the
+// library cannot switch (not a DYNAMIC_ARCH build). Call it as select_blas_core: no BLAS call
+// running, no other thread reading the environment.
+std::string use_blas_core(const std::string& core);
+
 // Applies better_blas_core to the running OpenBLAS (unless OPENBLAS_CORETYPE is set, or the
 // library cannot switch: not a DYNAMIC_ARCH build). Returns the core OpenBLAS runs afterwards.
 // Call before any BLAS call, with no other thread running (it sets an environment variable):
