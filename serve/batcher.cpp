@@ -48,12 +48,16 @@ struct Batcher::Impl {
   // batch is not full. Empty once shutdown began and the queue is drained.
   std::vector<Request> next_batch() {
     std::unique_lock lock(mutex);
-    arrived.wait(lock, [&] { return stopping || !queue.empty(); });
-    if (queue.empty()) return {};
-    if (options.max_wait.count() > 0 && queue.size() < options.max_batch && !stopping) {
-      const auto until = Clock::now() + options.max_wait;
-      arrived.wait_until(lock, until, [&] { return stopping || queue.size() >= options.max_batch; });
-    }
+    do {
+      arrived.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty()) return {};
+      if (options.max_wait.count() > 0 && queue.size() < options.max_batch && !stopping) {
+        const auto until = Clock::now() + options.max_wait;
+        arrived.wait_until(lock, until, [&] { return stopping || queue.size() >= options.max_batch; });
+      }
+      // With several workers, another one may have taken the requests while this one gathered:
+      // then it waits again (an empty batch means shutdown to work()).
+    } while (queue.empty());
     const std::size_t n = std::min(queue.size(), options.max_batch);
     std::vector<Request> batch;
     batch.reserve(n);
@@ -61,6 +65,9 @@ struct Batcher::Impl {
       batch.push_back(std::move(queue.front()));
       queue.pop_front();
     }
+    // submit() wakes a worker only for the first request of a batch: what this batch left
+    // behind is the next one's first, for another worker (or this one, when it comes back).
+    if (!queue.empty()) arrived.notify_one();
     return batch;
   }
 
@@ -145,6 +152,7 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
                  shape_text(s.item_shape) + " needs " + std::to_string(s.item_numel));
   Request r{std::move(input), {}, deadline};
   std::future<std::vector<float>> f = r.answer.get_future();
+  bool wake = false;
   {
     std::lock_guard lock(s.mutex);
     if (s.stopping) throw ShuttingDown("serve::Batcher::submit", "the batcher is shutting down");
@@ -154,9 +162,12 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
                       "the queue is full (" + std::to_string(s.options.max_queue) + " requests waiting)");
     }
     s.queue.push_back(std::move(r));
+    // A worker acts on the first request (it starts gathering) and on a full batch (it stops);
+    // in between it sleeps out its max_wait, not woken to find the batch still short.
+    wake = s.queue.size() == 1 || s.queue.size() >= s.options.max_batch;
   }
   s.requests.fetch_add(1, std::memory_order_relaxed);
-  s.arrived.notify_one();
+  if (wake) s.arrived.notify_one();
   // The caller sleeps until its answer (engine/future.h: poll): the worker that computes it
   // needs the cores more than a crowd of polling clients does.
   return Future<std::vector<float>>(std::move(f), FutureHelper{.poll = false});

@@ -197,6 +197,43 @@ TEST(Batcher, ARequestPastItsDeadlineFailsWithoutRunning) {
   EXPECT_EQ(batcher.stats().expired, 1u);
 }
 
+// Two workers: while one runs a batch, the other runs the next. A worker that gathered a batch
+// the other one took (both woken for the same requests) must wait again, not stop: before, it
+// returned an empty batch, which means shutdown, and the service was left with one worker.
+TEST(Batcher, TwoWorkersRunBatchesSideBySideAndNoneIsLost) {
+  LinearModel model;
+  Gate gate;
+  Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 2, .max_wait = 20ms, .workers = 2});
+  struct OpenAtExit {  // a failed assertion must not leave a batch in the gate (shutdown waits for it)
+    Gate& gate;
+    ~OpenAtExit() { gate.release(); }
+  } open_at_exit{gate};
+  std::vector<Future<std::vector<float>>> answers;
+  for (int round = 0; round < 3; ++round) {
+    // A full batch at once: one worker takes it and holds it in the gate; the other may have
+    // been woken for it too, and gathers in vain for max_wait.
+    answers.push_back(batcher.submit(input_for(2 * round)));
+    answers.push_back(batcher.submit(input_for(2 * round + 1)));
+    gate.until_entered(2 * round + 1);
+    std::this_thread::sleep_for(40ms);
+    // The next request needs the other worker, the first being held.
+    answers.push_back(batcher.submit(input_for(100 + round)));
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (gate.entered.load() < 2 * round + 2 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(100us);
+    ASSERT_EQ(gate.entered.load(), 2 * round + 2) << "round " << round << ": no second worker took the request";
+    gate.release();
+    for (auto& a : answers) a.wait();
+    std::lock_guard lock(gate.m);
+    gate.open = false;
+  }
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(answers[3 * round].get(), expected_for(2 * round));
+    EXPECT_EQ(answers[3 * round + 1].get(), expected_for(2 * round + 1));
+    EXPECT_EQ(answers[3 * round + 2].get(), expected_for(100 + round));
+  }
+}
+
 TEST(Batcher, ShutdownAnswersEverythingQueuedThenRefuses) {
   LinearModel model;
   Gate gate;
