@@ -8,6 +8,9 @@
 //           others at one barrier — the cache bandwidth alone, no arithmetic, no layer barriers;
 //   mlp:    the three layers (each core its share of a layer's outputs, a barrier after each
 //           layer, the last layer of 10 outputs on the client), checked against a plain loop.
+//   fma:    the machine's arithmetic peak, every thread running independent vector FMAs, and
+//           what it bounds: requests per second when requests are batched (concurrent_infer's
+//           batcher), each request's 2 x 668,672 flops at that peak and nothing else.
 // An engine that is x times ONNX Runtime's time per request on the same machine can be no faster
 // than these; bench/run prints them beside mlp_infer_b1 (bench/RESULTS.md has the figures).
 // Usage: kiln_mlp_bound [requests] [threads]   (default 20000 requests, one thread a core up to 8)
@@ -139,6 +142,45 @@ float stream(const std::vector<Share>& shares) {
   return sum;
 }
 
+// GFLOP/s of one thread running only independent FMAs for about `seconds` (12 chains hide the
+// FMA latency of any current core with two FMA units).
+double fma_gflops(double seconds) {
+  constexpr int kChains = 12;
+  Vec acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = Vec{} + 0.001f * static_cast<float>(i);
+  const Vec x = Vec{} + 0.999f, y = Vec{} + 0.0001f;
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  long rounds = 0;
+  double elapsed = 0;
+  do {
+    for (int r = 0; r < 100000; ++r)
+#pragma GCC unroll 12
+      for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * x + y;  // one FMA (GCC contracts)
+    rounds += 100000;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (elapsed < seconds);
+  float sink = 0;
+  for (const Vec& a : acc) sink += a[0];
+  if (sink == 1234.5f) std::puts("");  // keeps the chains alive
+  return static_cast<double>(rounds) * kChains * kLanes * 2 / elapsed / 1e9;
+}
+
+// Every thread at once, each pinned to its core.
+double fma_peak(int threads) {
+  std::vector<double> each(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      pin(t);
+      each[t] = fma_gflops(0.3);
+    });
+  for (std::thread& t : pool) t.join();
+  double total = 0;
+  for (double g : each) total += g;
+  return total;
+}
+
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
@@ -236,8 +278,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kiln_mlp_bound: the probe's MLP disagrees with the plain loop (relative error %.3g)\n", worst);
     return 1;
   }
+  // After the requests, on the same pinned cores: the arithmetic peak and what it allows.
+  double macs = 0;
+  for (const Layer& l : kLayers) macs += static_cast<double>(l.k) * l.n;
+  const double peak = fma_peak(threads);
   std::printf("{\"id\": \"mlp_bound\", \"threads\": %d, \"lanes\": %d, \"requests\": %d, \"stream_p50_us\": %.2f, "
-              "\"stream_p99_us\": %.2f, \"mlp_p50_us\": %.2f, \"mlp_p99_us\": %.2f}\n",
+              "\"stream_p99_us\": %.2f, \"mlp_p50_us\": %.2f, \"mlp_p99_us\": %.2f, \"fma_peak_gflops\": %.1f, "
+              "\"flop_bound_requests_per_s\": %.0f}\n",
               threads, kLanes, requests, percentile(streamed, 0.5), percentile(streamed, 0.99), percentile(mlp, 0.5),
-              percentile(mlp, 0.99));
+              percentile(mlp, 0.99), peak, peak * 1e9 / (2 * macs));
 }
