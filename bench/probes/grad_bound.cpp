@@ -12,51 +12,27 @@
 // Usage: kiln_grad_bound [shards] [iterations] [cores]   (default 2, 200, every core)
 // Prints one JSON line: serial and parallel ms and their ratio, the speedup the products allow.
 #include <cblas.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bench/probes/pinned_threads.h"
 #include "devices/cpu/blas_core.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
-class Barrier {  // spin barrier for `count` threads (sense by generation)
- public:
-  explicit Barrier(int count) : count_(count) {}
-  void arrive_and_wait() {
-    const unsigned gen = gen_.load(std::memory_order_acquire);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      gen_.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    while (gen_.load(std::memory_order_acquire) == gen) __builtin_ia32_pause();
-  }
+using kiln::probe::Barrier;
+using kiln::probe::pin;
 
- private:
-  const int count_;
-  alignas(64) std::atomic<int> arrived_{0};
-  alignas(64) std::atomic<unsigned> gen_{0};
-};
-
-void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
 // C[m, n] = op(A) op(B), row-major, the part of C's rows (or columns, when C has more of them)
 // that member `part` of `parts` computes.

@@ -14,9 +14,6 @@
 // An engine that is x times ONNX Runtime's time per request on the same machine can be no faster
 // than these; bench/run prints them beside mlp_infer_b1 (bench/RESULTS.md has the figures).
 // Usage: kiln_mlp_bound [requests] [threads]   (default 20000 requests, one thread a core up to 8)
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,7 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench/probes/pinned_threads.h"
+
 namespace {
+
+using kiln::probe::Barrier;
+using kiln::probe::pin;
 
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;
@@ -51,32 +53,6 @@ struct Share {
 
 float weight(const std::vector<float>& w, const Layer& l, int p, int j) { return w[static_cast<std::size_t>(p) * l.n + j]; }
 
-// Spin barrier for `count` threads (sense by generation).
-class Barrier {
- public:
-  explicit Barrier(int count) : count_(count) {}
-  void arrive_and_wait() {
-    const unsigned gen = gen_.load(std::memory_order_acquire);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      gen_.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    while (gen_.load(std::memory_order_acquire) == gen) __builtin_ia32_pause();
-  }
-
- private:
-  const int count_;
-  alignas(64) std::atomic<int> arrived_{0};
-  alignas(64) std::atomic<unsigned> gen_{0};
-};
-
-void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
 struct Model {
   int threads;
