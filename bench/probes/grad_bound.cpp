@@ -61,11 +61,10 @@ struct Product {
 
 // One shard's tensors and the chain of products of its forward and backward pass.
 struct Shard {
-  int rows;
   std::vector<float> x, h1, h2, y, dy, dh2, dh1, dw1, dw2, dw3;
   std::vector<Product> chain;
   Shard(int rows, const std::vector<float>& w1, const std::vector<float>& w2, const std::vector<float>& w3)
-      : rows(rows), x(rows * 784, 0.01f), h1(rows * 512), h2(rows * 512), y(rows * 10), dy(rows * 10, 0.001f),
+      : x(rows * 784, 0.01f), h1(rows * 512), h2(rows * 512), y(rows * 10), dy(rows * 10, 0.001f),
         dh2(rows * 512), dh1(rows * 512), dw1(784 * 512), dw2(512 * 512), dw3(512 * 10) {
     chain = {
         {false, false, rows, 512, 784, x.data(), w1.data(), h1.data()},   // h1 = x W1
