@@ -90,6 +90,8 @@ class DeviceBackend {
   virtual std::uint64_t busy_ns() const { return 0; }
   // Times the host has waited for everything the device had been given (EngineCounters).
   virtual std::uint64_t full_waits() const { return 0; }
+  // Weight matrices packed for small products (EngineCounters::weights_packed).
+  virtual std::uint64_t weights_packed() const { return 0; }
   // Turns that measuring on or off (set_device_timing); a no-op where nothing is measured.
   virtual void set_timing(bool) {}
   // Devices whose buffers are one memory (the streams of a GPU) give the same non-null key;

@@ -36,6 +36,10 @@ struct EngineCounters {
   // syncs, running out of device memory); 0 on the CPU, whose kernels run on the threads that
   // submit them. A loop that should run ahead of the GPU shows its stalls here.
   std::uint64_t device_waits = 0;
+  // Weight matrices the CPU packed for products of a few rows (a served model's requests; see
+  // the README's Serving): each weight of a served model once, on its second request or batch,
+  // then never again while it lives. 0 on a GPU.
+  std::uint64_t weights_packed = 0;
 };
 
 // Fusion of elementwise chains (on by default; KILN_FUSION=0 turns it off). Results are the

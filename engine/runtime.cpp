@@ -197,6 +197,7 @@ EngineCounters counters(Device device) {
   out.overlapped_kernels = c.overlapped_kernels.load();
   out.device_busy_ns = rt.backend->busy_ns();
   out.device_waits = rt.backend->full_waits();
+  out.weights_packed = rt.backend->weights_packed();
   return out;
 }
 

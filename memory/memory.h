@@ -61,6 +61,15 @@ struct MemoryStats {
 
 class MemoryPool;
 
+// What a device derives from a buffer's contents and keeps beside them (the CPU: a weight matrix
+// packed for the small products of a served model, devices/cpu/packed_weights.h). It lives as
+// long as the contents: it goes with the buffer, and when the executor reuses the buffer in place
+// for another tensor's values.
+class BufferDerived {
+ public:
+  virtual ~BufferDerived() = default;
+};
+
 // One buffer handed out by a pool; returns its block when destroyed.
 class Buffer {
  public:
@@ -73,10 +82,21 @@ class Buffer {
   const Block& block() const { return block_; }
   std::size_t bytes() const { return bytes_; }  // as requested
 
+  // The derived data (null when none); set_derived replaces it. From any thread: kernels of two
+  // streams may read one weight at once.
+  std::shared_ptr<const BufferDerived> derived() const;
+  void set_derived(std::shared_ptr<const BufferDerived> d);
+  // The buffer now holds another tensor's values (the executor's in-place reuse): what was
+  // derived from the old ones goes. A tensor's values never change otherwise (entities are
+  // immutable; only a buffer no one else holds is reused).
+  void contents_replaced() { set_derived(nullptr); }
+
  private:
   MemoryPool* pool_;
   Block block_;  // block_.bytes is the size class
   std::size_t bytes_;
+  mutable std::mutex derived_mutex_;
+  std::shared_ptr<const BufferDerived> derived_;
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 #include "memory/memory.h"
 
@@ -7,6 +8,17 @@ namespace kiln {
 
 Buffer::~Buffer() {
   if (block_.bytes) pool_->give_back(block_);
+}
+
+std::shared_ptr<const BufferDerived> Buffer::derived() const {
+  const std::lock_guard lock(derived_mutex_);
+  return derived_;
+}
+
+void Buffer::set_derived(std::shared_ptr<const BufferDerived> d) {
+  std::shared_ptr<const BufferDerived> old;  // declared first: destroyed after the lock is let go
+  const std::lock_guard lock(derived_mutex_);
+  old = std::exchange(derived_, std::move(d));
 }
 
 MemoryPool::MemoryPool(std::unique_ptr<RawAllocator> allocator) : allocator_(std::move(allocator)) {}

@@ -197,6 +197,7 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
         if (std::find(group.consumed.begin(), group.consumed.end(), t.id) == group.consumed.end()) continue;
         if (s.in_slots[i]->buffer.use_count() != 1) continue;
         s.out_buffers[o] = s.in_slots[i]->buffer;
+        s.out_buffers[o]->contents_replaced();
         s.lent[i] = 1;
         counters_.inplace_reuses.fetch_add(1, std::memory_order_relaxed);
       }
@@ -382,6 +383,7 @@ void Executor::run_compute(OpIr& op) {
             if (t.status == TensorStatus::ReadWrite && !(donated_mask >> i & 1u) && t.dtype == meta.dtype &&
                 t.shape == meta.shape && in_slots[i]->buffer.use_count() == 1 && meta.bytes() > 0) {
               out_buffers[o] = in_slots[i]->buffer;
+              out_buffers[o]->contents_replaced();
               donated_mask |= 1u << i;
               counters_.inplace_reuses.fetch_add(1, std::memory_order_relaxed);
               break;

@@ -7,6 +7,7 @@
 #include "devices/cpu/cpu_kernels.h"
 #include "devices/cpu/fused_anchor.h"
 #include "devices/cpu/fused_program.h"
+#include "devices/cpu/packed_weights.h"
 
 namespace kiln {
 namespace {
@@ -67,6 +68,7 @@ class CpuDevice final : public DeviceBackend {
     else static_cast<const cpu::FusedProgram&>(kernel).run(expr, args);
   }
   void synchronize() override {}
+  std::uint64_t weights_packed() const override { return cpu::packed_weight_count(); }
 
  private:
   DeviceInfo info_;

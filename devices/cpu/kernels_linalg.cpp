@@ -15,6 +15,7 @@
 
 #include "devices/cpu/blas_core.h"
 #include "devices/cpu/cpu_kernels.h"
+#include "devices/cpu/packed_weights.h"
 #include "devices/cpu/parallel.h"
 #include "devices/cpu/skinny_gemm.h"
 
@@ -164,9 +165,13 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
   // are consecutive rows of one taller product (also the plain 2-D case).
   if (!g.b_batched && !g.transpose_a) {
     // A few rows against a large B (a served model's requests against its weights): kiln's own
-    // kernels on a fixed split over the cores, which keeps each core's share of B in its cache.
+    // kernels on a fixed split over the cores, which keeps each core's share of B in its cache;
+    // from B's second such product on, B packed for them (packed_weights.h).
     if (skinny_gemm_fits(g.m * g.batches, g.n, g.k)) {
-      skinny_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
+      if (const auto packed = packed_weights(*args.inputs[1], g.n, g.k, g.transpose_b))
+        packed->multiply(g.m * g.batches, a, c);
+      else
+        skinny_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
       return;
     }
     gemm(GemmOperands{a, b, c, g.m * g.batches, g.n, g.k, false, g.transpose_b});

@@ -120,5 +120,58 @@ TEST(MemoryPool, ZeroBytesNeedNoBlock) {
   EXPECT_EQ(live, 0);
 }
 
+// What a device derives from a buffer's contents (a packed weight matrix) lives while they do:
+// replaced by set_derived, gone with contents_replaced() (the executor's in-place reuse) and
+// with the buffer; readers on other threads keep the copy they hold.
+struct Derived final : BufferDerived {
+  explicit Derived(int v) : value(v) {}
+  int value;
+};
+
+TEST(Buffer, DerivedDataLivesAsLongAsTheContents) {
+  int live = 0;
+  MemoryPool pool(std::make_unique<CountingAllocator>(&live));
+  BufferPtr b = pool.allocate(1024);
+  EXPECT_EQ(b->derived(), nullptr);
+  auto first = std::make_shared<const Derived>(1);
+  std::weak_ptr<const Derived> first_seen = first;
+  b->set_derived(std::move(first));
+  const std::shared_ptr<const BufferDerived> held = b->derived();
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(dynamic_cast<const Derived&>(*held).value, 1);
+  b->contents_replaced();
+  EXPECT_EQ(b->derived(), nullptr);
+  EXPECT_FALSE(first_seen.expired());  // a reader's copy stays valid
+  EXPECT_EQ(dynamic_cast<const Derived&>(*held).value, 1);
+
+  auto second = std::make_shared<const Derived>(2);
+  std::weak_ptr<const Derived> second_seen = second;
+  b->set_derived(std::move(second));
+  b.reset();  // the buffer goes, and its derived data with it
+  EXPECT_TRUE(second_seen.expired());
+}
+
+TEST(Buffer, DerivedDataFromManyThreads) {
+  int live = 0;
+  MemoryPool pool(std::make_unique<CountingAllocator>(&live));
+  BufferPtr b = pool.allocate(1024);
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        if (i % 2 == t % 2) {
+          b->set_derived(std::make_shared<const Derived>(t));
+        } else if (const auto d = b->derived()) {
+          const int v = dynamic_cast<const Derived&>(*d).value;
+          bad[t] += v < 0 || v > 3;
+        }
+        if (i % 97 == 0) b->contents_replaced();
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+}
+
 }  // namespace
 }  // namespace kiln

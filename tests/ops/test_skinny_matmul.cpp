@@ -3,10 +3,16 @@
 // with B stored [k, n] or transposed ([n, k], a Linear weight), with column and k tails; 9 rows
 // go to OpenBLAS. References from PyTorch (tests/data/gen_skinny_matmul.py), which defines the
 // operands by formula; every sum is exact in f32, so results must match exactly. Also: the same
-// products from many threads at once (the core team is shared; a busy team runs on the caller).
+// products from many threads at once (the core team is shared; a busy team runs on the caller);
+// and products repeated with one B, which the CPU multiplies by a packed copy of B from the
+// second on (devices/cpu/packed_weights.h), dropped when B's buffer is reused in place.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "support/reference.h"
 
@@ -59,6 +65,77 @@ TEST_P(SkinnyMatmul, ManyThreadsAtOnceGetTheirOwnProducts) {
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+// A served model's weights: the same B for product after product, packed once on the CPU.
+TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
+  const Device d = GetParam();
+  const auto cases = cases_for("skinny_matmul.json", "skinny_matmul");
+  const std::uint64_t packed_before = counters(d).weights_packed;
+  std::uint64_t skinny = 0;
+  for (const RefCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
+    const bool tb = c.attrs["transpose_b"];
+    const Tensor a = a_operand(m, k, d);
+    const Tensor b = tb ? b_operand(n, k, d) : b_operand(k, n, d);
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      EXPECT_TRUE(matches(matmul(a, b, {.transpose_b = tb}), c.outputs[0], {.rtol = 0, .atol = 0}));
+    }
+    skinny += m <= 8;
+  }
+  // Each B of the skinny path packed once, on its second product (on a GPU, never).
+  EXPECT_EQ(counters(d).weights_packed - packed_before, d.kind == DeviceKind::cpu ? skinny : 0u);
+}
+
+// Threads sharing one model: the first products of each B race to pack it.
+TEST_P(SkinnyMatmul, ManyThreadsSharingWeightsGetTheirOwnProducts) {
+  const Device d = GetParam();
+  const auto cases = cases_for("skinny_matmul.json", "skinny_matmul");
+  std::vector<std::pair<Tensor, Tensor>> operands;
+  for (const RefCase& c : cases) {
+    const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
+    const bool tb = c.attrs["transpose_b"];
+    operands.emplace_back(a_operand(m, k, d), tb ? b_operand(n, k, d) : b_operand(k, n, d));
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3 * static_cast<int>(cases.size()); ++round) {
+        const std::size_t i = static_cast<std::size_t>(round) % cases.size();
+        const bool tb = cases[i].attrs["transpose_b"];
+        const std::vector<double> got = host_values(matmul(operands[i].first, operands[i].second, {.transpose_b = tb}));
+        if (!values_close(got, json_values(cases[i].outputs[0]), {.rtol = 0, .atol = 0})) ++failures[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+// A packed B whose buffer then holds other values (an op took B over and wrote its result in
+// place) must not be used for them: the products after it see the new values.
+TEST(SkinnyMatmulCpu, AWeightRewrittenInPlaceIsPackedAfresh) {
+  const Device d = Device::cpu();
+  const auto cases = cases_for("skinny_matmul.json", "skinny_matmul");
+  const RefCase& c = *std::find_if(cases.begin(), cases.end(), [](const RefCase& r) { return r.name == "mlp_layer"; });
+  const Tensor a = a_operand(1, 784, d);
+  Tensor b = b_operand(784, 512, d);
+  const std::uint64_t packed_before = counters(d).weights_packed;
+  for (int round = 0; round < 2; ++round) EXPECT_TRUE(matches(matmul(a, b), c.outputs[0], {.rtol = 0, .atol = 0}));
+  ASSERT_EQ(counters(d).weights_packed, packed_before + 1);
+
+  const std::uint64_t reuses_before = counters(d).inplace_reuses;
+  const Tensor doubled = mul(std::move(b), 2.0);  // exact: every value times a power of two
+  std::vector<double> expected = json_values(c.outputs[0]);
+  for (double& v : expected) v *= 2;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    EXPECT_TRUE(values_close(host_values(matmul(a, doubled)), expected, {.rtol = 0, .atol = 0}));
+  }
+  ASSERT_GT(counters(d).inplace_reuses, reuses_before) << "the doubling did not reuse B's buffer: nothing tested";
+  EXPECT_EQ(counters(d).weights_packed, packed_before + 2);  // the new values, packed on their second product
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, SkinnyMatmul, ::testing::ValuesIn(test_devices()), device_param_name);

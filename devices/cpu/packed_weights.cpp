@@ -1,0 +1,159 @@
+#include "devices/cpu/packed_weights.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "devices/cpu/core_team.h"
+#include "devices/cpu/simd.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+using simd::VF;
+constexpr int L = simd::kLanes;
+constexpr int kRegisters = L == 16 ? 32 : 16;  // vector registers: AVX-512, AVX2
+constexpr std::int64_t kPanelWidth = 2 * L;     // two vectors a row of a panel
+
+// A's rows per pass over the panels: 2 accumulators a row, the panel's 2 vectors and A's
+// broadcast in registers (AVX-512: 8, AVX2: 6).
+constexpr int kRowsPerPass = std::min(8, (kRegisters - 3) / 2);
+
+// Panels a block reads side by side, at most 4: enough accumulators to hide the FMA latency
+// when there are few rows (one row: 4 panels, 8 accumulators), few enough to stay in registers.
+template <int R> constexpr int panels_per_block() {
+  int p = 4;
+  while (p > 1 && R * 2 * p + 2 * p + 1 > kRegisters) --p;
+  return p;
+}
+
+// Rows [0, R) of C (A's rows lda apart) over panels [q0, q0 + P) (C's columns from q0 * width).
+template <int R, int P>
+void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
+           std::int64_t q0) {
+  VF acc[R][P][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) acc[r][q][0] = acc[r][q][1] = VF{};
+  const std::int64_t panel_floats = k * kPanelWidth;
+  const float* bp = panels + q0 * panel_floats;
+  for (std::int64_t p = 0; p < k; ++p, bp += kPanelWidth) {
+    VF b[P][2];
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) {
+      b[q][0] = simd::load(bp + q * panel_floats);
+      b[q][1] = simd::load(bp + q * panel_floats + L);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const VF av = simd::splat(a[r * lda + p]);
+#pragma GCC unroll 4
+      for (int q = 0; q < P; ++q) {
+        acc[r][q][0] = simd::fma(av, b[q][0], acc[r][q][0]);
+        acc[r][q][1] = simd::fma(av, b[q][1], acc[r][q][1]);
+      }
+    }
+  }
+  for (int q = 0; q < P; ++q) {
+    const std::int64_t j0 = (q0 + q) * kPanelWidth;
+    const std::int64_t cols = std::min(kPanelWidth, n - j0);  // the last panel may be part padding
+    for (int r = 0; r < R; ++r) {
+      float* dst = c + r * n + j0;
+      if (cols == kPanelWidth) {
+        simd::store(dst, acc[r][q][0]);
+        simd::store(dst + L, acc[r][q][1]);
+      } else {
+        alignas(64) float row[kPanelWidth];
+        simd::store(row, acc[r][q][0]);
+        simd::store(row + L, acc[r][q][1]);
+        std::memcpy(dst, row, static_cast<std::size_t>(cols) * sizeof(float));
+      }
+    }
+  }
+}
+
+// Panels [q0, q1) of R rows: blocks of panels_per_block, then single panels.
+template <int R>
+void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
+          std::int64_t q0, std::int64_t q1) {
+  constexpr int P = panels_per_block<R>();
+  for (; q0 + P <= q1; q0 += P) block<R, P>(n, k, a, lda, panels, c, q0);
+  for (; q0 < q1; ++q0) block<R, 1>(n, k, a, lda, panels, c, q0);
+}
+
+// fn.template operator()<R>() with R = rows (1..kRowsPerPass) as a compile-time count.
+std::atomic<std::uint64_t> packed_count{0};
+
+template <int R = 1, class Fn> void with_rows(std::int64_t count, const Fn& fn) {
+  if constexpr (R < kRowsPerPass) {
+    if (count > R) return with_rows<R + 1>(count, fn);
+  }
+  fn.template operator()<R>();
+}
+
+}  // namespace
+
+void PackedMatrix::FreeAligned::operator()(float* p) const { std::free(p); }
+
+PackedMatrix::PackedMatrix(const float* b, std::int64_t n, std::int64_t k, bool transposed, bool pack)
+    : n_(n), k_(k), transposed_(transposed) {
+  if (!pack) return;
+  const std::int64_t panels = (n + kPanelWidth - 1) / kPanelWidth;
+  const auto bytes = static_cast<std::size_t>(panels * k * kPanelWidth) * sizeof(float);
+  panels_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+  if (!panels_) throw std::bad_alloc();
+  float* out = panels_.get();
+  for (std::int64_t q = 0; q < panels; ++q) {
+    const std::int64_t j0 = q * kPanelWidth, cols = std::min(kPanelWidth, n - j0);
+    for (std::int64_t p = 0; p < k; ++p, out += kPanelWidth) {
+      if (transposed) {  // B [n, k]: column j of the product is B's row j
+        for (std::int64_t j = 0; j < cols; ++j) out[j] = b[(j0 + j) * k + p];
+      } else {
+        std::memcpy(out, b + p * n + j0, static_cast<std::size_t>(cols) * sizeof(float));
+      }
+      std::fill(out + cols, out + kPanelWidth, 0.0f);
+    }
+  }
+}
+
+void PackedMatrix::multiply(std::int64_t m, const float* a, float* c) const {
+  const std::int64_t panels = (n_ + kPanelWidth - 1) / kPanelWidth;
+  const float* const packed = panels_.get();
+  CoreTeam& team = CoreTeam::get();
+  const std::int64_t parts = std::min<std::int64_t>(team.size(), panels);
+  // Part i takes panels [q0, q1), the same ones every call: each core keeps its share of the
+  // weights in its own cache (core_team.h).
+  team.run([&](int i) {
+    if (i >= parts) return;
+    const std::int64_t q0 = panels * i / parts, q1 = panels * (i + 1) / parts;
+    for (std::int64_t r = 0; r < m; r += kRowsPerPass) {
+      with_rows(std::min<std::int64_t>(m - r, kRowsPerPass),
+                [&]<int R>() { rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1); });
+    }
+  });
+}
+
+std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t n, std::int64_t k, bool transposed) {
+  const auto* b = static_cast<const float*>(buffer.data());
+  const std::shared_ptr<const BufferDerived> seen = buffer.derived();
+  const auto* known = dynamic_cast<const PackedMatrix*>(seen.get());
+  if (known && known->matches(n, k, transposed)) {
+    if (known->packed()) return std::static_pointer_cast<const PackedMatrix>(seen);
+    // The second product with these contents: pack. (Two threads may both pack; either copy
+    // is the same.)
+    auto packed = std::make_shared<const PackedMatrix>(b, n, k, transposed, true);
+    packed_count.fetch_add(1, std::memory_order_relaxed);
+    buffer.set_derived(packed);
+    return packed;
+  }
+  buffer.set_derived(std::make_shared<const PackedMatrix>(b, n, k, transposed, false));
+  return nullptr;
+}
+
+std::uint64_t packed_weight_count() { return packed_count.load(std::memory_order_relaxed); }
+
+}  // namespace kiln::cpu

@@ -1,0 +1,49 @@
+// A weight matrix packed for the products of a few rows against it (a served model's requests
+// against its weights, skinny_gemm.h): B's columns in panels of kPanelWidth, each panel its k
+// rows of kPanelWidth contiguous floats. A product then reads B once, front to back, whether B
+// was stored [k, n] or [n, k]: each core reads its panels as a few sequential streams, where the
+// unpacked [k, n] kernel read 192-byte pieces of rows 2 KiB apart, which the hardware prefetcher
+// does not follow (8 x 784 x 512, one core: 1.3-1.6x; see bench/RESULTS.md).
+//
+// Packing costs about a copy of B, so a matrix is packed on its second product with the same
+// contents and layout, and kept with the buffer (Buffer::set_derived) until the buffer goes or
+// holds another tensor's values: a served model's weights are packed once, while a training step,
+// whose weights are new values each step, never packs. The packed copy is held beside the
+// weights (a served model's weights take twice their memory on the CPU), outside the pool.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "memory/memory.h"
+
+namespace kiln::cpu {
+
+class PackedMatrix final : public BufferDerived {
+ public:
+  // B [k, n] (or [n, k] with `transposed`) at `b`, packed now when `pack`; else a marker that
+  // this buffer's contents were used once in this layout.
+  PackedMatrix(const float* b, std::int64_t n, std::int64_t k, bool transposed, bool pack);
+  bool matches(std::int64_t n, std::int64_t k, bool transposed) const {
+    return n == n_ && k == k_ && transposed == transposed_;
+  }
+  bool packed() const { return panels_ != nullptr; }
+  // C[m, n] = A[m, k] @ B (meant for a few rows: a pass over B per 8 of them), split over the
+  // core team by panels.
+  void multiply(std::int64_t m, const float* a, float* c) const;
+
+ private:
+  struct FreeAligned {
+    void operator()(float* p) const;
+  };
+  std::int64_t n_, k_;
+  bool transposed_;
+  std::unique_ptr<float[], FreeAligned> panels_;
+};
+
+// The packed form of the matrix B in `buffer` (f32, [k, n], or [n, k] with `transposed`) when
+// it is worth it, else null (then the caller multiplies unpacked). See the top for when.
+std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t n, std::int64_t k, bool transposed);
+// Matrices packed so far, in this process (the CPU device's counter).
+std::uint64_t packed_weight_count();
+
+}  // namespace kiln::cpu
