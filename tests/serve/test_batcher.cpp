@@ -277,6 +277,32 @@ TEST_P(WarmUp, TheFirstRequestsCompileNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, WarmUp, ::testing::ValuesIn(test_devices()), device_param_name);
 
+// On the CPU the warm-up also packs the model's weights for its small products (the second
+// product of a weight packs it, devices/cpu/packed_weights.h): the requests after it pack
+// nothing. Values are multiples of 1/8 with exact f32 sums, checked against a plain product.
+TEST(WarmUpFunction, PacksAServedModelsWeightsOnTheCpu) {
+  constexpr std::int64_t n = 256;
+  std::vector<float> w_values(n * n);
+  for (std::size_t q = 0; q < w_values.size(); ++q) w_values[q] = static_cast<float>(static_cast<int>(q * 7 % 19) - 9) / 8.0f;
+  const Tensor w = from_vector(w_values, {n, n});
+  Batcher batcher([&](const Tensor& x) { return matmul(x, w); }, {n}, {.max_batch = 4});
+  const std::uint64_t before = counters().weights_packed;
+  batcher.warm_up();
+  EXPECT_EQ(counters().weights_packed, before + 1);
+  for (int id = 0; id < 3; ++id) {
+    std::vector<float> x(n);
+    for (std::int64_t p = 0; p < n; ++p) x[static_cast<std::size_t>(p)] = static_cast<float>((p * 5 + id) % 17 - 8) / 8.0f;
+    std::vector<float> want(n, 0.0f);
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < n; ++p) sum += double{x[static_cast<std::size_t>(p)]} * w_values[static_cast<std::size_t>(p * n + j)];
+      want[static_cast<std::size_t>(j)] = static_cast<float>(sum);
+    }
+    EXPECT_EQ(batcher.submit(x).get(), want) << id;
+  }
+  EXPECT_EQ(counters().weights_packed, before + 1);
+}
+
 TEST(WarmUpFunction, PropagatesAShapeErrorOfTheModel) {
   const Tensor w = zeros({4, 2});
   expect_error([&] { serve::warm_up([&](const Tensor& x) { return matmul(x, w); }, {kIn}, {1}); return 0; }, "matmul",
