@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 
 #include "devices/cpu/core_team.h"
 #include "devices/cpu/simd.h"
@@ -149,6 +150,12 @@ void PackedMatrix::multiply(std::int64_t m, const float* a, float* c) const {
 }
 
 std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t n, std::int64_t k, bool transposed) {
+  // KILN_PACK_WEIGHTS=0: never (a service short of memory keeps its weights once).
+  static const bool enabled = [] {
+    const char* v = std::getenv("KILN_PACK_WEIGHTS");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  if (!enabled) return nullptr;
   const auto* b = static_cast<const float*>(buffer.data());
   const std::shared_ptr<const BufferDerived> seen = buffer.derived();
   const auto* known = dynamic_cast<const PackedMatrix*>(seen.get());

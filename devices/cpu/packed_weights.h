@@ -9,7 +9,9 @@
 // contents and layout, and kept with the buffer (Buffer::set_derived) until the buffer goes or
 // holds another tensor's values: a served model's weights are packed once, while a training step,
 // whose weights are new values each step, never packs. The packed copy is held beside the
-// weights (a served model's weights take twice their memory on the CPU), outside the pool.
+// weights (a served model's weights take twice their memory on the CPU), outside the pool;
+// KILN_PACK_WEIGHTS=0 turns packing off. A B used in both layouts by turns (a tied weight) keeps
+// only the latest layout's marker and is never packed.
 #pragma once
 #include <cstdint>
 #include <memory>
