@@ -25,7 +25,10 @@ struct DeviceRuntime {
   Stream stream;
   // What a thread waiting on this stream's results calls first (Stream::help).
   FutureHelper helper() {
-    return FutureHelper{[](void* s) { static_cast<Stream*>(s)->help(); }, &stream, !backend->info().on_host_cores};
+    return FutureHelper{.run = [](void* s) { static_cast<Stream*>(s)->help(); },
+                        .stream = &stream,
+                        .nap = !backend->info().on_host_cores,
+                        .signal = nullptr};
   }
 };
 

@@ -21,6 +21,24 @@ struct Request {
   std::vector<float> input;
   std::promise<std::vector<float>> answer;
   std::optional<Clock::time_point> deadline;
+  // Where the caller sleeps, announced once its batch is answered. Requests share one while they
+  // will form one batch: a new signal starts after max_batch requests and when a batch leaves
+  // the queue empty, and batches take the queue's first max_batch (or all), so a batch's
+  // requests share one signal and no other batch wakes its callers.
+  std::shared_ptr<CompletionSignal> signal;
+};
+
+// Announces the signals of a batch's requests when it goes: after every request of the batch
+// has its answer (or, if a request were dropped unanswered, its broken promise).
+struct Announcer {
+  std::vector<std::shared_ptr<CompletionSignal>> signals;
+  void add(const std::vector<Request>& batch) {
+    for (const Request& r : batch)
+      if (signals.empty() || signals.back() != r.signal) signals.push_back(r.signal);
+  }
+  ~Announcer() {
+    for (const auto& s : signals) s->announce();
+  }
 };
 
 std::string shape_text(const Shape& s) { return s.str(); }
@@ -37,6 +55,8 @@ struct Batcher::Impl {
   std::condition_variable arrived;  // a request was queued, or shutdown began
   std::deque<Request> queue;
   bool stopping = false;
+  std::shared_ptr<CompletionSignal> open_signal;  // the signal new requests join
+  std::size_t open_signal_requests = 0;           // ... and how many have
 
   std::mutex join_mutex;  // one shutdown() joins; later ones wait for it
   bool joined = false;
@@ -68,6 +88,8 @@ struct Batcher::Impl {
     // submit() wakes a worker only for the first request of a batch: what this batch left
     // behind is the next one's first, for another worker (or this one, when it comes back).
     if (!queue.empty()) arrived.notify_one();
+    // Requests from now on share a new signal: the next batch's callers, woken together.
+    else open_signal.reset();
     return batch;
   }
 
@@ -122,8 +144,10 @@ struct Batcher::Impl {
 
   void work() {
     for (;;) {
+      Announcer announcer;  // declared first: announces after the batch below is gone
       std::vector<Request> batch = next_batch();
       if (batch.empty()) return;
+      announcer.add(batch);
       drop_expired(batch);
       if (!batch.empty()) run(batch);
     }
@@ -150,9 +174,10 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
   KILN_CHECK(input.size() == s.item_numel, "serve::Batcher::submit",
              "a request holds " + std::to_string(input.size()) + " values but the item shape " +
                  shape_text(s.item_shape) + " needs " + std::to_string(s.item_numel));
-  Request r{std::move(input), {}, deadline};
+  Request r{std::move(input), {}, deadline, nullptr};  // its signal is chosen under the lock
   std::future<std::vector<float>> f = r.answer.get_future();
   bool wake = false;
+  std::shared_ptr<const CompletionSignal> signal;
   {
     std::lock_guard lock(s.mutex);
     if (s.stopping) throw ShuttingDown("serve::Batcher::submit", "the batcher is shutting down");
@@ -161,6 +186,13 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
       throw QueueFull("serve::Batcher::submit",
                       "the queue is full (" + std::to_string(s.options.max_queue) + " requests waiting)");
     }
+    if (!s.open_signal || s.open_signal_requests == s.options.max_batch) {
+      s.open_signal = std::make_shared<CompletionSignal>();
+      s.open_signal_requests = 0;
+    }
+    ++s.open_signal_requests;
+    r.signal = s.open_signal;
+    signal = s.open_signal;
     s.queue.push_back(std::move(r));
     // A worker acts on the first request (it starts gathering) and on a full batch (it stops);
     // in between it sleeps out its max_wait, not woken to find the batch still short.
@@ -169,8 +201,9 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
   s.requests.fetch_add(1, std::memory_order_relaxed);
   if (wake) s.arrived.notify_one();
   // The caller sleeps until its answer (engine/future.h: poll): the worker that computes it
-  // needs the cores more than a crowd of polling clients does.
-  return Future<std::vector<float>>(std::move(f), FutureHelper{.poll = false});
+  // needs the cores more than a crowd of polling clients does. It sleeps on the signal, which
+  // wakes a batch's callers at once (engine/future.h: CompletionSignal).
+  return Future<std::vector<float>>(std::move(f), FutureHelper{.poll = false, .signal = std::move(signal)});
 }
 
 void Batcher::warm_up(std::vector<std::size_t> batch_sizes) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -121,6 +122,30 @@ TEST(Batcher, EveryCallerGetsItsOwnRowFromManyThreads) {
   // Eight closed-loop clients and a 2 ms gathering window: batches hold several requests.
   EXPECT_GT(s.mean_batch(), 2.0) << s.batches << " batches";
   for (std::int64_t n : sizes) EXPECT_LE(n, 8);
+}
+
+// Callers sleep on a signal their batch shares, announced when the batch is answered
+// (engine/future.h: CompletionSignal). Here a held batch, then 10 requests queued behind it and
+// taken 4, 4 and 2 at a time: every caller wakes with its own answer. Bounded waits: a lost
+// wake-up fails the test instead of hanging it.
+TEST(Batcher, CallersQueuedBehindABatchWakeWithTheirOwnAnswers) {
+  LinearModel model;
+  Gate gate;
+  Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 4});
+  std::vector<std::future<std::vector<float>>> answers;
+  auto ask = [&](int id) {
+    answers.push_back(std::async(std::launch::async, [&batcher, id] { return batcher.submit(input_for(id)).get(); }));
+  };
+  ask(0);
+  gate.until_entered(1);  // the worker holds a batch of request 0
+  for (int id = 1; id <= 10; ++id) ask(id);
+  while (batcher.stats().requests < 11) std::this_thread::sleep_for(100us);
+  gate.release();
+  for (int id = 0; id <= 10; ++id) {
+    ASSERT_EQ(answers[id].wait_for(5s), std::future_status::ready) << "request " << id << " was never woken";
+    EXPECT_EQ(answers[id].get(), expected_for(id)) << id;
+  }
+  EXPECT_EQ(batcher.stats().completed, 11u);
 }
 
 TEST(Batcher, AFailureReachesOnlyTheRequestsOfItsBatch) {
