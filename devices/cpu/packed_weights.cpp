@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -18,6 +19,10 @@ using simd::VF;
 constexpr int L = simd::kLanes;
 constexpr int kRegisters = L == 16 ? 32 : 16;  // vector registers: AVX-512, AVX2
 constexpr std::int64_t kPanelWidth = 2 * L;     // two vectors a row of a panel
+
+// Matrices packed so far (counters().weights_packed; two threads packing one weight at once
+// count it twice).
+std::atomic<std::uint64_t> packed_count{0};
 
 // Panel rows a block asks for ahead of its loads, into L1. The hardware prefetcher alone left a
 // core's 800 KB share of the MLP's first layer (8 rows) at 50-62 GFLOP/s; 16-32 rows ahead gave
@@ -53,10 +58,12 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q) {
       // Each line asked for kPrefetchRows ahead (past a panel's end it reads the next one's
-      // start, or nothing: a prefetch never faults).
-      const float* ahead = bp + q * panel_floats + kPrefetchRows * kPanelWidth;
+      // start, or nothing: a prefetch never faults; the address is an integer until then, as it
+      // may lie past the allocation).
+      const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp + q * panel_floats) +
+                                   kPrefetchRows * kPanelWidth * sizeof(float);
       _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-      if constexpr (kPanelWidth * sizeof(float) > 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + 16), _MM_HINT_T0);
+      if constexpr (kPanelWidth * sizeof(float) > 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
       b[q][0] = simd::load(bp + q * panel_floats);
       b[q][1] = simd::load(bp + q * panel_floats + L);
     }
@@ -98,8 +105,6 @@ void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, cons
 }
 
 // fn.template operator()<R>() with R = rows (1..kRowsPerPass) as a compile-time count.
-std::atomic<std::uint64_t> packed_count{0};
-
 template <int R = 1, class Fn> void with_rows(std::int64_t count, const Fn& fn) {
   if constexpr (R < kRowsPerPass) {
     if (count > R) return with_rows<R + 1>(count, fn);
