@@ -17,7 +17,7 @@ namespace {
 
 using simd::VF;
 constexpr int L = simd::kLanes;
-constexpr int kRegisters = L == 16 ? 32 : 16;  // vector registers: AVX-512, AVX2
+using simd::kRegisters;
 constexpr std::int64_t kPanelWidth = 2 * L;     // two vectors a row of a panel
 
 // Matrices packed so far (counters().weights_packed; two threads packing one weight at once
@@ -104,14 +104,6 @@ void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, cons
   for (; q0 < q1; ++q0) block<R, 1>(n, k, a, lda, panels, c, q0);
 }
 
-// fn.template operator()<R>() with R = rows (1..kRowsPerPass) as a compile-time count.
-template <int R = 1, class Fn> void with_rows(std::int64_t count, const Fn& fn) {
-  if constexpr (R < kRowsPerPass) {
-    if (count > R) return with_rows<R + 1>(count, fn);
-  }
-  fn.template operator()<R>();
-}
-
 }  // namespace
 
 void PackedMatrix::FreeAligned::operator()(float* p) const { std::free(p); }
@@ -148,7 +140,7 @@ void PackedMatrix::multiply(std::int64_t m, const float* a, float* c) const {
     if (i >= parts) return;
     const std::int64_t q0 = panels * i / parts, q1 = panels * (i + 1) / parts;
     for (std::int64_t r = 0; r < m; r += kRowsPerPass) {
-      with_rows(std::min<std::int64_t>(m - r, kRowsPerPass),
+      simd::with_count<kRowsPerPass>(std::min<std::int64_t>(m - r, kRowsPerPass),
                 [&]<int R>() { rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1); });
     }
   });

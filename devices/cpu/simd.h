@@ -36,6 +36,18 @@ inline VF load(const float* p) {
   return v;
 }
 inline void store(float* p, VF v) { std::memcpy(p, &v, sizeof v); }
+// Vector registers a kernel may keep its accumulators and operands in (AVX-512: 32, AVX2: 16).
+inline constexpr int kRegisters = kLanes == 16 ? 32 : 16;
+
+// Calls fn.template operator()<R>() with R = count (1..Max) as a compile-time count: register-
+// blocked kernels instantiated for each row count of their passes (skinny_gemm, packed_weights).
+template <int Max, int R = 1, class Fn> void with_count(std::int64_t count, const Fn& fn) {
+  if constexpr (R < Max) {
+    if (count > R) return with_count<Max, R + 1>(count, fn);
+  }
+  fn.template operator()<R>();
+}
+
 // x in every lane: one broadcast. (`VF{} + x` cost an add before the broadcast, on the ports the
 // FMAs need: half the speed of skinny_gemm's kernels, whose inner loop broadcasts A's values; it
 // also turned -0.0f into +0.0f.)

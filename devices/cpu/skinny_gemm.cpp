@@ -14,8 +14,8 @@ using simd::VF;
 constexpr int L = simd::kLanes;
 
 constexpr std::int64_t kMaxRows = 8;
-// Vector registers: 32 with AVX-512, 16 with AVX2. A pass over B serves this many rows of A.
-constexpr int kRegisters = L == 16 ? 32 : 16;
+using simd::kRegisters;
+// A pass over B serves this many rows of A.
 constexpr int kRowsPerPass = L == 16 ? 8 : 4;
 // Below this many weights a product is over before a team could split it.
 constexpr std::int64_t kMinWeights = 1 << 15;
@@ -109,26 +109,12 @@ template <int R> void rows_nk(std::int64_t n, std::int64_t k, const float* a, co
   for (; j0 < j1; ++j0) block_nk<R, 1>(n, k, a, b, c, j0);
 }
 
-// Runs fn.template operator()<R>() for R = rows (1..kRowsPerPass), a compile-time row count.
-template <class Fn> void with_rows(std::int64_t rows, Fn&& fn) {
-  switch (rows) {
-    case 1: fn.template operator()<1>(); break;
-    case 2: fn.template operator()<2>(); break;
-    case 3: fn.template operator()<3>(); break;
-    case 4: fn.template operator()<4>(); break;
-    case 5: if constexpr (kRowsPerPass >= 5) fn.template operator()<5>(); break;
-    case 6: if constexpr (kRowsPerPass >= 6) fn.template operator()<6>(); break;
-    case 7: if constexpr (kRowsPerPass >= 7) fn.template operator()<7>(); break;
-    default: if constexpr (kRowsPerPass >= 8) fn.template operator()<8>(); break;
-  }
-}
-
 // B [n, k]: columns [j0, j1) of every row of C, kRowsPerPass rows of A per pass over B.
 void part_nk(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0,
              std::int64_t j1) {
   for (std::int64_t r = 0; r < m;) {
     const std::int64_t rows = std::min<std::int64_t>(m - r, kRowsPerPass);
-    with_rows(rows, [&]<int R>() { rows_nk<R>(n, k, a + r * k, b, c + r * n, j0, j1); });
+    simd::with_count<kRowsPerPass>(rows, [&]<int R>() { rows_nk<R>(n, k, a + r * k, b, c + r * n, j0, j1); });
     r += rows;
   }
 }
@@ -139,7 +125,7 @@ void part_kn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, con
              std::int64_t p0, std::int64_t p1) {
   for (std::int64_t r = 0; r < m;) {
     const std::int64_t rows = std::min<std::int64_t>(m - r, kRowsPerPass);
-    with_rows(rows, [&]<int R>() { rows_kn<R>(n, p1 - p0, k, a + r * k + p0, b + p0 * n, out + r * n); });
+    simd::with_count<kRowsPerPass>(rows, [&]<int R>() { rows_kn<R>(n, p1 - p0, k, a + r * k + p0, b + p0 * n, out + r * n); });
     r += rows;
   }
 }
