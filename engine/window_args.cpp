@@ -32,9 +32,8 @@ Window per_dim(const char* op, const char* what, const Window& w, int dims, std:
 BatchedInput batched_input(const char* op, const Tensor& x, int dims, bool allow_unbatched) {
   KILN_CHECK(x.defined(), op, "the input is an undefined tensor");
   const int rank = x.rank();
-  const std::string spatial = std::to_string(dims) + " spatial dim" + (dims > 1 ? "s" : "");
   KILN_CHECK(rank == dims + 2 || (allow_unbatched && rank == dims + 1), op,
-             "expected an input [N, C, ...] with " + spatial +
+             "expected an input [N, C, ...] with " + std::to_string(dims) + " spatial dim" + (dims > 1 ? "s" : "") +
                  (allow_unbatched ? " (or unbatched [C, ...])" : std::string()) + ", got " + describe(x));
   KILN_CHECK(is_floating(x.dtype()), op, "expected a floating-point input, got " + describe(x));
   if (rank == dims + 2) return {x, false};

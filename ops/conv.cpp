@@ -81,12 +81,15 @@ std::int64_t kernel_volume(const WindowAttrs& w) {
 }
 
 // The windows of every spatial dim of `spatial`; throws naming the op when one dim has none.
-Shape window_counts(const char* name, const WindowAttrs& w, const std::int64_t* spatial, const std::string& what) {
+// `what()` names the operand for the message: built only on failure (a shape rule runs for
+// every op submitted, on the caller's thread).
+template <class What>
+Shape window_counts(const char* name, const WindowAttrs& w, const std::int64_t* spatial, const What& what) {
   Shape out;
   for (int d = 0; d < w.s; ++d) {
     const std::int64_t n = windows_along(w, d, spatial[d]);
     KILN_CHECK(n >= 1, name,
-               "the window (" + w.str() + ") is larger than the padded " + what + " in spatial dim " +
+               "the window (" + w.str() + ") is larger than the padded " + what() + " in spatial dim " +
                    std::to_string(d) + " (size " + std::to_string(spatial[d]) + " + 2 * " +
                    std::to_string(w.padding[d]) + ")");
     out.push_back(n);
@@ -104,7 +107,7 @@ void unfold_rule(const OpIr& op, TensorList& out) {
   KILN_CHECK(w.s == rank - 2, "unfold",
              "the window has " + std::to_string(w.s) + " spatial dims, input " + describe(x) + " has " +
                  std::to_string(rank - 2));
-  const Shape counts = window_counts("unfold", w, x.shape.begin() + 2, "input " + describe(x));
+  const Shape counts = window_counts("unfold", w, x.shape.begin() + 2, [&] { return "input " + describe(x); });
   bool padded = false;
   for (int d = 0; d < w.s; ++d) padded = padded || w.padding[d] > 0;
   const double v = op.attrs.scalar;
@@ -127,7 +130,7 @@ void fold_rule(const OpIr& op, TensorList& out) {
   for (int d = 0; d < w.s; ++d)
     KILN_CHECK(w.output_size[d] > 0, "fold",
                "output_size " + ints_str(w.output_size, w.s) + " must be positive (columns " + describe(cols) + ")");
-  const std::string image = "output " + ints_str(w.output_size, w.s);
+  auto image = [&] { return "output " + ints_str(w.output_size, w.s); };
   const Shape counts = window_counts("fold", w, w.output_size, image);
   const std::int64_t k = kernel_volume(w);
   KILN_CHECK(k > 0 && cols.shape[1] % k == 0, "fold",
@@ -135,7 +138,7 @@ void fold_rule(const OpIr& op, TensorList& out) {
                  ") must be the channel count times prod(kernel) = " + std::to_string(k) + " (" + w.str() + ")");
   KILN_CHECK(cols.shape[2] == counts.numel(), "fold",
              "columns " + describe(cols) + " hold " + std::to_string(cols.shape[2]) + " windows, but " + w.str() +
-                 " takes " + counts.str() + " = " + std::to_string(counts.numel()) + " windows of the " + image);
+                 " takes " + counts.str() + " = " + std::to_string(counts.numel()) + " windows of the " + image());
   Shape shape{cols.shape[0], cols.shape[1] / k};
   for (int d = 0; d < w.s; ++d) shape.push_back(w.output_size[d]);
   out.push_back(TensorIr{0, shape, cols.dtype, TensorStatus::NotInit});
@@ -206,7 +209,7 @@ void conv_rule(const OpIr& op, TensorList& out) {
   KILN_CHECK(op.inputs.size() == 2 || op.inputs[2].shape == Shape{w.shape[0]}, "conv",
              "expected a bias [" + std::to_string(w.shape[0]) + "], got " + describe(op.inputs.back()));
   a.window.kernel = w.shape.begin() + 2;
-  const Shape windows = window_counts(op_name(op.kind), a.window, x.shape.begin() + 2, "input " + describe(x));
+  const Shape windows = window_counts(op_name(op.kind), a.window, x.shape.begin() + 2, [&] { return "input " + describe(x); });
   Shape shape{x.shape[0], w.shape[0]};
   for (std::int64_t v : windows) shape.push_back(v);
   out.push_back(TensorIr{0, shape, x.dtype, TensorStatus::NotInit});
@@ -223,7 +226,7 @@ void conv_input_grad_rule(const OpIr& op, TensorList& out) {
              "expected a weight [K, C / groups, *kernel] with K = dy's channels, divided by groups (" +
                  std::to_string(a.groups) + "), got dy " + describe(dy) + ", weight " + describe(w));
   a.window.kernel = w.shape.begin() + 2;
-  const Shape windows = window_counts(op_name(op.kind), a.window, a.sizes, "input " + ints_str(a.sizes, s));
+  const Shape windows = window_counts(op_name(op.kind), a.window, a.sizes, [&] { return "input " + ints_str(a.sizes, s); });
   KILN_CHECK(std::equal(windows.begin(), windows.end(), dy.shape.begin() + 2), "conv_input_grad",
              "dy " + describe(dy) + " does not hold the " + windows.str() + " windows of an input " +
                  ints_str(a.sizes, s) + " and weight " + describe(w));
@@ -245,7 +248,7 @@ void conv_weight_grad_rule(const OpIr& op, TensorList& out) {
       "expected dy [N, K, *out] and x [N, C, *in] with groups (" + std::to_string(a.groups) +
           ") dividing C and K, got dy " + describe(dy) + ", x " + describe(x));
   a.window.kernel = a.sizes;
-  const Shape windows = window_counts(op_name(op.kind), a.window, x.shape.begin() + 2, "input " + describe(x));
+  const Shape windows = window_counts(op_name(op.kind), a.window, x.shape.begin() + 2, [&] { return "input " + describe(x); });
   KILN_CHECK(std::equal(windows.begin(), windows.end(), dy.shape.begin() + 2), "conv_weight_grad",
              "dy " + describe(dy) + " does not hold the " + windows.str() + " windows of x " + describe(x) +
                  " and kernel " + ints_str(a.sizes, s));

@@ -26,16 +26,18 @@ void matmul_rule(const OpIr& op, TensorList& out) {
              "a transposed operand needs 2 or more dims, got " + describe(op.inputs[0]) + " and " + describe(op.inputs[1]));
   const TensorIr a = as_entered(op.inputs[0], ta);
   const TensorIr b = as_entered(op.inputs[1], tb);
-  const std::string both = describe(a) + (ta ? " (transposed)" : "") + " and " + describe(b) + (tb ? " (transposed)" : "");
+  // The operands for a message, built only when a check fails: the rule runs for every matmul
+  // submitted, on the caller's thread.
+  auto both = [&] { return describe(a) + (ta ? " (transposed)" : "") + " and " + describe(b) + (tb ? " (transposed)" : ""); };
   const bool floating = a.dtype == DType::f32 || a.dtype == DType::f16 || a.dtype == DType::bf16;
   KILN_CHECK(floating && a.dtype == b.dtype, "matmul",
-             "expected f32 operands (or two f16 or two bf16 operands, on devices that have them), got " + both);
-  KILN_CHECK(a.shape.rank() >= 1 && b.shape.rank() >= 1, "matmul", "both operands need at least 1 dim, got " + both);
+             "expected f32 operands (or two f16 or two bf16 operands, on devices that have them), got " + both());
+  KILN_CHECK(a.shape.rank() >= 1 && b.shape.rank() >= 1, "matmul", "both operands need at least 1 dim, got " + both());
   const int ra = a.shape.rank(), rb = b.shape.rank();
   const std::int64_t k_a = a.shape[ra - 1];
   const std::int64_t k_b = rb == 1 ? b.shape[0] : b.shape[rb - 2];
   KILN_CHECK(k_a == k_b, "matmul",
-             "inner dims do not match: " + both + " (" + std::to_string(k_a) + " vs " + std::to_string(k_b) + ")");
+             "inner dims do not match: " + both() + " (" + std::to_string(k_a) + " vs " + std::to_string(k_b) + ")");
 
   const int batch_a = std::max(ra - 2, 0), batch_b = std::max(rb - 2, 0);
   const int batch = std::max(batch_a, batch_b);
@@ -45,7 +47,7 @@ void matmul_rule(const OpIr& op, TensorList& out) {
     const std::int64_t da = ia >= 0 ? a.shape[ia] : 1, db = ib >= 0 ? b.shape[ib] : 1;
     KILN_CHECK(
         da == db || da == 1 || db == 1, "matmul",
-        "batch dims of " + both + " cannot be broadcast (" + std::to_string(da) + " vs " + std::to_string(db) + ")");
+        "batch dims of " + both() + " cannot be broadcast (" + std::to_string(da) + " vs " + std::to_string(db) + ")");
     shape.push_back(da == 1 ? db : da);
   }
   if (ra >= 2) shape.push_back(a.shape[ra - 2]);
