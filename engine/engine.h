@@ -40,6 +40,9 @@ struct EngineCounters {
   // the README's Serving): each weight of a served model once, on its second request or batch,
   // then never again while it lives. 0 on a GPU.
   std::uint64_t weights_packed = 0;
+  // Batches that ran with the plan of an earlier batch of the same structure (a model's
+  // requests or training steps, where only the tensors are new) instead of being planned again.
+  std::uint64_t plans_replayed = 0;
 };
 
 // Fusion of elementwise chains (on by default; KILN_FUSION=0 turns it off). Results are the

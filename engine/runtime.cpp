@@ -198,6 +198,7 @@ EngineCounters counters(Device device) {
   out.device_busy_ns = rt.backend->busy_ns();
   out.device_waits = rt.backend->full_waits();
   out.weights_packed = rt.backend->weights_packed();
+  out.plans_replayed = c.plans_replayed.load();
   return out;
 }
 

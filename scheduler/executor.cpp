@@ -103,16 +103,19 @@ Executor::Slot* Executor::find(EntityId id) {
 void Executor::run_batch(std::span<OpIr> ops) {
   const trace::Span span("batch", "scheduler");
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
-  planner_.plan(ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), plan_);
+  bool replayed = false;
+  Plan& plan = plans_.plan(ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), planner_, replayed);
+  if (replayed) counters_.plans_replayed.fetch_add(1, std::memory_order_relaxed);
   overlapping_ = overlap_batch(ops);
   if (log_enabled(spdlog::level::debug))
-    logger().debug("{}: batch of {} messages -> {} steps ({} fused){}", device_.info().name, ops.size(),
-                   plan_.steps.size(), plan_.groups.size(), overlapping_ ? ", kernels overlapped" : "");
+    logger().debug("{}: batch of {} messages -> {} steps ({} fused){}{}", device_.info().name, ops.size(),
+                   plan.steps.size(), plan.groups.size(), replayed ? ", recorded plan" : "",
+                   overlapping_ ? ", kernels overlapped" : "");
   try {
-    for (const PlanStep& step : plan_.steps) {
+    for (const PlanStep& step : plan.steps) {
       if (overlapping_ && (async_.output_bytes() >= kMaxDeferredBytes || (!step.fused && waits_for_kernels(ops[step.index]))))
         run_deferred();
-      if (step.fused) run_fused(plan_.groups[step.index], ops);
+      if (step.fused) run_fused(plan.groups[step.index], ops);
       else run_one(ops[step.index]);
     }
     run_deferred();
@@ -130,6 +133,17 @@ void Executor::run_batch(std::span<OpIr> ops) {
   }
 }
 
+const CompiledKernel& Executor::compiled(FusedGroup& group) {
+  // A recorded plan's group remembers its kernel: no key to build and look up again.
+  if (group.kernel) {
+    counters_.plan_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    return *group.kernel;
+  }
+  const CompiledKernel& kernel = compiled(group.expr);
+  group.kernel = &kernel;
+  return kernel;
+}
+
 const CompiledKernel& Executor::compiled(const FusedExpr& expr) {
   std::string key = expr.structure_key();
   auto it = kernel_cache_.find(key);
@@ -145,7 +159,7 @@ const CompiledKernel& Executor::compiled(const FusedExpr& expr) {
   return ref;
 }
 
-void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
+void Executor::run_fused(FusedGroup& group, std::span<OpIr> batch) {
   const FusedExpr& expr = group.expr;
   auto replay_unfused = [&] {
     for (std::uint32_t m : group.members) run_one(batch[m]);
@@ -211,7 +225,7 @@ void Executor::run_fused(const FusedGroup& group, std::span<OpIr> batch) {
   }
   counters_.ops_run.fetch_add(group.op_count, std::memory_order_relaxed);
   try {
-    const CompiledKernel& kernel = compiled(expr);
+    const CompiledKernel& kernel = compiled(group);
     if (overlapping_) {
       auto run = [this, &kernel, &expr, ins = s.in, outs = s.out] {
         std::unique_ptr<DeferredCheck> deferred;

@@ -14,6 +14,7 @@
 #include "devices/device.h"
 #include "scheduler/async_kernels.h"
 #include "scheduler/fusion_planner.h"
+#include "scheduler/plan_cache.h"
 #include "scheduler/pending_checks.h"
 
 namespace kiln {
@@ -30,6 +31,7 @@ struct ExecutorCounters {
   std::atomic<std::uint64_t> plan_cache_misses{0};  // ... and compiled first
   std::atomic<std::uint64_t> peer_copies{0};        // uploads copied from a device of the same memory
   std::atomic<std::uint64_t> overlapped_kernels{0};  // kernels run as tasks (AsyncKernels)
+  std::atomic<std::uint64_t> plans_replayed{0};      // batches run with a recorded plan (PlanCache)
 };
 
 class Executor {
@@ -51,7 +53,8 @@ class Executor {
   };
 
   void run_one(OpIr& op);
-  void run_fused(const FusedGroup& group, std::span<OpIr> batch);
+  void run_fused(FusedGroup& group, std::span<OpIr> batch);
+  const CompiledKernel& compiled(FusedGroup& group);
   const CompiledKernel& compiled(const FusedExpr& expr);
   void run_compute(OpIr& op);
   void run_read(OpIr& op);
@@ -71,7 +74,7 @@ class Executor {
   FusionPlanner planner_;
   bool overlapping_ = false;  // this batch's kernels are deferred into async_
   AsyncKernels async_;
-  Plan plan_;
+  PlanCache plans_;
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernel_cache_;
   struct FusedScratch {  // run_fused's working vectors, kept to keep their capacity
     std::vector<TensorIr> in_meta, out_meta;  // an anchored group's buffers (fused_arg_tensors)

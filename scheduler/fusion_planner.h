@@ -25,6 +25,8 @@
 
 namespace kiln {
 
+class CompiledKernel;
+
 struct FusedGroup {
   FusedExpr expr;  // with expr.anchor when the group wraps a reduction or matmul
   std::vector<std::uint32_t> members;  // batch indices, in order (drops it swallowed included)
@@ -32,6 +34,9 @@ struct FusedGroup {
   // dropped while the group was open. They may lend their buffer to an output.
   std::vector<EntityId> consumed;
   std::uint32_t op_count = 0;  // members that are ops (not drops)
+  // The kernel the executor compiled for `expr`, kept with the group so that a recorded plan
+  // (scheduler/plan_cache.h) run again finds it without building its key; null when planned.
+  const CompiledKernel* kernel = nullptr;
 };
 
 struct PlanStep {
