@@ -22,21 +22,36 @@ constexpr int kPollsPerClockRead = 64;
 struct CoreTeam::State {
   std::mutex busy;                       // one job at a time; try_lock, never waited on
   std::atomic<std::uint64_t> job{0};     // bumped for each job; members wait for a change
-  std::atomic<int> remaining{0};         // parts of the current job not finished
+  std::atomic<int> remaining{0};         // chunks of the current job not finished
   std::atomic<int> sleeping{0};          // members blocked in job.wait()
   CoreTeam::Job fn;  // the current job (published by `job`)
-  // The last job whose part i someone took. A member that has not started its part when the
-  // caller is done with part 0 (descheduled on a busy machine, asleep) loses it to the caller:
-  // waiting for it would cost an OS time slice.
-  std::atomic<std::uint64_t> claimed[8] = {};
+  // Part i's chunks not yet taken, [front, back), tagged with the job they belong to:
+  // job (low 32 bits) << 32 | front << 16 | back. Part i's own thread (the caller for part 0)
+  // takes from the front, the others, done with their own, from the back; a claim for another
+  // job than the tag's fails, so a late member never takes a newer job's chunk. A thread that
+  // has not started (descheduled on a busy machine, asleep) loses its whole part: waiting for it
+  // would cost an OS time slice.
+  std::atomic<std::uint64_t> chunks[8] = {};
 
-  // Takes part i of job j unless someone has; job ids only grow, so a late member's claim of an
-  // old job fails.
-  bool claim(int i, std::uint64_t j) {
-    std::uint64_t v = claimed[i].load(std::memory_order_acquire);
-    while (v < j)
-      if (claimed[i].compare_exchange_weak(v, j, std::memory_order_acq_rel)) return true;
-    return false;
+  // Runs a claimed chunk of the current job and counts it done.
+  void run(int part, int chunk) {
+    fn(part, chunk);
+    remaining.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  static std::uint64_t pack(std::uint64_t job, std::uint64_t front, std::uint64_t back) {
+    return (job & 0xffffffffu) << 32 | front << 16 | back;
+  }
+  // The chunk of part i, job j taken from the front (or the back); -1 when none is left.
+  int claim(int i, std::uint64_t j, bool from_back) {
+    std::uint64_t v = chunks[i].load(std::memory_order_acquire);
+    for (;;) {
+      const std::uint64_t front = v >> 16 & 0xffff, back = v & 0xffff;
+      if (v >> 32 != (j & 0xffffffffu) || front >= back) return -1;
+      const std::uint64_t next = from_back ? pack(j, front, back - 1) : pack(j, front + 1, back);
+      if (chunks[i].compare_exchange_weak(v, next, std::memory_order_acq_rel))
+        return static_cast<int>(from_back ? back - 1 : front);
+    }
   }
 };
 
@@ -67,31 +82,36 @@ void CoreTeam::member_loop(int part) {
       continue;
     }
     seen = now;
-    if (!s.claim(part, now)) continue;  // the caller ran it
-    s.fn(part);
-    s.remaining.fetch_sub(1, std::memory_order_acq_rel);
+    // Its own part's chunks that nobody has taken (none when the caller ran the whole part),
+    // then what is left of the others'.
+    for (int chunk; (chunk = s.claim(part, now, false)) >= 0;) s.run(part, chunk);
+    for (int other = 0; other < size_; ++other)
+      for (int chunk; other != part && (chunk = s.claim(other, now, true)) >= 0;) s.run(other, chunk);
   }
 }
 
-void CoreTeam::run_job(Job fn) {
+void CoreTeam::run_job(Job fn, int chunks) {
   State& s = *state_;
+  chunks = std::clamp(chunks, 1, kMaxChunks);
   std::unique_lock lock(s.busy, std::try_to_lock);
   if (!lock.owns_lock() || size_ == 1) {
-    for (int part = 0; part < size_; ++part) fn(part);
+    for (int part = 0; part < size_; ++part)
+      for (int chunk = 0; chunk < chunks; ++chunk) fn(part, chunk);
     return;
   }
   s.fn = fn;
-  s.remaining.store(size_ - 1, std::memory_order_relaxed);
-  const std::uint64_t job = s.job.fetch_add(1, std::memory_order_seq_cst) + 1;
+  s.remaining.store(size_ * chunks, std::memory_order_relaxed);
+  // Only the holder of `busy` bumps the job count: this is the id the bump below publishes.
+  const std::uint64_t job = s.job.load(std::memory_order_relaxed) + 1;
+  for (int part = 0; part < size_; ++part)
+    s.chunks[part].store(State::pack(job, 0, static_cast<std::uint64_t>(chunks)), std::memory_order_relaxed);
+  s.job.fetch_add(1, std::memory_order_seq_cst);
   if (s.sleeping.load(std::memory_order_seq_cst) > 0) s.job.notify_all();
-  fn(0);
+  for (int chunk; (chunk = s.claim(0, job, false)) >= 0;) s.run(0, chunk);
   for (int part = 1; part < size_; ++part)
-    if (s.claim(part, job)) {
-      fn(part);
-      s.remaining.fetch_sub(1, std::memory_order_acq_rel);
-    }
-  // Only parts that members have started are left: they finish within a part's time, unless the
-  // OS took a member's core, when yielding lets it run.
+    for (int chunk; (chunk = s.claim(part, job, true)) >= 0;) s.run(part, chunk);
+  // Only chunks that members have started are left: they finish within a chunk's time, unless
+  // the OS took a member's core, when yielding lets it run.
   const auto spin_until = std::chrono::steady_clock::now() + kSpin;
   for (int i = 1; s.remaining.load(std::memory_order_acquire) > 0; ++i) {
     if (i % kPollsPerClockRead != 0 || std::chrono::steady_clock::now() < spin_until) _mm_pause();

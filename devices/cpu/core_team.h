@@ -22,18 +22,28 @@ class CoreTeam {
   // every part itself, in order. `fn` is passed by reference (no std::function: a capturing
   // lambda would be a heap allocation per matmul).
   template <class Fn> void run(const Fn& fn) {
-    run_job(Job{[](const void* f, int part) { (*static_cast<const Fn*>(f))(part); }, &fn});
+    run_job(Job{[](const void* f, int part, int) { (*static_cast<const Fn*>(f))(part); }, &fn}, 1);
+  }
+  // The same with each part cut into `chunks` (1 to kMaxChunks): fn(part, chunk) for every
+  // chunk of every part. Part i's thread runs its chunks from the first on; a thread done with
+  // its own part takes the chunks nobody has started of the others', from the last one back.
+  // When nothing is preempted each core still runs its own part (its weights stay in its
+  // cache); when the OS takes a thread's core mid-part, the other finishes that part instead of
+  // waiting a time slice for it (the tail of a served model's requests on a busy machine).
+  static constexpr int kMaxChunks = 64;
+  template <class Fn> void run_chunked(int chunks, const Fn& fn) {
+    run_job(Job{[](const void* f, int part, int chunk) { (*static_cast<const Fn*>(f))(part, chunk); }, &fn}, chunks);
   }
 
   struct Job {
-    void (*call)(const void* fn, int part) = nullptr;
+    void (*call)(const void* fn, int part, int chunk) = nullptr;
     const void* fn = nullptr;
-    void operator()(int part) const { call(fn, part); }
+    void operator()(int part, int chunk) const { call(fn, part, chunk); }
   };
 
  private:
   explicit CoreTeam(int size);
-  void run_job(Job job);
+  void run_job(Job job, int chunks);
   void member_loop(int part);
 
   struct State;

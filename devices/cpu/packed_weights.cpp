@@ -30,6 +30,10 @@ std::atomic<std::uint64_t> packed_count{0};
 // through that layer on both cores took 59-67 us against 61-73 without (three runs each).
 constexpr std::int64_t kPrefetchRows = 32;
 
+// Panels a chunk of a core's part holds (CoreTeam::run_chunked): small enough that a core
+// preempted mid-part leaves most of it to the other, large enough for a block of two panels.
+constexpr std::int64_t kChunkPanels = 2;
+
 // A's rows per pass over the panels: 2 accumulators a row, the panel's 2 vectors and A's
 // broadcast in registers (AVX-512: 8, AVX2: 6).
 constexpr int kRowsPerPass = std::min(8, (kRegisters - 3) / 2);
@@ -95,12 +99,14 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
   }
 }
 
-// Panels [q0, q1) of R rows: blocks of panels_per_block, then single panels.
+// Panels [q0, q1) of R rows: blocks of panels_per_block, then pairs, then single panels.
 template <int R>
 void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
           std::int64_t q0, std::int64_t q1) {
   constexpr int P = panels_per_block<R>();
   for (; q0 + P <= q1; q0 += P) block<R, P>(n, k, a, lda, panels, c, q0);
+  if constexpr (P > 2)
+    for (; q0 + 2 <= q1; q0 += 2) block<R, 2>(n, k, a, lda, panels, c, q0);
   for (; q0 < q1; ++q0) block<R, 1>(n, k, a, lda, panels, c, q0);
 }
 
@@ -134,11 +140,15 @@ void PackedMatrix::multiply(std::int64_t m, const float* a, float* c) const {
   const float* const packed = panels_.get();
   CoreTeam& team = CoreTeam::get();
   const std::int64_t parts = std::min<std::int64_t>(team.size(), panels);
-  // Part i takes panels [q0, q1), the same ones every call: each core keeps its share of the
-  // weights in its own cache (core_team.h).
-  team.run([&](int i) {
+  // Part i takes panels [p0, p1), the same ones every call: each core keeps its share of the
+  // weights in its own cache (core_team.h). In chunks of about kChunkPanels panels, so that a
+  // core whose thread the OS takes mid-part leaves the rest of it to the other.
+  const std::int64_t per_part = (panels + parts - 1) / parts;
+  const int chunks = static_cast<int>(std::clamp<std::int64_t>(per_part / kChunkPanels, 1, CoreTeam::kMaxChunks));
+  team.run_chunked(chunks, [&](int i, int chunk) {
     if (i >= parts) return;
-    const std::int64_t q0 = panels * i / parts, q1 = panels * (i + 1) / parts;
+    const std::int64_t p0 = panels * i / parts, p1 = panels * (i + 1) / parts;
+    const std::int64_t q0 = p0 + (p1 - p0) * chunk / chunks, q1 = p0 + (p1 - p0) * (chunk + 1) / chunks;
     for (std::int64_t r = 0; r < m; r += kRowsPerPass) {
       simd::with_count<kRowsPerPass>(std::min<std::int64_t>(m - r, kRowsPerPass),
                 [&]<int R>() { rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1); });
