@@ -33,7 +33,7 @@ std::uint32_t PlanCache::number_of(EntityId id) {
   }
 }
 
-void PlanCache::sign(std::span<const OpIr> batch, bool fusion_enabled) {
+void PlanCache::sign(std::span<const OpIr> batch) {
   // At most half full, so that probes stay short; a new table starts a new generation count.
   const std::size_t cells = std::bit_ceil(std::max<std::size_t>(64, 2 * tensor_count(batch)));
   if (index_.size() < cells) {
@@ -46,7 +46,6 @@ void PlanCache::sign(std::span<const OpIr> batch, bool fusion_enabled) {
   }
   entities_.clear();
   signature_.clear();
-  signature_.push_back(fusion_enabled);
   auto tensor = [&](const TensorIr& t) {
     signature_.push_back(number_of(t.id));
     signature_.push_back(static_cast<std::uint64_t>(t.dtype) | static_cast<std::uint64_t>(t.status) << 8 |
@@ -105,7 +104,7 @@ Plan& PlanCache::plan(std::span<const OpIr> batch, bool fusion_enabled, FusionPl
     planner.plan(batch, fusion_enabled, unrecorded_);
     return unrecorded_;
   }
-  sign(batch, fusion_enabled);
+  sign(batch);
   std::uint64_t hash = 0;
   for (std::uint64_t w : signature_) hash = mix(hash, w);
   for (const std::unique_ptr<Entry>& e : entries_) {
@@ -126,7 +125,7 @@ Plan& PlanCache::plan(std::span<const OpIr> batch, bool fusion_enabled, FusionPl
     e.signature = signature_;
     e.hash = hash;
   } else {
-    e.signature.clear();  // never matches: every signature holds at least the fusion flag
+    e.signature.clear();  // never matches: a batch is never empty, nor is its signature
   }
   return e.plan;
 }

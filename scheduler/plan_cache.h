@@ -44,7 +44,7 @@ class PlanCache {
   };
 
   // Fills signature_ and entities_ (number -> this batch's id); the numbers come from index_.
-  void sign(std::span<const OpIr> batch, bool fusion_enabled);
+  void sign(std::span<const OpIr> batch);
   std::uint32_t number_of(EntityId id);
   // Records where `entry.plan` holds ids; false if one is not among the batch's entities.
   bool record_ids(Entry& entry);
