@@ -2,6 +2,7 @@
 // scheduler's counters. The engine itself (engine/runtime.h) is created on first use.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct EngineCounters {
   // Batches that ran with the plan of an earlier batch of the same structure (a model's
   // requests or training steps, where only the tensors are new) instead of being planned again.
   std::uint64_t plans_replayed = 0;
+  // Reads and syncs whose own thread ran the work pending before them, as it submitted them
+  // (small work on the CPU; see set_reader_batch_budget), rather than wake a scheduler thread.
+  std::uint64_t batches_run_by_readers = 0;
 };
 
 // Fusion of elementwise chains (on by default; KILN_FUSION=0 turns it off). Results are the
@@ -59,6 +63,13 @@ void set_flush_threshold(std::size_t messages);
 // Results are the same either way, bit for bit.
 void set_overlap(bool enabled);
 bool overlap_enabled();
+
+// On the CPU, a read or sync runs the work pending before it on the thread that submits it,
+// before returning its future, when the device's last batch took at most `budget` and about as
+// many ops wait now: a service's request or a small step then needs no hand-over to a
+// scheduler thread and no wake-up. Anything larger still runs on the scheduler's thread while
+// the caller goes on. Default 500 us (KILN_READER_BATCH_US); 0 turns it off.
+void set_reader_batch_budget(std::chrono::microseconds budget);
 
 // Completes when every op submitted to `device` before this call has run (same as
 // device.sync()). No default device: a bare sync() would clash with POSIX sync().

@@ -69,6 +69,7 @@ Engine::Engine() {
   cpu_->executor = std::make_unique<Executor>(*cpu_->backend);
   scheduler_ = std::make_unique<Scheduler>(expected_streams());
   scheduler_->attach(cpu_->stream, *cpu_->executor);
+  cpu_->stream.let_readers_run_small_batches(true);
   g_alive.store(true, std::memory_order_release);
   if (log_enabled(spdlog::level::info)) logger().info("engine started on the cpu (GPUs are opened on first use)");
 }
@@ -154,7 +155,7 @@ Future<void> submit_sync(const char* what, Device device, bool release_memory) {
   op.kind = OpKind::sync;
   op.attrs.flag = release_memory;
   op.completion = std::move(c);
-  rt.stream.submit(std::move(op), /*urgent=*/true);
+  rt.stream.submit(std::move(op), Flush::reader);
   return Future<void>(std::move(f), rt.helper());
 }
 }  // namespace
@@ -199,6 +200,7 @@ EngineCounters counters(Device device) {
   out.device_waits = rt.backend->full_waits();
   out.weights_packed = rt.backend->weights_packed();
   out.plans_replayed = c.plans_replayed.load();
+  out.batches_run_by_readers = rt.stream.batches_run_by_readers();
   return out;
 }
 
@@ -210,6 +212,10 @@ void set_fusion(bool enabled) { RuntimeSettings::get().fusion.store(enabled); }
 bool fusion_enabled() { return RuntimeSettings::get().fusion.load(); }
 void set_overlap(bool enabled) { RuntimeSettings::get().overlap.store(enabled); }
 bool overlap_enabled() { return RuntimeSettings::get().overlap.load(); }
+void set_reader_batch_budget(std::chrono::microseconds budget) {
+  KILN_CHECK(budget.count() >= 0, "set_reader_batch_budget", "the budget must not be negative");
+  RuntimeSettings::get().reader_batch_us.store(static_cast<std::uint64_t>(budget.count()));
+}
 void set_flush_threshold(std::size_t messages) {
   KILN_CHECK(messages > 0, "set_flush_threshold", "the threshold must be at least 1 message");
   RuntimeSettings::get().flush_threshold.store(messages);

@@ -12,7 +12,7 @@ TensorState::~TensorState() {
   OpIr op;
   op.kind = OpKind::drop;
   op.inputs.push_back(TensorIr{id, {}, dtype, TensorStatus::ReadWrite});
-  Engine::get().runtime(device, "drop").stream.submit(std::move(op), /*urgent=*/false);
+  Engine::get().runtime(device, "drop").stream.submit(std::move(op), Flush::later);
 }
 
 namespace {
@@ -96,7 +96,7 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     if (s.owner) s.owner->consumed = true;
   }
   const std::size_t n_outputs = metas.size();
-  rt.stream.submit(std::move(op), /*urgent=*/false);
+  rt.stream.submit(std::move(op), Flush::later);
   if (node) [[unlikely]]
     hooks->finish(node, outs, n_outputs);
 }
@@ -153,7 +153,7 @@ Tensor submit_upload(std::shared_ptr<const std::vector<std::byte>> bytes, const 
   TensorIr meta{Engine::get().new_id(), shape, dtype, TensorStatus::NotInit};
   Tensor out(std::make_shared<TensorState>(meta.id, shape, dtype, device));
   op.outputs.push_back(meta);
-  rt.stream.submit(std::move(op), /*urgent=*/false);
+  rt.stream.submit(std::move(op), Flush::later);
   return out;
 }
 
@@ -168,7 +168,7 @@ FutureHelper submit_read(const Tensor& t, const char* op_label, DType expected, 
   op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});
   op.completion = std::move(completion);
   DeviceRuntime& rt = Engine::get().runtime(s.device, op_label);
-  rt.stream.submit(std::move(op), /*urgent=*/true);
+  rt.stream.submit(std::move(op), Flush::reader);
   return rt.helper();
 }
 

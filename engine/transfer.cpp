@@ -76,7 +76,7 @@ Tensor to(Tensor x, Device device) {
   TensorIr meta{Engine::get().new_id(), x.shape(), x.dtype(), TensorStatus::NotInit};
   Tensor out(std::make_shared<detail::TensorState>(meta.id, meta.shape, meta.dtype, device));
   op.outputs.push_back(meta);
-  dst.stream.submit(std::move(op), /*urgent=*/false);
+  dst.stream.submit(std::move(op), Flush::later);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <tbb/task_arena.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <thread>
@@ -85,13 +86,18 @@ class StreamRunner {
     const bool run = flush_ || !settings.fusion.load(std::memory_order_relaxed) ||
                      pending_.size() >= settings.flush_threshold.load(std::memory_order_relaxed);
     if (run && !pending_.empty()) {
+      const auto start = std::chrono::steady_clock::now();
       executor_.run_batch(pending_);
+      stream_.note_batch(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                        std::chrono::steady_clock::now() - start)
+                                                        .count()),
+                         pending_.size());
       pending_.clear();  // drops payloads (host data, completions) on this thread
       flush_ = false;
     }
     if (!window_.empty()) {
       // A message is still between its sequence number and the queue on another thread; it
-      // may not wake us (only urgent messages do), so come back for it.
+      // may not wake us (only reads, syncs and Flush::now messages do), so come back for it.
       if (log_enabled(spdlog::level::trace))
         logger().trace("stream waits for seq {} ({} later ops queued)", next_seq_, window_.size() - 1);
       stream_.wake();

@@ -14,6 +14,10 @@ RuntimeSettings& RuntimeSettings::get() {
       const long n = std::strtol(t, nullptr, 10);
       if (n > 0) s->flush_threshold = static_cast<std::size_t>(n);
     }
+    if (const char* r = std::getenv("KILN_READER_BATCH_US")) {
+      const long us = std::strtol(r, nullptr, 10);
+      if (us >= 0) s->reader_batch_us = static_cast<std::uint64_t>(us);
+    }
     return s;
   }();
   return *settings;

@@ -6,9 +6,13 @@
 //   overlap          on a device that runs kernels on the host's cores (the CPU), independent
 //                    work submitted by different threads runs side by side (KILN_OVERLAP=0
 //                    runs every kernel in submission order, one at a time)
+//   reader_batch_us  on the CPU, a read or sync whose stream's last batch took at most this
+//                    long runs the pending work on the reading thread (Stream::submit;
+//                    KILN_READER_BATCH_US=n, 0 turns it off; default 500)
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace kiln {
 
@@ -16,6 +20,7 @@ struct RuntimeSettings {
   std::atomic<bool> fusion{true};
   std::atomic<std::size_t> flush_threshold{512};
   std::atomic<bool> overlap{true};
+  std::atomic<std::uint64_t> reader_batch_us{500};
 
   static RuntimeSettings& get();  // first call reads the environment
 };

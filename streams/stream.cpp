@@ -15,18 +15,35 @@ std::uint32_t this_thread_lane() {
 }
 }  // namespace
 
-std::uint64_t Stream::submit(OpIr&& op, bool urgent) {
+std::uint64_t Stream::submit(OpIr&& op, Flush flush) {
   const std::uint64_t seq = next_seq_.fetch_add(1, std::memory_order_acq_rel);
   op.seq = seq;
   op.lane = this_thread_lane();
   queue_.enqueue(std::move(op));
+  if (flush == Flush::reader && small_enough()) {
+    // If a scheduler thread is stepping, help() leaves it a note and it steps again for this
+    // message; either way nobody needs waking.
+    run_by_readers_.fetch_add(1, std::memory_order_relaxed);
+    help();
+    return seq;
+  }
   const RuntimeSettings& settings = RuntimeSettings::get();
   // Without fusion nothing is gained by waiting. With it, a long run of messages still wakes
   // the scheduler now and then, so memory held by pending work stays bounded.
-  if (urgent || !settings.fusion.load(std::memory_order_relaxed) ||
+  if (flush != Flush::later || !settings.fusion.load(std::memory_order_relaxed) ||
       since_wake_.fetch_add(1, std::memory_order_relaxed) + 1 >= settings.flush_threshold.load(std::memory_order_relaxed))
     wake();
   return seq;
+}
+
+// Small: the last batch ran within the budget, and not many more messages wait than it held
+// (a loop's requests or steps repeat their structure; something much larger goes to the
+// scheduler, so the reading thread is held up by at most about the budget's work).
+bool Stream::small_enough() const {
+  if (!readers_run_) return false;
+  const std::uint64_t budget_ns = RuntimeSettings::get().reader_batch_us.load(std::memory_order_relaxed) * 1000;
+  return budget_ns > 0 && last_batch_ns_.load(std::memory_order_relaxed) <= budget_ns &&
+         since_wake_.load(std::memory_order_relaxed) <= 2 * last_batch_messages_.load(std::memory_order_relaxed) + 16;
 }
 
 void Stream::wake() {

@@ -14,6 +14,13 @@
 
 namespace kiln {
 
+// What a message asks of the scheduler when it is submitted.
+enum class Flush {
+  later,   // nothing: it waits for the next wake-up, so a chain of ops reaches the planner whole
+  now,     // wake the scheduler (with fusion off, every op)
+  reader,  // a read or a sync: a thread is about to wait for it (see Stream::submit)
+};
+
 class Stream {
  public:
   Stream() = default;
@@ -30,12 +37,29 @@ class Stream {
     if (help_) help_();
   }
 
-  // Lock-free; returns the message's sequence number. `urgent` wakes the scheduler (a read, a
-  // sync, every op when fusion is off); other messages wait for the next wake-up, so a chain
-  // of ops reaches the fusion planner in one batch and submitting costs no wake-up.
-  std::uint64_t submit(OpIr&& op, bool urgent);
+  // Lock-free; returns the message's sequence number. Flush::later messages wait for the next
+  // wake-up, so a chain of ops reaches the fusion planner in one batch and submitting costs no
+  // wake-up. Flush::reader on a stream that lets readers run small batches (below), when the
+  // stream's last batch took at most the budget and about as many messages wait now: the
+  // submitting thread runs the pending work itself, as a waiting thread does (help()), before
+  // submit returns, and no scheduler thread is woken. Otherwise it wakes the scheduler.
+  std::uint64_t submit(OpIr&& op, Flush flush);
   // Wakes the scheduler unless a wake-up is already pending.
   void wake();
+
+  // Set by the engine for a device whose kernels run on the host's cores (the CPU). There a
+  // scheduler thread woken for a small batch only moves the work to another thread: its
+  // wake-up costs tens of microseconds on a busy or virtual machine, and a oneTBB worker then
+  // spins (yielding) before it sleeps again, taking turns on the cores with the threads that
+  // compute (mlp_infer_b1, concurrent_infer). A GPU's stream keeps its scheduler thread.
+  void let_readers_run_small_batches(bool on) { readers_run_ = on; }
+  // Scheduler side, after each batch it ran: what the next reader's choice is based on.
+  void note_batch(std::uint64_t nanoseconds, std::size_t messages) {
+    last_batch_ns_.store(nanoseconds, std::memory_order_relaxed);
+    last_batch_messages_.store(messages, std::memory_order_relaxed);
+  }
+  // Reads and syncs whose submitting thread ran the pending work itself (counters()).
+  std::uint64_t batches_run_by_readers() const { return run_by_readers_.load(std::memory_order_relaxed); }
 
   // Scheduler side: clear the idle flag, then take what is queued (any order; sort by seq).
   void begin_drain() {
@@ -53,6 +77,12 @@ class Stream {
   std::atomic<std::size_t> since_wake_{0};  // messages since the last wake-up (a hint)
   std::function<void()> wake_;
   std::function<void()> help_;
+  bool readers_run_ = false;
+  std::atomic<std::uint64_t> last_batch_ns_{UINT64_MAX};  // none yet: the first reader wakes the scheduler
+  std::atomic<std::size_t> last_batch_messages_{0};
+  std::atomic<std::uint64_t> run_by_readers_{0};
+
+  bool small_enough() const;
 };
 
 }  // namespace kiln
