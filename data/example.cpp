@@ -12,7 +12,7 @@ namespace kiln::data {
 
 namespace {
 
-constexpr const char* kOp = "stack_examples";
+constexpr const char* kStackOp = "stack_examples";
 
 using Bytes = std::vector<std::byte>;
 
@@ -27,10 +27,10 @@ void check_agrees(const std::vector<Example>& examples, std::size_t i) {
   const Example& e = examples[i];
   const bool same =
       e.shape == first.shape && (e.label >= 0) == (first.label >= 0) && e.target.size() == first.target.size();
-  KILN_CHECK(same, kOp,
+  KILN_CHECK(same, kStackOp,
              "example " + std::to_string(i) + " (" + describe(e) + ") differs from example 0 (" + describe(first) +
                  "); a batch needs examples of one shape, all labelled or none, and targets of one length");
-  KILN_CHECK(static_cast<std::int64_t>(e.features.size()) == e.shape.numel(), kOp,
+  KILN_CHECK(static_cast<std::int64_t>(e.features.size()) == e.shape.numel(), kStackOp,
              "example " + std::to_string(i) + " has " + std::to_string(e.features.size()) + " values, but its shape " +
                  e.shape.str() + " holds " + std::to_string(e.shape.numel()));
 }
@@ -51,8 +51,8 @@ Tensor upload(const std::vector<Example>& examples, std::size_t per_example, con
 }  // namespace
 
 Batch stack_examples(const std::vector<Example>& examples, Device device) {
-  KILN_CHECK(!examples.empty(), kOp, "no examples to stack");
-  KILN_CHECK(examples.front().shape.rank() < kMaxRank, kOp,
+  KILN_CHECK(!examples.empty(), kStackOp, "no examples to stack");
+  KILN_CHECK(examples.front().shape.rank() < kMaxRank, kStackOp,
              "examples of rank " + std::to_string(examples.front().shape.rank()) + " leave no room for the batch " +
                  "dimension (kiln tensors have at most " + std::to_string(kMaxRank) + " dimensions)");
   for (std::size_t i = 0; i < examples.size(); ++i) check_agrees(examples, i);

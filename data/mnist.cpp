@@ -9,7 +9,7 @@ namespace kiln::data {
 
 namespace {
 
-constexpr const char* kOp = "mnist_dataset";
+constexpr const char* kMnistOp = "mnist_dataset";
 
 // The file of one part of a split: `stem` with .gz when that exists, else without.
 std::filesystem::path find_part(const std::filesystem::path& root, const std::string& stem, const char* op,
@@ -42,15 +42,15 @@ auto as(const char* op, F&& f) {
 }  // namespace
 
 DatasetPtr<Example> mnist_dataset(const std::filesystem::path& images_path, const std::filesystem::path& labels_path) {
-  auto images = std::make_shared<const IdxFile>(as(kOp, [&] { return IdxFile(images_path); }));
-  auto labels = std::make_shared<const IdxFile>(as(kOp, [&] { return IdxFile(labels_path); }));
-  KILN_CHECK(images->type() == IdxType::u8 && images->dims().size() == 3, kOp,
+  auto images = std::make_shared<const IdxFile>(as(kMnistOp, [&] { return IdxFile(images_path); }));
+  auto labels = std::make_shared<const IdxFile>(as(kMnistOp, [&] { return IdxFile(labels_path); }));
+  KILN_CHECK(images->type() == IdxType::u8 && images->dims().size() == 3, kMnistOp,
              images_path.string() + ": expected u8 images [n, rows, cols] (magic 0x00000803), got " +
                  std::to_string(images->dims().size()) + " dimensions of " + idx_type_name(images->type()));
-  KILN_CHECK(labels->type() == IdxType::u8 && labels->dims().size() == 1, kOp,
+  KILN_CHECK(labels->type() == IdxType::u8 && labels->dims().size() == 1, kMnistOp,
              labels_path.string() + ": expected u8 labels [n] (magic 0x00000801), got " +
                  std::to_string(labels->dims().size()) + " dimensions of " + idx_type_name(labels->type()));
-  KILN_CHECK(images->records() == labels->records(), kOp,
+  KILN_CHECK(images->records() == labels->records(), kMnistOp,
              "counts disagree: " + std::to_string(images->records()) + " images in " + images_path.string() + " but " +
                  std::to_string(labels->records()) + " labels in " + labels_path.string());
   const Shape shape{1, images->dims()[1], images->dims()[2]};

@@ -8,19 +8,15 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/describe.h"
 #include "engine/submit.h"
 
 namespace kiln {
 
 namespace {
 
-std::string ints_str(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-std::string describe(const Tensor& x) { return std::string(dtype_name(x.dtype())) + x.shape().str(); }
+using detail::describe;
+using detail::ints_str;
 
 OpAttrs ints_attrs(std::vector<std::int64_t> ints) {
   OpAttrs a;

@@ -4,19 +4,15 @@
 
 #include <string>
 
+#include "engine/describe.h"
 #include "engine/submit.h"
 
 namespace kiln {
 
 namespace {
 
-std::string describe(const Tensor& t) { return std::string(dtype_name(t.dtype())) + t.shape().str(); }
-
-std::string ints_str(const Window& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using detail::describe;
+using detail::ints_str;
 
 // Appends `param` with one value per spatial dim: as given, or its single value repeated.
 void append_per_dim(const char* op, const char* what, const Window& param, int s, const std::string& context,

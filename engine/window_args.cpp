@@ -8,16 +8,6 @@
 
 namespace kiln::detail {
 
-std::string describe(const Tensor& x) {
-  return x.defined() ? std::string(dtype_name(x.dtype())) + x.shape().str() : std::string("(undefined)");
-}
-
-std::string ints_str(const Window& w) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < w.size(); ++i) s += (i ? ", " : "") + std::to_string(w[i]);
-  return s + "]";
-}
-
 Window per_dim(const char* op, const char* what, const Window& w, int dims, std::int64_t min_value) {
   KILN_CHECK(w.size() == 1 || static_cast<int>(w.size()) == dims, op,
              std::string(what) + " " + ints_str(w) + " must hold one value or one per spatial dim (" +

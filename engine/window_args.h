@@ -6,13 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/describe.h"
 #include "engine/pool.h"
 #include "engine/unfold.h"
 
 namespace kiln::detail {
-
-std::string describe(const Tensor& x);  // "f32[2, 3, 4]"
-std::string ints_str(const Window& w);  // "[2, 3]"
 
 // `w` as one value per spatial dim: itself, or its single value repeated. kiln::Error naming
 // `op` and `what` when it has another length or a value below `min_value`.

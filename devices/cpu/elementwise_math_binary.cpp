@@ -146,13 +146,13 @@ BinaryFn compare_table(OpKind kind) {
   }
 }
 
-// The f32 ops whose result is a value (not a lane mask), div apart (f32_table divides by a
-// scalar power of two as a multiply, with the same bits): in f32_table and f32_post_table.
+// The f32 ops whose result is a value (not a lane mask), div apart (binary_f32_table divides by a
+// scalar power of two as a multiply, with the same bits): in binary_f32_table and binary_f32_post_table.
 #define KILN_F32_VALUE_OPS(X) \
   X(add, Add) X(sub, Sub) X(mul, Mul) X(pow, Pow) X(remainder, Remainder) X(maximum, Maximum) \
   X(minimum, Minimum) X(atan2, Atan2)
 
-BinaryPostFn f32_post_table(OpKind kind) {
+BinaryPostFn binary_f32_post_table(OpKind kind) {
 #define KILN_CASE(name, Op) \
   case OpKind::name: return f32_post_fn<Op>;
   switch (kind) {
@@ -163,7 +163,7 @@ BinaryPostFn f32_post_table(OpKind kind) {
 #undef KILN_CASE
 }
 
-BinaryFn f32_table(OpKind kind) {
+BinaryFn binary_f32_table(OpKind kind) {
 #define KILN_CASE(name, Op) \
   case OpKind::name: return f32_fn<Op>;
   switch (kind) {
@@ -181,7 +181,7 @@ BinaryFn f32_table(OpKind kind) {
 }
 #undef KILN_F32_VALUE_OPS
 
-BinaryFn i64_table(OpKind kind) {
+BinaryFn binary_i64_table(OpKind kind) {
   switch (kind) {
     case OpKind::add: return plain_fn<i64, i64, AddI>;
     case OpKind::sub: return plain_fn<i64, i64, SubI>;
@@ -194,7 +194,7 @@ BinaryFn i64_table(OpKind kind) {
   }
 }
 
-BinaryFn bool_table(OpKind kind) {
+BinaryFn binary_bool_table(OpKind kind) {
   switch (kind) {
     case OpKind::add:
     case OpKind::maximum:
@@ -240,7 +240,7 @@ void where_t(const void* cv, std::int64_t sc, const void* av, std::int64_t sa, c
 
 }  // namespace
 
-BinaryPostFn binary_post_fn(OpKind kind) { return f32_post_table(kind); }
+BinaryPostFn binary_post_fn(OpKind kind) { return binary_f32_post_table(kind); }
 
 PostOp post_op_of(OpKind kind, int scalar_operand) {
   switch (kind) {
@@ -273,9 +273,9 @@ bool exact_reciprocal(float b) {
 
 BinaryFn binary_fn(OpKind kind, DType compute) {
   switch (compute) {
-    case DType::f32: return f32_table(kind);
-    case DType::i64: return i64_table(kind);
-    case DType::bool_: return bool_table(kind);
+    case DType::f32: return binary_f32_table(kind);
+    case DType::i64: return binary_i64_table(kind);
+    case DType::bool_: return binary_bool_table(kind);
     default: return nullptr;
   }
 }

@@ -136,7 +136,7 @@ void clamp_i64(const void* xv, void* yv, std::int64_t n, const OpAttrs& a) {
   }
 }
 
-// The f32 ops whose result is a value (not a lane mask): in f32_table and in f32_post_table.
+// The f32 ops whose result is a value (not a lane mask): in unary_f32_table and in unary_f32_post_table.
 #define KILN_F32_VALUE_OPS(X) \
   X(neg, Neg) \
   X(abs, Abs) \
@@ -163,7 +163,7 @@ void clamp_i64(const void* xv, void* yv, std::int64_t n, const OpAttrs& a) {
   X(round, Round) \
   X(sign, Sign)
 
-UnaryFn f32_table(OpKind kind) {
+UnaryFn unary_f32_table(OpKind kind) {
 #define KILN_CASE(name, Op) \
   case OpKind::name: return f32_fn<Op>;
   switch (kind) {
@@ -177,7 +177,7 @@ UnaryFn f32_table(OpKind kind) {
 #undef KILN_CASE
 }
 
-UnaryFn i64_table(OpKind kind) {
+UnaryFn unary_i64_table(OpKind kind) {
   constexpr UnaryFn copy = [](const void* x, void* y, std::int64_t n, const OpAttrs&) { copy_fn(x, y, n, 8); };
   switch (kind) {
     case OpKind::neg: return plain_fn<i64, i64, NegI>();
@@ -196,7 +196,7 @@ UnaryFn i64_table(OpKind kind) {
   }
 }
 
-UnaryFn bool_table(OpKind kind) {
+UnaryFn unary_bool_table(OpKind kind) {
   constexpr UnaryFn copy = [](const void* x, void* y, std::int64_t n, const OpAttrs&) { copy_fn(x, y, n, 1); };
   switch (kind) {
     case OpKind::logical_not: return plain_fn<bool, bool, NotB>();
@@ -208,7 +208,7 @@ UnaryFn bool_table(OpKind kind) {
   }
 }
 
-UnaryPostFn f32_post_table(OpKind kind) {
+UnaryPostFn unary_f32_post_table(OpKind kind) {
 #define KILN_CASE(name, Op) \
   case OpKind::name: return f32_post_fn<Op>;
   switch (kind) {
@@ -221,13 +221,13 @@ UnaryPostFn f32_post_table(OpKind kind) {
 
 }  // namespace
 
-UnaryPostFn unary_post_fn(OpKind kind) { return f32_post_table(kind); }
+UnaryPostFn unary_post_fn(OpKind kind) { return unary_f32_post_table(kind); }
 
 UnaryFn unary_fn(OpKind kind, DType compute) {
   switch (compute) {
-    case DType::f32: return f32_table(kind);
-    case DType::i64: return i64_table(kind);
-    case DType::bool_: return bool_table(kind);
+    case DType::f32: return unary_f32_table(kind);
+    case DType::i64: return unary_i64_table(kind);
+    case DType::bool_: return unary_bool_table(kind);
     default: return nullptr;
   }
 }

@@ -3,6 +3,11 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+// Vulkan structs are written `VkFooInfo info{VK_STRUCTURE_TYPE_FOO_INFO};`: the rest is zero.
+// Here rather than as a per-file compile option, which would keep these files out of unity
+// builds (./dev).
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #include <string>
 #include <utility>
 

@@ -20,12 +20,10 @@ namespace kiln::vk {
 
 namespace {
 
-std::string to_s(std::size_t v) { return std::to_string(v); }
-
 // "v3": built by appending (GCC 12 warns falsely on `"v" + std::string`).
 std::string named(const char* prefix, std::size_t i) {
   std::string s(prefix);
-  s += to_s(i);
+  s += std::to_string(i);
   return s;
 }
 
@@ -68,26 +66,26 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
     // Each thread owns U vec4s a grid apart (U = kVecUnroll): all U loads are issued before the
     // math, so that more bytes are in flight per thread. Where one of them is not a whole vec4
     // in range, they go element by element. (Counts avoid n + 3, which wraps near 2^32.)
-    const std::string U = to_s(kVecUnroll);
+    const std::string U = std::to_string(kVecUnroll);
     s += "  const uint n4 = n / 4u, nq = n4 + uint(n % 4u != 0u), T = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n";
     s += "  for (uint q0 = gl_GlobalInvocationID.x; q0 < nq; q0 += T * " + U + "u) {\n";
-    s += "    if (q0 + " + to_s(kVecUnroll - 1) + "u * T < n4) {\n";
+    s += "    if (q0 + " + std::to_string(kVecUnroll - 1) + "u * T < n4) {\n";
     std::vector<std::string> at(kVecUnroll);  // the index of each vec4
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
       at[u] = named("(q0 + ", u) + "u * T)";
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
-        s += "      vec4 X" + to_s(k) + "u" + to_s(u) + " = " +
+        s += "      vec4 X" + std::to_string(k) + "u" + std::to_string(u) + " = " +
              glsl_load4(e.inputs[k].dtype, "arg_u64(" + p.in_word[k] + ")", at[u]) + ";\n";
     }
     for (std::size_t u = 0; u < kVecUnroll; ++u) {
       for (std::size_t k = 0; k < e.inputs.size(); ++k)
         for (int c = 0; c < 4; ++c)
-          s += "      float x" + to_s(k) + "_" + to_s(u) + "_" + to_s(c) + " = X" + to_s(k) + "u" + to_s(u) + "[" +
-               to_s(c) + "];\n";
+          s += "      float x" + std::to_string(k) + "_" + std::to_string(u) + "_" + std::to_string(c) + " = X" +
+               std::to_string(k) + "u" + std::to_string(u) + "[" + std::to_string(c) + "];\n";
       for (int c = 0; c < 4; ++c)
-        s += fused::node_code(e, p, named("_", u) + "_" + to_s(static_cast<std::size_t>(c)), "      ");
+        s += fused::node_code(e, p, named("_", u) + "_" + std::to_string(static_cast<std::size_t>(c)), "      ");
       for (std::size_t o = 0; o < e.outputs.size(); ++o) {
-        const std::string v = named("v", e.output_nodes[o]) + "_" + to_s(u);
+        const std::string v = named("v", e.output_nodes[o]) + "_" + std::to_string(u);
         s += "      " +
              glsl_store4(e.outputs[o].dtype, "arg_u64(" + p.out_word[o] + ")", at[u],
                     "vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3)") +
@@ -140,7 +138,8 @@ std::shared_ptr<CompiledKernel> VulkanDevice::compile_fused(const FusedExpr& exp
   const Pipeline& scalar = pipeline(key, name, [&] { return fused_source(*this, expr, false); });
   const Pipeline* vec4 = nullptr;
   if (vectorizable(expr))
-    vec4 = &pipeline(key + "/vec4x" + to_s(kVecUnroll), name, [&] { return fused_source(*this, expr, true); });
+    vec4 =
+        &pipeline(key + "/vec4x" + std::to_string(kVecUnroll), name, [&] { return fused_source(*this, expr, true); });
   return std::make_shared<FusedKernel>(scalar, vec4);
 }
 

@@ -14,8 +14,6 @@ namespace kiln::vk::fused {
 
 namespace {
 
-std::string to_s(std::size_t v) { return std::to_string(v); }
-
 // `e`, a value of dtype `from`, as dtype `to`.
 std::string convert(const std::string& e, DType from, DType to) {
   if (from == to) return e;
@@ -104,7 +102,7 @@ std::string i64_expr(const FusedNode& n, const std::string& a, const std::string
     case OpKind::mul: return "(" + a + " * " + b + ")";
     case OpKind::pow: return "kiln_pow_i64(" + a + ", " + b + ")";
     case OpKind::remainder:
-      return "kiln_remainder_i64(" + a + ", " + b + ", " + to_s(static_cast<std::size_t>(n.kind) + 1) + "u)";
+      return "kiln_remainder_i64(" + a + ", " + b + ", " + std::to_string(static_cast<std::size_t>(n.kind) + 1) + "u)";
     case OpKind::maximum: return "max(" + a + ", " + b + ")";
     case OpKind::minimum: return "min(" + a + ", " + b + ")";
     case OpKind::eq: return "(" + a + " == " + b + ")";
@@ -154,17 +152,17 @@ std::string arg_read(DType t, const std::string& word) {
 // "x3_1": built by appending (GCC 12 warns falsely on `"x" + std::string + std::string`).
 std::string var(const char* prefix, std::size_t i, const std::string& sfx) {
   std::string s(prefix);
-  s += to_s(i);
+  s += std::to_string(i);
   s += sfx;
   return s;
 }
 
 std::string word_at(const std::string& base, std::size_t w) {
-  if (base.empty()) return to_s(w);
+  if (base.empty()) return std::to_string(w);
   std::string s = "(";
   s += base;
   s += " + ";
-  s += to_s(w);
+  s += std::to_string(w);
   s += "u)";
   return s;
 }
@@ -182,7 +180,7 @@ bool broadcasts(const TensorIr& in, const Shape& shape) {
 std::string Params::name(const char* what, std::size_t i) const {
   std::string s = prefix;
   s += what;
-  s += to_s(i);
+  s += std::to_string(i);
   return s;
 }
 
@@ -216,7 +214,8 @@ Params params_of(const FusedExpr& e, const std::string& prefix, const std::strin
     for (int d = 0; d < rank; ++d) add("uint", p.name("d", static_cast<std::size_t>(d)), "arg_u32(" + word_at(base, w++) + ")");
     for (std::size_t k = 0; k < e.inputs.size(); ++k)
       for (int d = 0; p.strided[k] && d < rank; ++d)
-        add("uint", p.name("s", k) + "_" + to_s(static_cast<std::size_t>(d)), "arg_u32(" + word_at(base, w++) + ")");
+        add("uint", p.name("s", k) + "_" + std::to_string(static_cast<std::size_t>(d)),
+            "arg_u32(" + word_at(base, w++) + ")");
   }
   // Scalars, in the dtype their operand is computed in.
   p.scalar.assign(e.nodes.size() * 3, {});
@@ -227,7 +226,8 @@ Params params_of(const FusedExpr& e, const std::string& prefix, const std::strin
     for (int j = 0; j < n.arity; ++j) {
       if (n.operands[j].kind != FusedOperand::Kind::scalar) continue;
       const DType t = elementwise_operand_dtype(n.kind, static_cast<std::size_t>(j), n.compute);
-      p.scalar[i * 3 + static_cast<std::size_t>(j)] = p.name("c", i) + "_" + to_s(static_cast<std::size_t>(j));
+      p.scalar[i * 3 + static_cast<std::size_t>(j)] =
+          p.name("c", i) + "_" + std::to_string(static_cast<std::size_t>(j));
       add(glsl_value_type(t), p.scalar[i * 3 + static_cast<std::size_t>(j)], arg_read(t, word_at(base, w++)));
     }
     if (n.kind == OpKind::clamp) {
@@ -246,7 +246,7 @@ std::string coords_code(const FusedExpr& e, const Params& p, const std::string& 
   std::string s = indent + "uint r = i;\n";
   for (int d = rank - 1; d > 0; --d) {
     const std::string dim = p.name("d", static_cast<std::size_t>(d));
-    s += indent + "uint k" + to_s(static_cast<std::size_t>(d)) + " = r % " + dim + "; r /= " + dim + ";\n";
+    s += indent + "uint k" + std::to_string(static_cast<std::size_t>(d)) + " = r % " + dim + "; r /= " + dim + ";\n";
   }
   if (rank > 0) s += indent + "uint k0 = r;\n";
   return s;
@@ -259,7 +259,7 @@ std::string input_index(const FusedExpr& e, const Params& p, std::size_t k) {
   if (!p.strided[k]) return "i";
   std::string index = "(0u";
   for (int d = 0; d < e.shape.rank(); ++d) {
-    const std::string ds = to_s(static_cast<std::size_t>(d));
+    const std::string ds = std::to_string(static_cast<std::size_t>(d));
     index += " + k" + ds + " * " + p.name("s", k) + "_" + ds;
   }
   return index + ")";
@@ -377,9 +377,9 @@ std::string value4_function(const FusedExpr& e, const std::string& prefix, const
   std::string result = "  return vec4(";
   for (std::size_t c = 0; c < 4; ++c) {
     std::string sfx = "_";  // built by appending (GCC 12 warns falsely on "_" + std::string)
-    sfx += to_s(c);
+    sfx += std::to_string(c);
     for (std::size_t k = 0; k < e.inputs.size(); ++k)
-      s += "  float " + var("x", k, sfx) + " = " + var("X", k, "") + "[" + to_s(c) + "];\n";
+      s += "  float " + var("x", k, sfx) + " = " + var("X", k, "") + "[" + std::to_string(c) + "];\n";
     s += node_code(e, p, sfx, "  ");
     result += convert(var("v", out, sfx), e.nodes[out].out, DType::f32) + (c < 3 ? ", " : ");\n}\n");
   }

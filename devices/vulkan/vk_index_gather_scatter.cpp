@@ -12,8 +12,6 @@
 namespace kiln::vk::index {
 namespace {
 
-std::string to_s(std::int64_t v) { return std::to_string(v); }
-
 void gather_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const std::int64_t n = op.outputs[0].numel();
   if (n == 0) return;
@@ -31,13 +29,14 @@ void gather_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
     const FastDiv div(static_cast<std::uint32_t>(index.size[d]));
     a.u32(div.d).u32(div.magic).u32(div.shifts).u32(d == dim ? 0 : static_cast<std::uint32_t>(x.stride[d]));
   }
-  const std::string key = "index/gather/e" + to_s(static_cast<std::int64_t>(elem)) + "/r" + to_s(index.rank);
+  const std::string key =
+      "index/gather/e" + std::to_string(static_cast<std::int64_t>(elem)) + "/r" + std::to_string(index.rank);
   dev.launch(
       key, "gather",
       [&] {
         const std::string ptr = raw_pointer_type(elem);
         std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
-        s += "#define R " + to_s(index.rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "#define R " + std::to_string(index.rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
         s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
         s += R"(  I64s idx = I64s(arg_u64(1));
   uint64_t flag = arg_u64(3);
@@ -127,15 +126,15 @@ void scatter_typed(VulkanDevice& dev, const OpIr& op, const KernelArgs& args, bo
     rank = 1;
   }
   std::string key = add ? "index/scatter_add/" : "index/scatter/e";
-  key += add ? std::string(dtype_name(t)) : to_s(static_cast<std::int64_t>(dtype_size(t)));
+  key += add ? std::string(dtype_name(t)) : std::to_string(static_cast<std::int64_t>(dtype_size(t)));
   key += "/r";
-  key += to_s(rank);
+  key += std::to_string(rank);
   dev.launch(
       key, op_name(op.kind),
       [&] {
         const std::string ptr = add ? glsl_pointer_type(t) : raw_pointer_type(dtype_size(t));
         std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
-        s += "#define R " + to_s(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "#define R " + std::to_string(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
         s += "  " + ptr + " out0 = " + ptr + "(arg_u64(0));\n  " + ptr + " src = " + ptr + "(arg_u64(2));\n";
         s += R"(  I64s idx = I64s(arg_u64(1));
   uint64_t flag = arg_u64(3);

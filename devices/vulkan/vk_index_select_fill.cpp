@@ -8,8 +8,6 @@
 namespace kiln::vk::index {
 namespace {
 
-std::string to_s(std::int64_t v) { return std::to_string(v); }
-
 LaunchArgs& push_div(LaunchArgs& a, std::int64_t divisor) {
   const FastDiv div(static_cast<std::uint32_t>(divisor));
   return a.u32(div.d).u32(div.magic).u32(div.shifts);
@@ -34,7 +32,7 @@ void index_select_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& ar
   push_div(a, inner);
   push_div(a, n);
   dev.launch(
-      "index/index_select/e" + to_s(static_cast<std::int64_t>(elem)), "index_select",
+      "index/index_select/e" + std::to_string(static_cast<std::int64_t>(elem)), "index_select",
       [&] {
         const std::string ptr = raw_pointer_type(elem);
         std::string s = dev.prelude() + glsl_fast_div() + glsl_index_check();
@@ -78,11 +76,12 @@ void masked_fill_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& arg
   a.u64(raw_word(op.attrs.scalar, op.outputs[0].dtype));
   for (int d = 0; d < rank; ++d) push_div(a, size[d]).u32(static_cast<std::uint32_t>(mstride[d]));
   dev.launch(
-      "index/masked_fill/e" + to_s(static_cast<std::int64_t>(elem)) + "/r" + to_s(rank), "masked_fill",
+      "index/masked_fill/e" + std::to_string(static_cast<std::int64_t>(elem)) + "/r" + std::to_string(rank),
+      "masked_fill",
       [&] {
         const std::string ptr = raw_pointer_type(elem), val = raw_value_type(elem);
         std::string s = dev.prelude() + glsl_fast_div();
-        s += "#define R " + to_s(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
+        s += "#define R " + std::to_string(rank) + "\nlayout(local_size_x = 256) in;\nvoid main() {\n";
         s += "  " + ptr + " x = " + ptr + "(arg_u64(0));\n  " + ptr + " out0 = " + ptr + "(arg_u64(2));\n";
         s += "  " + val + " fill = " + (elem == 8 ? "arg_i64(4)" : "arg_u32(4)") + ";\n";
         s += R"(  U8s mask = U8s(arg_u64(1));

@@ -21,8 +21,6 @@ constexpr std::uint32_t kThreads = 256;
 constexpr std::uint32_t kMaxShared = 2048;  // elements of one workgroup (12 bytes each)
 constexpr std::uint32_t kMinGroup = 512;    // short slices are batched up to this many elements
 
-std::string to_s(std::uint64_t v) { return std::to_string(v); }
-
 // GLSL: uint64_t kiln_sort_key(raw value) for dtype t, ascending or descending.
 std::string key_function(DType t, bool descending) {
   std::string s;
@@ -81,13 +79,13 @@ void sort_shared(VulkanDevice& dev, const SortPlan& p, const KernelArgs& args, s
   a.buffer(*args.inputs[0]).buffer(*args.outputs[0]).buffer(*args.outputs[1]);
   a.u32(p.size).u32(by_inner.d).u32(by_inner.magic).u32(by_inner.shifts).u32(p.slices).u32(p.kept).u32(batches);
   const std::string key = std::string("index/sort_shared/") + dtype_name(p.dtype) + (p.descending ? "/desc" : "/asc") +
-                          "/p" + to_s(P) + "/e" + to_s(E);
+                          "/p" + std::to_string(P) + "/e" + std::to_string(E);
   dev.launch(key, op_name(p.op->kind),
              [&] {
                const std::string ptr = raw_pointer_type(p.elem), val = raw_value_type(p.elem);
                std::string s = common_source(dev, p.dtype, p.descending);
-               s += "#define P " + to_s(P) + "u\n#define E " + to_s(E) + "u\n#define LOG2P " +
-                    to_s(std::countr_zero(P)) + "u\n#define PER " + to_s(E / kThreads) + "\n";
+               s += "#define P " + std::to_string(P) + "u\n#define E " + std::to_string(E) + "u\n#define LOG2P " +
+                    std::to_string(std::countr_zero(P)) + "u\n#define PER " + std::to_string(E / kThreads) + "\n";
                s += R"(layout(local_size_x = 256) in;
 shared uint64_t sk[E];
 shared uint sp[E];

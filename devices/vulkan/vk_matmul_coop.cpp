@@ -17,6 +17,7 @@
 
 #include "devices/vulkan/vk_device.h"
 #include "devices/vulkan/vk_matmul.h"
+#include "devices/vulkan/vk_shader.h"
 #include "ops/log.h"
 
 namespace kiln::vk {
@@ -29,7 +30,7 @@ constexpr const char* kExtensions = R"(#extension GL_KHR_memory_scope_semantics 
 #extension GL_EXT_control_flow_attributes : require
 )";
 
-constexpr const char* kBody = R"(
+constexpr const char* kCoopBody = R"(
 #ifdef MM_GATHER_B
 // Word j of a step always covers the same columns of the tile: their windows are found once.
 #define MM_LOAD_B(k, col, j) mm_gather_b8(b_gather, k, col, N, gather_cols[j])
@@ -157,8 +158,6 @@ void main() {
 }
 )";
 
-std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
-
 }  // namespace
 
 std::string coop_store_glsl(const char* macro, const char* scope, const char* rows, const char* cols, DType out) {
@@ -206,17 +205,18 @@ std::string coop_matmul_source(const std::string& prelude, CoopShape shape, cons
                                                std::to_string(shape.n) + "x" + std::to_string(shape.k));
   std::string s = prelude;
   s.insert(s.find('\n') + 1, kExtensions);
-  s += "const uint LM = " + u(shape.m) + ", LN = " + u(shape.n) + ", LK = " + u(shape.k) + ";\n";
-  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", WM = " + u(c.wm) +
-       ", WN = " + u(c.wn) + ";\n";
-  s += "#define STAGES " + std::to_string(c.stages) + "\n#define SHARED_WORDS " + std::to_string(c.shared_words(shape)) +
-       "\n";
+  s +=
+      "const uint LM = " + glsl_uint(shape.m) + ", LN = " + glsl_uint(shape.n) + ", LK = " + glsl_uint(shape.k) + ";\n";
+  s += "const uint BM = " + glsl_uint(c.bm) + ", BN = " + glsl_uint(c.bn) + ", BK = " + glsl_uint(c.bk) +
+       ", WM = " + glsl_uint(c.wm) + ", WN = " + glsl_uint(c.wn) + ";\n";
+  s += "#define STAGES " + std::to_string(c.stages) + "\n#define SHARED_WORDS " +
+       std::to_string(c.shared_words(shape)) + "\n";
   s += coop_store_glsl("STORE_DIRECT", "gl_ScopeSubgroup", "LM", "LN", out);
   s += out == DType::f16 ? "#define STORE_ONE(addr, i, x) U16s(addr).v[i] = uint16_t(kiln_f32_to_f16(x))\n"
                          : "#define STORE_ONE(addr, i, x) F32s(addr).v[i] = (x)\n";
   s += glsl_matmul_common();
   if (!gather.empty()) s += "#define MM_GATHER_B 1\n" + gather;
-  s += kBody;
+  s += kCoopBody;
   return s;
 }
 

@@ -29,7 +29,7 @@ constexpr const char* kExtensions = R"(#extension GL_EXT_control_flow_attributes
 #extension GL_NV_cooperative_matrix : require
 )";
 
-constexpr const char* kBody = R"(
+constexpr const char* kCoopWgBody = R"(
 // Rows start at multiples of 8 halves (K, N multiples of the tiles): 16-byte aligned.
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF16s { float16_t v[]; };
 layout(local_size_x = WG) in;
@@ -71,8 +71,6 @@ void main() {
   }
 }
 )";
-
-std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
 
 }  // namespace
 
@@ -132,13 +130,13 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
   std::string s = prelude;
   s.insert(s.find('\n') + 1, kExtensions);
   s += kKhrCooperativeMatrixMarker;
-  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) +
-       ", WG = " + u(shape.at(c.threads).threads) + ";\n#define UNROLL " + std::to_string(c.unroll) + "\n";
+  s += "const uint BM = " + glsl_uint(c.bm) + ", BN = " + glsl_uint(c.bn) + ", BK = " + glsl_uint(c.bk) +
+       ", WG = " + glsl_uint(shape.at(c.threads).threads) + ";\n#define UNROLL " + std::to_string(c.unroll) + "\n";
   if (c.tensor) s += kTensorLoadsMarker;
   if (operands == DType::bf16) s += kBf16MatricesMarker;  // written as f16, rewritten
   s += coop_store_glsl("STORE_TILE", "gl_ScopeWorkgroup", "BM", "BN", out);
   s += glsl_matmul_common();
-  s += kBody;
+  s += kCoopWgBody;
   return s;
 }
 

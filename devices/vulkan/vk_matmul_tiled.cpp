@@ -15,13 +15,12 @@
 #include <string>
 
 #include "devices/vulkan/vk_matmul.h"
+#include "devices/vulkan/vk_shader.h"
 #include "ops/error.h"
 
 namespace kiln::vk {
 
 namespace {
-
-std::string u(std::uint32_t v) { return std::to_string(v) + "u"; }
 
 // Element access macros per storage dtype: PTR1/LOAD1/STORE1 for one element, PTR4/LOAD4/STORE4
 // for 4 consecutive elements at an index that is a multiple of 4.
@@ -263,9 +262,9 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF32x4s { vec4 v[]; };\n";
   s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer MmU32x2s { uvec2 v[]; };\n";
   s += access_macros(v.dtype);
-  s += "const uint BM = " + u(c.bm) + ", BN = " + u(c.bn) + ", BK = " + u(c.bk) + ", TM = " + u(c.tm) +
-       ", TN = " + u(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) + "\n#define WHOLE_TILES " +
-       (v.whole ? "1" : "0") + "\n#define ROW_BIAS " + (v.row_bias ? "1" : "0") + "\n";
+  s += "const uint BM = " + glsl_uint(c.bm) + ", BN = " + glsl_uint(c.bn) + ", BK = " + glsl_uint(c.bk) +
+       ", TM = " + glsl_uint(c.tm) + ", TN = " + glsl_uint(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) +
+       "\n#define WHOLE_TILES " + (v.whole ? "1" : "0") + "\n#define ROW_BIAS " + (v.row_bias ? "1" : "0") + "\n";
   // The first element of the current batch of C (for an epilogue's flat index).
   s += "uint mm_c_first;\n";
   if (v.hooked()) s += "#define MM_HOOKS 1\n" + hooks;

@@ -93,7 +93,7 @@ uint kiln_f32_to_f16(float x) { return packFloat2x16(f16vec2(float16_t(x), float
 float kiln_round_f16(float x) { return float(float16_t(x) * float16_t(min(gl_NumWorkGroups.x, 1u))); }
 )";
 
-constexpr const char* kBody = R"(
+constexpr const char* kPreludeBody = R"(
 // PushConstants of vk_pipeline_cache.h: the argument block's first KILN_PUSH_WORDS words inline,
 // the rest at `args`.
 layout(push_constant) uniform KilnPush { uint64_t args; uint64_t error_flag; uint64_t w[KILN_PUSH_WORDS]; } kiln_push;
@@ -456,7 +456,7 @@ std::string kernel_prelude(const VulkanDevice& dev) {
   if (info.storage_16bit && info.shader_float16) s += kF16Math;
   if (info.storage_16bit && info.f16_conversions) s += kF16Modes;
   s += "const uint KILN_PUSH_WORDS = " + std::to_string(kPushWords) + "u;\n";
-  s += kBody;
+  s += kPreludeBody;
   if (info.storage_16bit) s += k16BitTypes;
   if (info.storage_16bit) s += info.f16_conversions ? kF16ByHardware : kF16ByBits;
   if (info.storage_16bit && info.shader_float16) s += kF16s;

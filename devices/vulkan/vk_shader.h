@@ -16,6 +16,9 @@ inline constexpr const char* kTensorLoadsMarker = "#define KILN_TENSOR_LOADS 1\n
 // With it, the kernel's f16 matrices become bf16 ones (vk_spirv_coop.h).
 inline constexpr const char* kBf16MatricesMarker = "#define KILN_BF16_MATRICES 1\n";
 
+// A GLSL uint literal: "64u".
+inline std::string glsl_uint(std::uint32_t v) { return std::to_string(v) + "u"; }
+
 std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source);
 
 }  // namespace kiln::vk

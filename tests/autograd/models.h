@@ -8,8 +8,12 @@
 
 #include "autograd/autograd.h"
 #include "engine/kiln.h"
+#include "support/reference.h"
 
 namespace kiln::test {
+
+// The case `name` of the core's own reference file (tests/data/gen_autograd_core.py).
+inline RefCase core_case(const std::string& name) { return cases_for("autograd_core.json", name).at(0); }
 
 // W1, b1, W2, b2, ... for layer sizes {in, hidden..., out}; plain tensors (no gradients).
 inline std::vector<Tensor> mlp_params(const std::vector<std::int64_t>& sizes, std::uint64_t seed) {

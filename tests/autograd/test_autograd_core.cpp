@@ -19,8 +19,6 @@ class AutogradCore : public ::testing::Test {
   test::CoreRules rules_;
 };
 
-test::RefCase ref(const std::string& name) { return test::cases_for("autograd_core.json", name).at(0); }
-
 ::testing::AssertionResult expect_throws_with(const std::function<void()>& f, const std::string& needle) {
   try {
     f();
@@ -32,7 +30,7 @@ test::RefCase ref(const std::string& name) { return test::cases_for("autograd_co
 }
 
 TEST_F(AutogradCore, MlpMatchesPyTorch) {
-  const test::RefCase c = ref("mlp");
+  const test::RefCase c = test::core_case("mlp");
   const Tensor x = test::make_tensor(c.inputs[0]);
   std::vector<Tensor> ps;
   for (int i = 1; i <= 4; ++i) ps.push_back(test::make_tensor(c.inputs[i]));
@@ -49,14 +47,14 @@ TEST_F(AutogradCore, MlpMatchesPyTorch) {
 }
 
 TEST_F(AutogradCore, TensorUsedManyTimesAccumulates) {
-  const test::RefCase c = ref("diamond");
+  const test::RefCase c = test::core_case("diamond");
   const Tensor x = require_grad(test::make_tensor(c.inputs[0]));
   const Tensor loss = sum(sub(mul(add(mul(x, x), exp(x)), x), x));
   EXPECT_TRUE(test::matches(backward(loss).get(x), c.outputs[0]));
 }
 
 TEST_F(AutogradCore, BroadcastingGradientsSumBack) {
-  const test::RefCase c = ref("broadcast");
+  const test::RefCase c = test::core_case("broadcast");
   const Tensor a = require_grad(test::make_tensor(c.inputs[0]));
   const Tensor b = require_grad(test::make_tensor(c.inputs[1]));
   const Tensor cc = require_grad(test::make_tensor(c.inputs[2]));
@@ -67,14 +65,14 @@ TEST_F(AutogradCore, BroadcastingGradientsSumBack) {
 }
 
 TEST_F(AutogradCore, NonScalarOutputWithSeed) {
-  const test::RefCase c = ref("seeded");
+  const test::RefCase c = test::core_case("seeded");
   const Tensor x = require_grad(test::make_tensor(c.inputs[0]));
   const Tensor y = mul(sigmoid(x), 2.0);
   EXPECT_TRUE(test::matches(backward(y, test::make_tensor(c.inputs[1])).get(x), c.outputs[0]));
 }
 
 TEST_F(AutogradCore, LayoutOps) {
-  const test::RefCase c = ref("layout");
+  const test::RefCase c = test::core_case("layout");
   const Tensor x = require_grad(test::make_tensor(c.inputs[0]));
   const Tensor w = require_grad(test::make_tensor(c.inputs[1]));
   const Gradients g = backward(sum(mul(reshape(transpose(x, 0, 1), {6}), w)));

@@ -13,8 +13,6 @@
 namespace kiln {
 namespace {
 
-test::RefCase ref(const std::string& name) { return test::cases_for("autograd_core.json", name).at(0); }
-
 std::vector<Tensor> leaves_of(const test::RefCase& c, std::size_t first, std::size_t count) {
   std::vector<Tensor> out;
   for (std::size_t i = first; i < first + count; ++i) out.push_back(require_grad(test::make_tensor(c.inputs[i])));
@@ -22,7 +20,7 @@ std::vector<Tensor> leaves_of(const test::RefCase& c, std::size_t first, std::si
 }
 
 TEST(AutogradEndToEnd, MlpCrossEntropyMatchesPyTorch) {
-  const test::RefCase c = ref("mlp_xent");
+  const test::RefCase c = test::core_case("mlp_xent");
   const Tensor x = test::make_tensor(c.inputs[0]);
   const Tensor onehot = test::make_tensor(c.inputs[1]);
   const std::vector<Tensor> ps = leaves_of(c, 2, 4);
@@ -34,7 +32,7 @@ TEST(AutogradEndToEnd, MlpCrossEntropyMatchesPyTorch) {
 
 TEST(AutogradEndToEnd, CoreCasesMatchPyTorch) {
   {
-    const test::RefCase c = ref("mlp");
+    const test::RefCase c = test::core_case("mlp");
     const Tensor x = test::make_tensor(c.inputs[0]);
     const std::vector<Tensor> ps = leaves_of(c, 1, 4);
     const Tensor h = relu(add(matmul(x, ps[0]), ps[1]));
@@ -43,23 +41,23 @@ TEST(AutogradEndToEnd, CoreCasesMatchPyTorch) {
     for (int i = 0; i < 4; ++i) EXPECT_TRUE(test::matches(g.get(ps[i]), c.outputs[i])) << "mlp param " << i;
   }
   {
-    const test::RefCase c = ref("diamond");
+    const test::RefCase c = test::core_case("diamond");
     const Tensor x = leaves_of(c, 0, 1)[0];
     EXPECT_TRUE(test::matches(backward(sum(sub(mul(add(mul(x, x), exp(x)), x), x))).get(x), c.outputs[0]));
   }
   {
-    const test::RefCase c = ref("broadcast");
+    const test::RefCase c = test::core_case("broadcast");
     const std::vector<Tensor> v = leaves_of(c, 0, 3);
     const Gradients g = backward(sum(mul(add(v[0], v[1]), v[2])));
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(test::matches(g.get(v[i]), c.outputs[i])) << "broadcast input " << i;
   }
   {
-    const test::RefCase c = ref("seeded");
+    const test::RefCase c = test::core_case("seeded");
     const Tensor x = leaves_of(c, 0, 1)[0];
     EXPECT_TRUE(test::matches(backward(mul(sigmoid(x), 2.0), test::make_tensor(c.inputs[1])).get(x), c.outputs[0]));
   }
   {
-    const test::RefCase c = ref("layout");
+    const test::RefCase c = test::core_case("layout");
     const std::vector<Tensor> v = leaves_of(c, 0, 2);
     const Gradients g = backward(sum(mul(reshape(transpose(v[0], 0, 1), {6}), v[1])));
     for (int i = 0; i < 2; ++i) EXPECT_TRUE(test::matches(g.get(v[i]), c.outputs[i])) << "layout input " << i;

@@ -70,7 +70,7 @@ RuleCase index_case(const RefCase& c) {
   throw std::runtime_error("no index case for op " + c.op);
 }
 
-const char* const kOps[] = {"gather", "scatter", "scatter_add", "index_select", "masked_fill", "sort", "topk"};
+const char* const kIndexOps[] = {"gather", "scatter", "scatter_add", "index_select", "masked_fill", "sort", "topk"};
 
 class IndexRules : public ::testing::TestWithParam<Device> {};
 
@@ -93,7 +93,7 @@ TEST_P(IndexRules, RulesSaveTheirIndices) {
 // Index gradients move values and add a few quarter-integers (repeated gather and index_select
 // positions): PyTorch's values are matched to rounding, finite differences to 1e-2.
 TEST_P(IndexRules, MatchTorchAndFiniteDifferences) {
-  for (const char* op : kOps) {
+  for (const char* op : kIndexOps) {
     const auto cases = test::cases_for("grad_index.json", op);
     EXPECT_GE(cases.size(), 4u) << op;
     for (const auto& c : cases) test::check_rule(c, index_case(c), GetParam());

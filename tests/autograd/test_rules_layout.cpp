@@ -100,7 +100,8 @@ RuleCase layout_case(const RefCase& c) {
   throw std::runtime_error("no layout case for op " + c.op);
 }
 
-const char* const kOps[] = {"reshape", "permute", "expand", "slice", "cat", "flip", "repeat", "pad", "tril", "triu"};
+const char* const kLayoutOps[] = {"reshape", "permute", "expand", "slice", "cat",
+                                  "flip",    "repeat",  "pad",    "tril",  "triu"};
 
 class LayoutRules : public ::testing::TestWithParam<Device> {};
 
@@ -118,7 +119,7 @@ TEST_P(LayoutRules, EveryPrimitiveHasARuleThatSavesNothing) {
 // Layout gradients only move or add a few quarter-integers: PyTorch's values are matched to
 // rounding (rtol/atol 1e-5), finite differences to 1e-2.
 TEST_P(LayoutRules, MatchTorchAndFiniteDifferences) {
-  for (const char* op : kOps) {
+  for (const char* op : kLayoutOps) {
     const auto cases = test::cases_for("grad_layout.json", op);
     EXPECT_GE(cases.size(), 2u) << op;
     for (const auto& c : cases) test::check_rule(c, layout_case(c), GetParam());

@@ -19,7 +19,7 @@ bool holds(Device device, DType t) {
   }
 }
 
-const Json& reference() {
+const Json& device_loads_reference() {
   static const Json ref = load_io_json("torch_reference.json");
   return ref;
 }
@@ -28,7 +28,7 @@ TEST_P(DeviceLoads, ValuesLoadOntoTheDeviceOfEachTensor) {
   const Device d = GetParam();
   TorchNet net = TorchNet{}.to(d);
   io::load_model(net, io_data("torch_net.safetensors"));
-  const Json& tensors = reference().at("net").at("tensors");
+  const Json& tensors = device_loads_reference().at("net").at("tensors");
   for (const nn::NamedTensor& t : net.state_dict()) {
     SCOPED_TRACE(t.name);
     EXPECT_EQ(t.tensor.device(), d);
@@ -59,7 +59,7 @@ TEST_P(HalfDeviceLoads, HalfPrecisionParametersTakeHalfPrecisionFiles) {
       net.map_buffers_in_place(to_half);
       return net;
     };
-    const Json& want = reference().at("net_" + kind).at("tensors");
+    const Json& want = device_loads_reference().at("net_" + kind).at("tensors");
     const auto expect_values = [&](const TorchNet& net) {
       for (const nn::NamedTensor& t : net.state_dict()) {
         SCOPED_TRACE(t.name);

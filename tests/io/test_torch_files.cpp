@@ -6,7 +6,7 @@
 namespace kiln::test {
 namespace {
 
-const Json& reference() {
+const Json& torch_files_reference() {
   static const Json ref = load_io_json("torch_reference.json");
   return ref;
 }
@@ -28,7 +28,7 @@ TEST(TorchFiles, StateDictNamesAndOrderAreTorchs) {
   TorchNet net;
   std::vector<std::string> names;
   for (const nn::NamedTensor& t : net.state_dict()) names.push_back(t.name);
-  EXPECT_EQ(names, reference().at("net").at("state_dict_order").get<std::vector<std::string>>());
+  EXPECT_EQ(names, torch_files_reference().at("net").at("state_dict_order").get<std::vector<std::string>>());
 }
 
 TEST(TorchFiles, AStateDictFromPyTorchLoadsWithItsValues) {
@@ -37,7 +37,7 @@ TEST(TorchFiles, AStateDictFromPyTorchLoadsWithItsValues) {
   EXPECT_EQ(report.loaded.size(), 11u);
   EXPECT_TRUE(report.missing.empty());
   EXPECT_TRUE(report.unexpected.empty());
-  expect_state_matches(net, reference().at("net").at("tensors"));
+  expect_state_matches(net, torch_files_reference().at("net").at("tensors"));
   EXPECT_EQ(net.bn.num_batches_tracked.get().dtype(), DType::i64);
   EXPECT_EQ(net.bn.num_batches_tracked.get().item<std::int64_t>().get(), 3);
   EXPECT_TRUE(net.fc.weight.trainable());
@@ -47,7 +47,7 @@ TEST(TorchFiles, TheLoadedModelComputesPyTorchsOutputs) {
   TorchNet net;
   io::load_model(net, io_data("torch_net.safetensors"));
   net.eval();
-  const Json& fwd = reference().at("forward");
+  const Json& fwd = torch_files_reference().at("forward");
   const auto input = [&](const char* layer) {
     const Json& x = fwd.at(layer).at("input");
     const std::vector<double> v = json_numbers(x.at("values"));
@@ -88,7 +88,7 @@ TEST(TorchFiles, HalfPrecisionFilesLoadIntoF32OnlyWhenAsked) {
     EXPECT_EQ(net.fc.weight.value().id(), before.id());
 
     io::load_model(net, path, {.convert_dtypes = true});
-    expect_state_matches(net, reference().at("net_" + kind).at("tensors"));
+    expect_state_matches(net, torch_files_reference().at("net_" + kind).at("tensors"));
     EXPECT_EQ(net.conv.weight.value().dtype(), DType::f32);
   }
 }
@@ -105,7 +105,7 @@ TEST(TorchFiles, SavingAsHalfPrecisionMatchesPyTorchsConversion) {
 
 TEST(TorchFiles, EveryDtypeReadsAsTorchDoes) {
   const io::SafeTensorsFile file(io_data("torch_dtypes.safetensors"));
-  const Json& tensors = reference().at("dtypes").at("tensors");
+  const Json& tensors = torch_files_reference().at("dtypes").at("tensors");
   ASSERT_EQ(file.tensors().size(), tensors.size());
   EXPECT_EQ(file.metadata().at("written_by"), "gen_io_torch.py");
   for (const io::TensorInfo& t : file.tensors()) {
@@ -129,13 +129,13 @@ TEST(TorchFiles, EveryDtypeReadsAsTorchDoes) {
                {"'i32'", "kiln has no dtype for I32", "widen_integers"});
   expect_error([&] { return file.tensor("f16"); }, "SafeTensorsFile::tensor",
                {"'f16'", "f16 is not supported on cpu", "conversion to f32"});
-  for (const auto& [name, values] : reference().at("dtypes_as_f32").items()) {
+  for (const auto& [name, values] : torch_files_reference().at("dtypes_as_f32").items()) {
     SCOPED_TRACE(name);
     const Tensor t = file.tensor(name, {.float_dtype = DType::f32});
     EXPECT_EQ(t.dtype(), DType::f32);
     EXPECT_TRUE(same_bits(values_of(t), json_numbers(values)));
   }
-  for (const auto& [name, values] : reference().at("dtypes_as_i64").items()) {
+  for (const auto& [name, values] : torch_files_reference().at("dtypes_as_i64").items()) {
     SCOPED_TRACE(name);
     const Tensor t = file.tensor(name, {.widen_integers = true});
     EXPECT_EQ(t.to_vector<std::int64_t>().get(), values.get<std::vector<std::int64_t>>());

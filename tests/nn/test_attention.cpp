@@ -13,7 +13,7 @@ namespace kiln::test {
 
 namespace {
 
-const Tolerance kTol{1e-4, 1e-5};
+const Tolerance kAttentionTol{1e-4, 1e-5};
 
 nn::MultiHeadAttention make_attention(const Json& cfg, double dropout = 0.0) {
   nn::MultiHeadAttentionOptions o;
@@ -53,13 +53,13 @@ void expect_case_like_torch(const std::string& name, Device device, bool causal_
   const Json& c = attention_case(name);
   const nn::MultiHeadAttention m = load_state(make_attention(c.at("config")), c, device);
   const AttentionRun run = run_case(m, c, device, causal_flag);
-  EXPECT_TRUE(matches(run.result.output, c.at("output"), kTol));
+  EXPECT_TRUE(matches(run.result.output, c.at("output"), kAttentionTol));
   if (c.at("weights").is_null()) {
     EXPECT_FALSE(run.result.weights.defined());
   } else {
-    EXPECT_TRUE(matches(run.result.weights, c.at("weights"), kTol));
+    EXPECT_TRUE(matches(run.result.weights, c.at("weights"), kAttentionTol));
   }
-  expect_gradients_like_torch(m, run.result.output, run.inputs, c, device, kTol);
+  expect_gradients_like_torch(m, run.result.output, run.inputs, c, device, kAttentionTol);
 }
 
 const char* const kCases[] = {"mha_self",      "mha_cross_batch_first", "mha_kdim_vdim",
@@ -138,7 +138,7 @@ TEST(MultiHeadAttention, DropoutOnlyInTraining) {
 
   m.eval();
   const nn::AttentionOutput eval = m(x, x, x, per_head);
-  EXPECT_TRUE(matches(eval.output, c.at("output"), kTol));
+  EXPECT_TRUE(matches(eval.output, c.at("output"), kAttentionTol));
 
   m.train();
   const nn::AttentionOutput train = m(x, x, x, per_head);
@@ -155,18 +155,18 @@ TEST(MultiHeadAttention, DropoutOnlyInTraining) {
   }
   EXPECT_GT(zeros, kept.size() / 5);
   EXPECT_LT(zeros, kept.size() * 4 / 5);
-  EXPECT_FALSE(values_close(host_values(train.output), host_values(eval.output), kTol));
+  EXPECT_FALSE(values_close(host_values(train.output), host_values(eval.output), kAttentionTol));
 }
 
-struct Block : nn::Module {
+struct AttentionBlock : nn::Module {
   nn::MultiHeadAttention attn{8, 2};
-  KILN_MODULE(Block, attn)
+  KILN_MODULE(AttentionBlock, attn)
 };
 
 TEST(MultiHeadAttention, ErrorsNameTheLayerAndTheShapes) {
   EXPECT_NE(error_of([] { nn::MultiHeadAttention(10, 3); }).find("embed_dim (10) must be divisible by num_heads (3)"),
             std::string::npos);
-  const Block block;
+  const AttentionBlock block;
   const Tensor x = randn(Shape{4, 2, 8});
   const auto call = [&](const nn::AttentionForwardOptions& o, const Tensor& q) {
     return error_of([&] { block.attn(q, x, x, o); });
@@ -201,8 +201,8 @@ TEST_P(ScaledDotProductCase, OutputAndGradients) {
   o.is_causal = c.at("config").at("is_causal").get<bool>();
   if (!c.at("config").at("scale").is_null()) o.scale = c.at("config").at("scale").get<double>();
   const Tensor out = nn::scaled_dot_product_attention(in.at("query"), in.at("key"), in.at("value"), o);
-  EXPECT_TRUE(matches(out, c.at("output"), kTol));
-  expect_gradients_like_torch(nn::Identity{}, out, in, c, device, kTol);
+  EXPECT_TRUE(matches(out, c.at("output"), kAttentionTol));
+  expect_gradients_like_torch(nn::Identity{}, out, in, c, device, kAttentionTol);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ScaledDotProductCase,

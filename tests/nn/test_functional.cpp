@@ -14,11 +14,11 @@ namespace {
 using test::Json;
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
-constexpr const char* kFile = "nn_functional.json";
+constexpr const char* kFunctionalFile = "nn_functional.json";
 
 class NnFunctional : public ::testing::TestWithParam<Device> {
  protected:
-  void check(const char* op, const test::NnCall& call) { test::check_nn_op(kFile, op, GetParam(), call); }
+  void check(const char* op, const test::NnCall& call) { test::check_nn_op(kFunctionalFile, op, GetParam(), call); }
 };
 
 // The tensor after the required ones when attrs[flag] says it was given, else undefined.

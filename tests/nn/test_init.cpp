@@ -18,7 +18,7 @@ namespace {
 using test::Json;
 using test::RefCase;
 using Matrix = std::vector<std::vector<double>>;
-constexpr const char* kFile = "nn_init.json";
+constexpr const char* kInitFile = "nn_init.json";
 
 nn::Nonlinearity nonlinearity_named(const std::string& name) {
   static const std::map<std::string, nn::Nonlinearity> names{{"linear", nn::Nonlinearity::linear},
@@ -39,7 +39,7 @@ nn::Nonlinearity nonlinearity_named(const std::string& name) {
 Shape shape_of(const Json& a) { return Shape(a.at("shape").get<std::vector<std::int64_t>>()); }
 
 TEST(NnInit, FansMatchTorch) {
-  const std::vector<RefCase> cases = test::cases_for(kFile, "fan");
+  const std::vector<RefCase> cases = test::cases_for(kInitFile, "fan");
   ASSERT_GE(cases.size(), 5u);
   for (const RefCase& c : cases) {
     const auto [fan_in, fan_out] = nn::fan_in_and_fan_out(shape_of(c.attrs));
@@ -49,7 +49,7 @@ TEST(NnInit, FansMatchTorch) {
 }
 
 TEST(NnInit, GainsMatchTorch) {
-  const std::vector<RefCase> cases = test::cases_for(kFile, "gain");
+  const std::vector<RefCase> cases = test::cases_for(kInitFile, "gain");
   ASSERT_GE(cases.size(), 15u);
   for (const RefCase& c : cases) {
     const nn::Nonlinearity nl = nonlinearity_named(c.attrs.at("nonlinearity"));
@@ -94,7 +94,7 @@ Tensor draw(const Json& a, Generator& gen) {
 // 6 sqrt((kurtosis - 1) / 4n) relative, taking the normal's kurtosis 3 (the uniform's 1.8 is
 // smaller); a normal's fraction within one std within 6 binomial standard errors of 0.6827.
 TEST(NnInit, BoundsAndMomentsMatchTorchsFormulas) {
-  const std::vector<RefCase> cases = test::cases_for(kFile, "init");
+  const std::vector<RefCase> cases = test::cases_for(kInitFile, "init");
   ASSERT_GE(cases.size(), 14u);
   Generator gen(99);
   for (const RefCase& c : cases) {

@@ -14,11 +14,11 @@ using test::Json;
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 using nn::Reduction;
-constexpr const char* kFile = "nn_loss.json";
+constexpr const char* kLossFile = "nn_loss.json";
 
 class NnLoss : public ::testing::TestWithParam<Device> {
  protected:
-  void check(const char* op, const test::NnCall& call) { test::check_nn_op(kFile, op, GetParam(), call); }
+  void check(const char* op, const test::NnCall& call) { test::check_nn_op(kLossFile, op, GetParam(), call); }
 };
 
 Reduction reduction(const Json& a) { return test::reduction_of<Reduction>(a); }

@@ -10,7 +10,7 @@
 namespace kiln::test {
 namespace {
 
-const Tolerance kTol{1e-5, 1e-6};
+const Tolerance kPositionalTol{1e-5, 1e-6};
 
 std::int64_t config_int(const Json& c, const char* key) { return c.at("config").at(key).get<std::int64_t>(); }
 
@@ -22,7 +22,7 @@ void expect_sinusoidal(const std::string& name, Device device) {
   // Built by kiln, not loaded: the table itself is what is tested.
   EXPECT_TRUE(matches(pos.pe.get(), by_name(c.at("state")).at("pe"), {1e-6, 1e-7}));
   const Tensor x = make_tensor(by_name(c.at("inputs")).at("x"), device);
-  EXPECT_TRUE(matches(pos(x, config_int(c, "offset")), c.at("output"), kTol));
+  EXPECT_TRUE(matches(pos(x, config_int(c, "offset")), c.at("output"), kPositionalTol));
 }
 
 TEST(SinusoidalPositionalEncoding, TableAndForwardLikeTorch) {
@@ -38,8 +38,8 @@ TEST(LearnedPositionalEncoding, ForwardAndGradientsLikeTorch) {
   const nn::LearnedPositionalEncoding pos = load_state(fresh, c, cpu);
   const std::map<std::string, Tensor> in = input_leaves(c, cpu);
   const Tensor out = pos(in.at("x"), config_int(c, "offset"));
-  EXPECT_TRUE(matches(out, c.at("output"), kTol));
-  expect_gradients_like_torch(pos, out, in, c, cpu, kTol);
+  EXPECT_TRUE(matches(out, c.at("output"), kPositionalTol));
+  expect_gradients_like_torch(pos, out, in, c, cpu, kPositionalTol);
 }
 
 void expect_rotary(const std::string& name, Device device) {
@@ -49,8 +49,8 @@ void expect_rotary(const std::string& name, Device device) {
   EXPECT_TRUE(rope.state_dict().empty());
   const std::map<std::string, Tensor> in = input_leaves(c, device);
   const Tensor out = rope(in.at("x"), config_int(c, "offset"));
-  EXPECT_TRUE(matches(out, c.at("output"), kTol));
-  expect_gradients_like_torch(rope, out, in, c, device, kTol);
+  EXPECT_TRUE(matches(out, c.at("output"), kPositionalTol));
+  expect_gradients_like_torch(rope, out, in, c, device, kPositionalTol);
 }
 
 TEST(RotaryEmbedding, ForwardAndGradientsLikeTorch) {

@@ -10,7 +10,7 @@
 namespace kiln::test {
 namespace {
 
-const Tolerance kTol{1e-4, 1e-5};
+const Tolerance kTransformerTol{1e-4, 1e-5};
 
 nn::TransformerLayerOptions layer_options(const Json& cfg, double dropout) {
   nn::TransformerLayerOptions o;
@@ -65,8 +65,8 @@ template <class M> void expect_like_torch(const M& fresh, const Json& c, Device 
   m.train(mode.training);
   const std::map<std::string, Tensor> in = input_leaves(c, device);
   const Tensor out = call(m, c, in, device, mode.causal_flag);
-  EXPECT_TRUE(matches(out, c.at("output"), kTol));
-  expect_gradients_like_torch(m, out, in, c, device, kTol);
+  EXPECT_TRUE(matches(out, c.at("output"), kTransformerTol));
+  expect_gradients_like_torch(m, out, in, c, device, kTransformerTol);
 }
 
 // Builds the case's module (dropout as given) and applies `check` to it.
@@ -130,7 +130,7 @@ TEST(Transformer, DropoutActsInTraining) {
   const Tensor train_out = layer(src);
   layer.eval();
   const Tensor eval_out = layer(src);
-  EXPECT_FALSE(values_close(host_values(train_out), host_values(eval_out), kTol));
+  EXPECT_FALSE(values_close(host_values(train_out), host_values(eval_out), kTransformerTol));
 }
 
 TEST(Transformer, StacksHoldDeepCopies) {

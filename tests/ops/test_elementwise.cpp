@@ -14,7 +14,7 @@ using test::Json;
 using test::RefCase;
 using test::Tolerance;
 
-constexpr const char* kFile = "elementwise.json";
+constexpr const char* kElementwiseFile = "elementwise.json";
 
 // One tolerance for every op: rtol 1e-5 (about 80 ulp of f32), atol 1e-6. Integer and bool
 // results must match exactly. Exact IEEE arithmetic, comparisons, rounding and casts match
@@ -24,9 +24,7 @@ constexpr const char* kFile = "elementwise.json";
 // a few ulp (SLEEF u10 against glibc, and PyTorch's own operation order in its scalar tails);
 // atol covers outputs near zero, e.g. gelu of large negative inputs; cases named *_small (tiny
 // arguments whose results are as tiny: expm1, log1p, tanh, ...) are held to rtol alone.
-Tolerance tolerance_for(const RefCase& c) {
-  return {1e-5, c.name.ends_with("_small") ? 0.0 : 1e-6};
-}
+Tolerance elementwise_tolerance(const RefCase& c) { return {1e-5, c.name.ends_with("_small") ? 0.0 : 1e-6}; }
 
 std::vector<std::string> all_ops() {
   std::vector<std::string> ops;
@@ -40,12 +38,12 @@ class ElementwiseReference : public ::testing::TestWithParam<Device> {};
 
 TEST_P(ElementwiseReference, EveryOpMatchesPyTorch) {
   for (const std::string& op : all_ops()) {
-    const std::vector<RefCase> cases = test::cases_for(kFile, op);
+    const std::vector<RefCase> cases = test::cases_for(kElementwiseFile, op);
     EXPECT_FALSE(cases.empty()) << "no reference cases for " << op;
     for (const RefCase& c : cases) {
       SCOPED_TRACE(c.name);
       Tensor y = test::run_elementwise_case(c, GetParam());
-      EXPECT_TRUE(test::matches(y, c.outputs[0], tolerance_for(c)));
+      EXPECT_TRUE(test::matches(y, c.outputs[0], elementwise_tolerance(c)));
     }
   }
 }
@@ -53,7 +51,7 @@ TEST_P(ElementwiseReference, EveryOpMatchesPyTorch) {
 // Every supported dtype of every op is exercised: the data holds a case per (op, input dtype).
 TEST_P(ElementwiseReference, CoversEveryDtype) {
   std::map<std::string, std::set<std::string>> seen;
-  for (const RefCase& c : test::load_cases(kFile))
+  for (const RefCase& c : test::load_cases(kElementwiseFile))
     for (const Json& t : c.inputs) seen[c.op].insert(t.at("dtype").get<std::string>());
   for (const std::string& op : all_ops()) {
     SCOPED_TRACE(op);

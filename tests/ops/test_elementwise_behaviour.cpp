@@ -29,12 +29,6 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float scale 
   return v;
 }
 
-std::vector<std::uint32_t> bits(const std::vector<float>& v) {
-  std::vector<std::uint32_t> b;
-  for (float x : v) b.push_back(std::bit_cast<std::uint32_t>(x));
-  return b;
-}
-
 // ---- in-place reuse -------------------------------------------------------------------------
 
 TEST_P(ElementwiseBehaviour, InPlaceGivesTheSameValues) {
@@ -57,9 +51,9 @@ TEST_P(ElementwiseBehaviour, InPlaceGivesTheSameValues) {
     const std::uint64_t before = counters(dev()).inplace_reuses;
     Tensor owned = from_vector(v, Shape{3, 1000}, dev());
     Tensor y = op(std::move(owned));
-    EXPECT_EQ(bits(y.to_vector<float>().get()), bits(expected));
+    EXPECT_EQ(test::float_bits(y.to_vector<float>().get()), test::float_bits(expected));
     EXPECT_EQ(counters(dev()).inplace_reuses, before + 1);
-    EXPECT_EQ(bits(keep.to_vector<float>().get()), bits(v));
+    EXPECT_EQ(test::float_bits(keep.to_vector<float>().get()), test::float_bits(v));
   }
 }
 
@@ -99,12 +93,12 @@ TEST_P(ElementwiseBehaviour, TailGivesTheSameBitsAsTheBody) {
   };
   for (const auto& [name, op] : ops) {
     SCOPED_TRACE(name);
-    const std::vector<std::uint32_t> full = bits(op(f32s(v), f32s(e)).to_vector<float>().get());
+    const std::vector<std::uint32_t> full = test::float_bits(op(f32s(v), f32s(e)).to_vector<float>().get());
     // Runs of 37 elements starting at several offsets: each lane position meets the tail.
     for (std::size_t start : {std::size_t{0}, std::size_t{5}, std::size_t{13}, std::size_t{990}}) {
       const std::vector<float> vs(v.begin() + start, v.begin() + start + 37);
       const std::vector<float> es(e.begin() + start, e.begin() + start + 37);
-      const std::vector<std::uint32_t> part = bits(op(f32s(vs), f32s(es)).to_vector<float>().get());
+      const std::vector<std::uint32_t> part = test::float_bits(op(f32s(vs), f32s(es)).to_vector<float>().get());
       EXPECT_TRUE(std::equal(part.begin(), part.end(), full.begin() + start)) << "run at " << start;
     }
     // One element at a time: every lane position of the first vectors, and the last element.
@@ -112,7 +106,7 @@ TEST_P(ElementwiseBehaviour, TailGivesTheSameBitsAsTheBody) {
     std::iota(singles.begin(), singles.end(), std::size_t{0});
     singles.push_back(n - 1);
     for (std::size_t i : singles) {
-      const std::vector<std::uint32_t> one = bits(op(f32s({v[i]}), f32s({e[i]})).to_vector<float>().get());
+      const std::vector<std::uint32_t> one = test::float_bits(op(f32s({v[i]}), f32s({e[i]})).to_vector<float>().get());
       EXPECT_EQ(one[0], full[i]) << "element " << i;
     }
   }

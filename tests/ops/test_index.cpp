@@ -26,7 +26,7 @@ TEST_P(Index, EveryOpHasReferenceCases) {
     EXPECT_GE(test::cases_for("index.json", op).size(), 4u) << op;
 }
 
-Tolerance tolerance_for(const RefCase& c) { return c.op == "scatter_add" ? kScatterAddTolerance : kExact; }
+Tolerance index_tolerance(const RefCase& c) { return c.op == "scatter_add" ? kScatterAddTolerance : kExact; }
 
 // Inputs the caller still holds are never written.
 TEST_P(Index, MatchesTorch) {
@@ -38,7 +38,7 @@ TEST_P(Index, MatchesTorch) {
     const std::vector<Tensor> outs = test::run_index_case(c, GetParam(), &kept);
     ASSERT_EQ(outs.size(), c.outputs.size());
     for (std::size_t i = 0; i < outs.size(); ++i)
-      EXPECT_TRUE(matches(outs[i], c.outputs[i], tolerance_for(c))) << "output " << i;
+      EXPECT_TRUE(matches(outs[i], c.outputs[i], index_tolerance(c))) << "output " << i;
     for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(matches(kept[i], c.inputs[i], kExact)) << "input " << i;
   }
 }
@@ -51,7 +51,7 @@ TEST_P(Index, HandedOverInputsMatchTorch) {
     const std::uint64_t reuses = counters(GetParam()).inplace_reuses;
     const std::vector<Tensor> outs = test::run_index_case(c, GetParam());
     for (std::size_t i = 0; i < outs.size(); ++i)
-      EXPECT_TRUE(matches(outs[i], c.outputs[i], tolerance_for(c))) << "output " << i;
+      EXPECT_TRUE(matches(outs[i], c.outputs[i], index_tolerance(c))) << "output " << i;
     const Shape in_shape = test::json_shape(c.inputs[0]);
     const bool may_reuse =
         c.op == "scatter" || c.op == "scatter_add" || c.op == "masked_fill" || c.op == "sort" || c.op == "topk";

@@ -26,7 +26,7 @@ using optim::LrScheduler;
 using test::expect_error;
 using test::Json;
 using test::RefCase;
-constexpr const char* kFile = "optim_schedulers.json";
+constexpr const char* kSchedulersFile = "optim_schedulers.json";
 constexpr double kRtol = 1e-12;
 
 optim::PlateauOptions plateau_options(const Json& s) {
@@ -128,7 +128,7 @@ Recorded run_to_end(LrScheduler& s, const Recorded& r) {
 
 // Every case of `kind`: at least `min_cases` of them, each sequence matching torch's.
 void expect_cases_match_torch(const std::string& kind, std::size_t min_cases) {
-  const std::vector<RefCase> cases = test::cases_for(kFile, kind);
+  const std::vector<RefCase> cases = test::cases_for(kSchedulersFile, kind);
   ASSERT_GE(cases.size(), min_cases) << kind;
   for (const RefCase& c : cases) {
     const Recorded want = recorded(c);
@@ -165,7 +165,7 @@ TEST(LrScheduler, NoamMatchesTorch) { expect_cases_match_torch("NoamLr", 3); }
 TEST(LrScheduler, LinearWarmupMatchesTorch) { expect_cases_match_torch("LinearWarmup", 9); }
 
 TEST(LrScheduler, StateSavedAtAnyStepResumesExactly) {
-  const std::vector<RefCase> cases = test::load_cases(kFile);
+  const std::vector<RefCase> cases = test::load_cases(kSchedulersFile);
   ASSERT_GE(cases.size(), 50u);
   for (const RefCase& c : cases) {
     const Recorded r = recorded(c);
@@ -195,7 +195,7 @@ TEST(LrScheduler, StateSavedAtAnyStepResumesExactly) {
 }
 
 TEST(LrScheduler, ClonesAreIndependent) {
-  const std::vector<RefCase> cases = test::load_cases(kFile);
+  const std::vector<RefCase> cases = test::load_cases(kSchedulersFile);
   ASSERT_GE(cases.size(), 50u);
   for (const RefCase& c : cases) {
     const Recorded r = recorded(c);

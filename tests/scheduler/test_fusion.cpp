@@ -2,7 +2,6 @@
 // cached by structure, and results equal the unfused run bit for bit.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <limits>
 
 #include "engine/kiln.h"
@@ -16,12 +15,6 @@ namespace {
 using test::FusionScope;
 
 using test::gelu_chain;
-
-std::vector<std::uint32_t> bits(const std::vector<float>& v) {
-  std::vector<std::uint32_t> b(v.size());
-  if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);  // memcpy from null is undefined
-  return b;
-}
 
 // Two inputs of 3000 normal values; the first with zeros of both signs, infinities, NaN, a
 // subnormal and a value near the largest float among them.
@@ -80,9 +73,9 @@ TEST(Fusion, FusedEqualsUnfusedBitForBit) {
     plain_d = d.to_vector<std::int64_t>().get();
     plain_g = gelu_chain(x).to_vector<float>().get();
   }
-  EXPECT_EQ(bits(fused_c), bits(plain_c));
+  EXPECT_EQ(test::float_bits(fused_c), test::float_bits(plain_c));
   EXPECT_EQ(fused_d, plain_d);
-  EXPECT_EQ(bits(fused_g), bits(plain_g));
+  EXPECT_EQ(test::float_bits(fused_g), test::float_bits(plain_g));
 }
 
 TEST(Fusion, IntermediatesNeverReachMemory) {
@@ -157,7 +150,7 @@ TEST(Fusion, DroppedValuesAreNotComputed) {
     got = y.to_vector<float>().get();
   }
   const EngineCounters mid = counters();
-  EXPECT_EQ(bits(got), bits(want));
+  EXPECT_EQ(test::float_bits(got), test::float_bits(want));
   EXPECT_EQ(mid.plan_cache_misses, before.plan_cache_misses);
   EXPECT_EQ(mid.kernels_launched - before.kernels_launched, 1u);
   for (int i = 0; i < 3; ++i) Tensor unread = erf(mul(x, 3.0));
@@ -237,8 +230,8 @@ TEST(Fusion, TrailingScaleEqualsUnfusedBitForBit) {
           if (keep_unscaled) unscaled[on] = t.to_vector<float>().get();
         }
         SCOPED_TRACE("n " + std::to_string(n) + ", ending " + std::to_string(e) + (keep_unscaled ? ", kept" : ""));
-        EXPECT_EQ(bits(got[1]), bits(got[0]));
-        EXPECT_EQ(bits(unscaled[1]), bits(unscaled[0]));
+        EXPECT_EQ(test::float_bits(got[1]), test::float_bits(got[0]));
+        EXPECT_EQ(test::float_bits(unscaled[1]), test::float_bits(unscaled[0]));
       }
     }
   }
@@ -276,8 +269,9 @@ TEST(Fusion, ScalarOpsFoldedIntoTheirProducerEqualUnfusedBitForBit) {
           if (keep) y = add(std::move(y), t);
           got[on] = y.to_vector<float>().get();
         }
-        SCOPED_TRACE("producer " + std::to_string(p) + ", consumer " + std::to_string(c) + ", keep " + std::to_string(keep));
-        EXPECT_EQ(bits(got[1]), bits(got[0]));
+        SCOPED_TRACE("producer " + std::to_string(p) + ", consumer " + std::to_string(c) + ", keep " +
+                     std::to_string(keep));
+        EXPECT_EQ(test::float_bits(got[1]), test::float_bits(got[0]));
       }
     }
   }
@@ -308,7 +302,7 @@ TEST(Fusion, ScalarOpsFoldedIntoTheirUnaryReaderEqualUnfusedBitForBit) {
       got[on] = chains[c](a, b).to_vector<float>().get();
     }
     SCOPED_TRACE("chain " + std::to_string(c));
-    EXPECT_EQ(bits(got[1]), bits(got[0]));
+    EXPECT_EQ(test::float_bits(got[1]), test::float_bits(got[0]));
   }
 }
 

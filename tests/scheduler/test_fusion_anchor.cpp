@@ -3,7 +3,6 @@
 // from PyTorch (tests/data/gen_fusion.py) and must equal the unfused run bit for bit.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <functional>
 
 #include "engine/kiln.h"
@@ -44,12 +43,6 @@ Outcome run(const Expression& expr, const std::vector<Tensor>& inputs, bool fusi
   return o;
 }
 
-std::vector<std::uint32_t> bits(const std::vector<float>& v) {
-  std::vector<std::uint32_t> b(v.size());
-  std::memcpy(b.data(), v.data(), v.size() * 4);
-  return b;
-}
-
 // Checks `expr` against fused and unfused runs: one kernel of `ops` ops when fused, the same
 // bits unfused.
 void expect_fused(const Expression& expr, const std::vector<Tensor>& inputs, std::uint64_t ops,
@@ -59,7 +52,7 @@ void expect_fused(const Expression& expr, const std::vector<Tensor>& inputs, std
   EXPECT_EQ(fused.kernels, 1u);
   EXPECT_EQ(fused.ops_fused, ops);
   EXPECT_EQ(plain.ops_fused, 0u);
-  EXPECT_EQ(bits(fused.values), bits(plain.values)) << "fused and unfused results differ";
+  EXPECT_EQ(test::float_bits(fused.values), test::float_bits(plain.values)) << "fused and unfused results differ";
   if (want) {
     EXPECT_TRUE(test::values_close(std::vector<double>(fused.values.begin(), fused.values.end()), *want, tol));
   }
@@ -162,9 +155,9 @@ TEST(FusionAnchor, HeldValuesAreStillWritten) {
   Tensor sq2 = mul(x, x);
   Tensor s2 = sum(sq2, {1});
   Tensor r2 = sqrt(s2);
-  EXPECT_EQ(bits(got_sq), bits(sq2.to_vector<float>().get()));
-  EXPECT_EQ(bits(got_s), bits(s2.to_vector<float>().get()));
-  EXPECT_EQ(bits(got_r), bits(r2.to_vector<float>().get()));
+  EXPECT_EQ(test::float_bits(got_sq), test::float_bits(sq2.to_vector<float>().get()));
+  EXPECT_EQ(test::float_bits(got_s), test::float_bits(s2.to_vector<float>().get()));
+  EXPECT_EQ(test::float_bits(got_r), test::float_bits(r2.to_vector<float>().get()));
   set_fusion(true);
 }
 
@@ -181,7 +174,7 @@ TEST(FusionAnchor, EpilogueWritesIntoAHandedOverInput) {
   const EngineCounters after = counters();
   EXPECT_EQ(after.fused_kernels - before.fused_kernels, 1u);
   EXPECT_EQ(after.inplace_reuses - before.inplace_reuses, 1u);
-  EXPECT_EQ(bits(got), bits(expected));
+  EXPECT_EQ(test::float_bits(got), test::float_bits(expected));
 }
 
 // An op between the reduction and its epilogue that needs a value of the prologue cuts the
@@ -196,7 +189,7 @@ TEST(FusionAnchor, AUseOfAPrologueValueAfterTheAnchorSplitsTheGroup) {
   };
   const Outcome fused = run(softmax_by_hand, {x}, true);
   const Outcome plain = run(softmax_by_hand, {x}, false);
-  EXPECT_EQ(bits(fused.values), bits(plain.values));
+  EXPECT_EQ(test::float_bits(fused.values), test::float_bits(plain.values));
   const std::vector<float> want = softmax(x, 1).to_vector<float>().get();
   EXPECT_TRUE(test::values_close(std::vector<double>(fused.values.begin(), fused.values.end()),
                                  std::vector<double>(want.begin(), want.end()), {1e-5, 1e-7}));

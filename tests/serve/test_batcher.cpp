@@ -60,7 +60,7 @@ std::vector<float> expected_for(int id) {
 }
 
 // Blocks the batch function until released: lets a test fill the queue while a batch runs.
-struct Gate {
+struct BatchGate {
   std::mutex m;
   std::condition_variable cv;
   bool open = false;
@@ -83,7 +83,7 @@ struct Gate {
 };
 
 // The model behind a gate: each batch waits until the test opens it.
-serve::BatchFunction gated(const LinearModel& model, Gate& gate) {
+serve::BatchFunction gated(const LinearModel& model, BatchGate& gate) {
   return [&model, &gate](const Tensor& x) {
     gate.wait();
     return model(x);
@@ -130,7 +130,7 @@ TEST(Batcher, EveryCallerGetsItsOwnRowFromManyThreads) {
 // wake-up fails the test instead of hanging it.
 TEST(Batcher, CallersQueuedBehindABatchWakeWithTheirOwnAnswers) {
   LinearModel model;
-  Gate gate;
+  BatchGate gate;
   Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 4});
   std::vector<std::future<std::vector<float>>> answers;
   auto ask = [&](int id) {
@@ -184,7 +184,7 @@ TEST(Batcher, WrongInputSizeIsAnErrorAtTheCallSite) {
 
 TEST(Batcher, AFullQueueRefusesAtOnceAndLosesNothing) {
   LinearModel model;
-  Gate gate;
+  BatchGate gate;
   Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 1, .max_queue = 2});
   auto running = batcher.submit(input_for(0));
   gate.until_entered(1);  // the worker holds request 0; the queue is empty
@@ -200,7 +200,7 @@ TEST(Batcher, AFullQueueRefusesAtOnceAndLosesNothing) {
 
 TEST(Batcher, ARequestPastItsDeadlineFailsWithoutRunning) {
   LinearModel model;
-  Gate gate;
+  BatchGate gate;
   std::atomic<int> rows{0};
   Batcher batcher(
       [&](const Tensor& x) {
@@ -227,10 +227,10 @@ TEST(Batcher, ARequestPastItsDeadlineFailsWithoutRunning) {
 // returned an empty batch, which means shutdown, and the service was left with one worker.
 TEST(Batcher, TwoWorkersRunBatchesSideBySideAndNoneIsLost) {
   LinearModel model;
-  Gate gate;
+  BatchGate gate;
   Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 2, .max_wait = 20ms, .workers = 2});
   struct OpenAtExit {  // a failed assertion must not leave a batch in the gate (shutdown waits for it)
-    Gate& gate;
+    BatchGate& gate;
     ~OpenAtExit() { gate.release(); }
   } open_at_exit{gate};
   std::vector<Future<std::vector<float>>> answers;
@@ -261,7 +261,7 @@ TEST(Batcher, TwoWorkersRunBatchesSideBySideAndNoneIsLost) {
 
 TEST(Batcher, ShutdownAnswersEverythingQueuedThenRefuses) {
   LinearModel model;
-  Gate gate;
+  BatchGate gate;
   Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 2});
   std::vector<Future<std::vector<float>>> answers;
   answers.push_back(batcher.submit(input_for(0)));

@@ -6,7 +6,7 @@ namespace kiln::test {
 
 namespace {
 
-double scalar_attr(const Json& attrs) { return attrs.at("scalar").get<double>(); }
+double scalar_of(const Json& attrs) { return attrs.at("scalar").get<double>(); }
 bool lhs_scalar(const Json& attrs) { return attrs.at("side").get<std::string>() == "lhs"; }
 
 std::optional<double> optional_attr(const Json& attrs, const char* key) {
@@ -58,11 +58,11 @@ Tensor run_elementwise_case(const RefCase& c, Device device) {
   if (c.op == "clamp") return clamp(in[0], optional_attr(attrs, "min"), optional_attr(attrs, "max"));
   if (c.op == "where") {
     if (!attrs.contains("scalar")) return where(in[0], in[1], in[2]);
-    return lhs_scalar(attrs) ? where(in[0], scalar_attr(attrs), in[1]) : where(in[0], in[1], scalar_attr(attrs));
+    return lhs_scalar(attrs) ? where(in[0], scalar_of(attrs), in[1]) : where(in[0], in[1], scalar_of(attrs));
   }
   const BinaryOp& op = binary_ops().at(c.op);
   if (!attrs.contains("scalar")) return op.tt(in[0], in[1]);
-  return lhs_scalar(attrs) ? op.st(scalar_attr(attrs), in[0]) : op.ts(in[0], scalar_attr(attrs));
+  return lhs_scalar(attrs) ? op.st(scalar_of(attrs), in[0]) : op.ts(in[0], scalar_of(attrs));
 }
 
 }  // namespace kiln::test

@@ -6,7 +6,7 @@ namespace kiln::test {
 
 namespace {
 
-double scalar_attr(const Json& v) {
+double json_scalar(const Json& v) {
   if (!v.is_string()) return v.get<double>();
   const std::string s = v.get<std::string>();
   if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
@@ -27,7 +27,7 @@ std::vector<Tensor> run_index_case(const RefCase& c, Device d, std::vector<Tenso
   if (c.op == "scatter") return {scatter(in(0), dim(), in(1), in(2))};
   if (c.op == "scatter_add") return {scatter_add(in(0), dim(), in(1), in(2))};
   if (c.op == "index_select") return {index_select(in(0), dim(), in(1))};
-  if (c.op == "masked_fill") return {masked_fill(in(0), in(1), scalar_attr(c.attrs.at("value")))};
+  if (c.op == "masked_fill") return {masked_fill(in(0), in(1), json_scalar(c.attrs.at("value")))};
   if (c.op == "one_hot") return {one_hot(in(0), c.attrs.at("num_classes").get<std::int64_t>())};
   if (c.op == "sort") {
     auto [values, indices] = sort(in(0), dim(), c.attrs.at("descending").get<bool>());

@@ -1,5 +1,6 @@
 #include "support/reference.h"
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -174,6 +175,12 @@ std::vector<Device> test_devices() {
   for (const Device& d : devices())
     if (d.kind == DeviceKind::cpu || vulkan) out.push_back(d);
   return out;
+}
+
+std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> b(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) b[i] = std::bit_cast<std::uint32_t>(v[i]);
+  return b;
 }
 
 }  // namespace kiln::test

@@ -53,6 +53,8 @@ struct Tolerance {
 
 // The values of a tensor as doubles (waits; f16 and bf16 through a cast to f32 on its device).
 std::vector<double> host_values(const Tensor& t);
+// The bit patterns of `v`: compares results bit for bit, NaN payloads and signed zeros too.
+std::vector<std::uint32_t> float_bits(const std::vector<float>& v);
 
 // Element by element: NaN matches NaN, infinities match exactly, `exact` (integers, bools)
 // allows no difference, others |got - want| <= atol + rtol * |want|. Reports the first few.

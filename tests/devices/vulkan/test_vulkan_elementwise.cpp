@@ -26,7 +26,7 @@ std::vector<std::int64_t> special_ints() {
   return v;
 }
 
-Make floats(Shape s = {}, float max_abs = INFINITY) {
+Make elementwise_floats(Shape s = {}, float max_abs = INFINITY) {
   return [s, max_abs](Device d) {
     std::vector<float> v = special_floats();
     for (float& x : v)
@@ -99,10 +99,14 @@ TEST(VulkanElementwise, UnaryOpsMatchTheCpu) {
     const bool trig = c.fn == static_cast<Tensor (*)(Tensor)>(sin) || c.fn == static_cast<Tensor (*)(Tensor)>(cos) ||
                       c.fn == static_cast<Tensor (*)(Tensor)>(tan);
     if (trig) {
-      EXPECT_TRUE(same_as_cpu({floats(Shape{}, 1e4f)}, [&](const std::vector<Tensor>& x) { return c.fn(x[0]); }, c.tol)) << c.name;
+      EXPECT_TRUE(same_as_cpu(
+          {elementwise_floats(Shape{}, 1e4f)}, [&](const std::vector<Tensor>& x) { return c.fn(x[0]); }, c.tol))
+          << c.name;
       continue;
     }
-    EXPECT_TRUE(same_as_cpu({floats()}, [&](const std::vector<Tensor>& x) { return c.fn(x[0]); }, c.tol)) << c.name << " f32";
+    EXPECT_TRUE(same_as_cpu(
+        {elementwise_floats()}, [&](const std::vector<Tensor>& x) { return c.fn(x[0]); }, c.tol))
+        << c.name << " f32";
     // Integer and bool inputs: integer ops stay exact; float math converts first.
     for (const Make& m : {ints(), bools()}) {
       Tensor probe = m(Device::cpu());
@@ -124,7 +128,7 @@ TEST(VulkanElementwise, UnaryOpsMatchTheCpu) {
 
 TEST(VulkanElementwise, CastsMatchTheCpu) {
   KILN_REQUIRE_VULKAN();
-  for (const Make& m : {floats(), ints(), bools()})
+  for (const Make& m : {elementwise_floats(), ints(), bools()})
     for (DType t : {DType::f32, DType::i64, DType::bool_})
       EXPECT_TRUE(same_as_cpu({m}, [t](const std::vector<Tensor>& x) { return cast(x[0], t); }, kExact))
           << "to " << dtype_name(t);
@@ -150,8 +154,11 @@ TEST(VulkanElementwise, BinaryOpsMatchTheCpu) {
       KILN_BIN(le, kExact),      KILN_BIN(gt, kExact),      KILN_BIN(ge, kExact),
       KILN_BIN(logical_and, kExact), KILN_BIN(logical_or, kExact), KILN_BIN(logical_xor, kExact),
   };
-  const std::pair<Make, Make> pairs[] = {{floats(), floats_b()}, {ints(), ints_b()}, {bools(237), bools(237)},
-                                         {floats(), ints_b()}, {ints(), floats_b()}};
+  const std::pair<Make, Make> pairs[] = {{elementwise_floats(), floats_b()},
+                                         {ints(), ints_b()},
+                                         {bools(237), bools(237)},
+                                         {elementwise_floats(), ints_b()},
+                                         {ints(), floats_b()}};
   for (const BinaryCase& c : cases) {
     for (const auto& [ma, mb] : pairs) {
       Tensor pa = ma(Device::cpu()), pb = mb(Device::cpu());
@@ -181,16 +188,25 @@ TEST(VulkanElementwise, BroadcastWhereAndClamp) {
   const Make row = [](Device d) { return from_vector(std::vector<float>{1, -2, 3, -4, 5}, Shape{5}, d); };
   const Make col = [](Device d) { return from_vector(std::vector<std::int64_t>{2, 3, 4, 5}, Shape{4, 1}, d); };
   const Make mask = [](Device d) { return from_vector(std::vector<bool>{true, false, true}, Shape{3, 1, 1}, d); };
-  EXPECT_TRUE(same_as_cpu({grid, row}, [](const std::vector<Tensor>& x) { return sub(x[0], x[1]); }, kExact));
-  EXPECT_TRUE(same_as_cpu({grid, col}, [](const std::vector<Tensor>& x) { return mul(x[0], x[1]); }, kExact));
-  EXPECT_TRUE(same_as_cpu({row, col}, [](const std::vector<Tensor>& x) { return add(x[0], x[1]); }, kExact));
-  EXPECT_TRUE(same_as_cpu({mask, grid, row}, [](const std::vector<Tensor>& x) { return where(x[0], x[1], x[2]); }, kExact));
-  EXPECT_TRUE(same_as_cpu({mask, col}, [](const std::vector<Tensor>& x) { return where(x[0], x[1], 1.5); }, kExact));
-  EXPECT_TRUE(same_as_cpu({mask, col}, [](const std::vector<Tensor>& x) { return where(x[0], 7.0, x[1]); }, kExact));
-  for (const Make& m : {floats(), ints()}) {
-    EXPECT_TRUE(same_as_cpu({m}, [](const std::vector<Tensor>& x) { return clamp(x[0], -3.0, 5.0); }, kExact));
-    EXPECT_TRUE(same_as_cpu({m}, [](const std::vector<Tensor>& x) { return clamp(x[0], std::nullopt, 0.5); }, kExact));
-    EXPECT_TRUE(same_as_cpu({m}, [](const std::vector<Tensor>& x) { return clamp(x[0], -2.0, std::nullopt); }, kExact));
+  EXPECT_TRUE(same_as_cpu(
+      {grid, row}, [](const std::vector<Tensor>& x) { return sub(x[0], x[1]); }, kExact));
+  EXPECT_TRUE(same_as_cpu(
+      {grid, col}, [](const std::vector<Tensor>& x) { return mul(x[0], x[1]); }, kExact));
+  EXPECT_TRUE(same_as_cpu(
+      {row, col}, [](const std::vector<Tensor>& x) { return add(x[0], x[1]); }, kExact));
+  EXPECT_TRUE(same_as_cpu(
+      {mask, grid, row}, [](const std::vector<Tensor>& x) { return where(x[0], x[1], x[2]); }, kExact));
+  EXPECT_TRUE(same_as_cpu(
+      {mask, col}, [](const std::vector<Tensor>& x) { return where(x[0], x[1], 1.5); }, kExact));
+  EXPECT_TRUE(same_as_cpu(
+      {mask, col}, [](const std::vector<Tensor>& x) { return where(x[0], 7.0, x[1]); }, kExact));
+  for (const Make& m : {elementwise_floats(), ints()}) {
+    EXPECT_TRUE(same_as_cpu(
+        {m}, [](const std::vector<Tensor>& x) { return clamp(x[0], -3.0, 5.0); }, kExact));
+    EXPECT_TRUE(same_as_cpu(
+        {m}, [](const std::vector<Tensor>& x) { return clamp(x[0], std::nullopt, 0.5); }, kExact));
+    EXPECT_TRUE(same_as_cpu(
+        {m}, [](const std::vector<Tensor>& x) { return clamp(x[0], -2.0, std::nullopt); }, kExact));
   }
   // In place: the last handle's buffer takes the result.
   EXPECT_TRUE(same_as_cpu({grid}, [](const std::vector<Tensor>& x) {

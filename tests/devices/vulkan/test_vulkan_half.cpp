@@ -22,7 +22,7 @@ using test::Json;
 using test::RefCase;
 using test::Tolerance;
 
-constexpr const char* kFile = "half.json";
+constexpr const char* kHalfFile = "half.json";
 
 // Ops whose f32 result is exact or correctly rounded in Vulkan (IEEE add, sub, mul; moves,
 // comparisons, rounding to integers, casts): after the one rounding to 16 bits they equal
@@ -55,7 +55,7 @@ DType out_dtype(const RefCase& c) { return test::parse_dtype(c.outputs[0].at("dt
 TEST(VulkanHalf, EveryElementwiseOpMatchesPyTorch) {
   KILN_REQUIRE_VULKAN();
   std::size_t ran = 0;
-  for (const RefCase& c : test::load_cases(kFile)) {
+  for (const RefCase& c : test::load_cases(kHalfFile)) {
     if (!test::is_elementwise_case(c)) continue;
     SCOPED_TRACE(c.name);
     const Tensor fused = test::run_elementwise_case(c, test::vk0());
@@ -75,7 +75,7 @@ TEST(VulkanHalf, EveryElementwiseOpMatchesPyTorch) {
 // Every elementwise op has cases in both 16-bit dtypes.
 TEST(VulkanHalf, CoversEveryOpInBothDtypes) {
   std::map<std::string, std::set<std::string>> seen;
-  for (const RefCase& c : test::load_cases(kFile))
+  for (const RefCase& c : test::load_cases(kHalfFile))
     for (const Json& t : c.inputs) seen[c.op].insert(t.at("dtype").get<std::string>());
   std::vector<std::string> ops = {"cast", "where", "clamp"};
   for (const auto& [name, fn] : test::unary_ops()) ops.push_back(name);
@@ -91,7 +91,7 @@ TEST(VulkanHalf, CoversEveryOpInBothDtypes) {
 // would one by one (the reference rounds there), and the unfused run's bits.
 TEST(VulkanHalf, OpChainFusesAndRoundsWhereItsOpsWould) {
   KILN_REQUIRE_VULKAN();
-  const auto cases = test::load_cases(kFile);
+  const auto cases = test::load_cases(kHalfFile);
   for (const char* name : {"gelu_chain_f16", "gelu_chain_bf16", "gelu_chain_f16_long"}) {
     SCOPED_TRACE(name);
     const RefCase* c = test::find_case(cases, name);
@@ -114,7 +114,7 @@ TEST(VulkanHalf, OpChainFusesAndRoundsWhereItsOpsWould) {
 // Layout ops move 16-bit values unchanged; pad writes its value rounded to the dtype.
 TEST(VulkanHalf, LayoutOpsMatchPyTorch) {
   KILN_REQUIRE_VULKAN();
-  const auto cases = test::load_cases(kFile);
+  const auto cases = test::load_cases(kHalfFile);
   auto run = [&](const char* name, const std::function<Tensor(const std::vector<Tensor>&, const Json&)>& fn) {
     SCOPED_TRACE(name);
     const RefCase* c = test::find_case(cases, name);
@@ -140,7 +140,7 @@ TEST(VulkanHalf, LayoutOpsMatchPyTorch) {
 
 TEST(VulkanHalf, CreationRoundsItsValuesOnce) {
   KILN_REQUIRE_VULKAN();
-  const auto cases = test::load_cases(kFile);
+  const auto cases = test::load_cases(kHalfFile);
   const RefCase* f16 = test::find_case(cases, "full_f16");
   const RefCase* bf16 = test::find_case(cases, "full_bf16");
   const RefCase* range = test::find_case(cases, "arange_f16");
@@ -154,7 +154,7 @@ TEST(VulkanHalf, CreationRoundsItsValuesOnce) {
 // and relu on its result, the bias and relu fused into one kernel.
 TEST(VulkanHalf, BiasAndActivationAfterHalfProduct) {
   KILN_REQUIRE_VULKAN();
-  const auto cases = test::load_cases(kFile);
+  const auto cases = test::load_cases(kHalfFile);
   const RefCase* c = test::find_case(cases, "linear_relu_f16");
   ASSERT_NE(c, nullptr);
   std::vector<Tensor> in;
@@ -189,7 +189,7 @@ TEST(VulkanHalf, CpuRejectsHalfTypesAtTheCallSite) {
 TEST(VulkanHalf, ReductionsMatchPyTorch) {
   KILN_REQUIRE_VULKAN();
   std::map<std::string, std::set<std::string>> seen;
-  for (const RefCase& c : test::load_cases(kFile)) {
+  for (const RefCase& c : test::load_cases(kHalfFile)) {
     if (!c.name.starts_with("reduce_")) continue;
     SCOPED_TRACE(c.name);
     const Tensor x = test::make_tensor(c.inputs[0], test::vk0());
@@ -218,7 +218,7 @@ TEST(VulkanHalf, ReductionsTakeTheOpsAroundThemIntoTheirKernel) {
       {"softmax_times_three", [](auto& in, auto&) { return mul(softmax(in[0], 1), 3.0); }},
   };
   std::size_t ran = 0;
-  for (const RefCase& c : test::load_cases(kFile)) {
+  for (const RefCase& c : test::load_cases(kHalfFile)) {
     if (!c.name.starts_with("fused_")) continue;
     SCOPED_TRACE(c.name);
     std::vector<Tensor> in;
@@ -249,7 +249,7 @@ TEST(VulkanHalf, ReductionsTakeTheOpsAroundThemIntoTheirKernel) {
 TEST(VulkanHalf, IndexOpsMatchPyTorch) {
   KILN_REQUIRE_VULKAN();
   std::set<std::string> seen;
-  for (const RefCase& c : test::load_cases(kFile)) {
+  for (const RefCase& c : test::load_cases(kHalfFile)) {
     if (!c.name.starts_with("index_")) continue;
     SCOPED_TRACE(c.name);
     const std::vector<Tensor> outs = test::run_index_case(c, test::vk0());

@@ -13,7 +13,7 @@ namespace {
 
 using Make = std::function<Tensor(Device)>;
 
-Make floats(Shape s, unsigned seed, int distinct = 0) {
+Make index_floats(Shape s, unsigned seed, int distinct = 0) {
   return [s, seed, distinct](Device d) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-50.0f, 50.0f);
@@ -44,12 +44,12 @@ Make bools(Shape s, unsigned seed) {
   };
 }
 Make of_dtype(DType t, Shape s, unsigned seed) {
-  if (t == DType::f32) return floats(s, seed);
+  if (t == DType::f32) return index_floats(s, seed);
   if (t == DType::i64) return ints(s, seed, -(std::int64_t{1} << 50), std::int64_t{1} << 50);
   return bools(s, seed);
 }
 
-const DType kDtypes[] = {DType::f32, DType::i64, DType::bool_};
+const DType kIndexDtypes[] = {DType::f32, DType::i64, DType::bool_};
 
 // Like same_as_cpu, but fn owns the only handles of its inputs and may hand them over; on
 // Vulkan the op must then have reused an input's buffer.
@@ -69,7 +69,7 @@ const DType kDtypes[] = {DType::f32, DType::i64, DType::bool_};
 
 TEST(VulkanIndex, GatherAlongEveryDim) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kIndexDtypes) {
     const Make x = of_dtype(t, Shape{40, 50, 60}, 1);
     for (int dim = 0; dim < 3; ++dim) {
       Shape is{30, 45, 55};
@@ -83,7 +83,7 @@ TEST(VulkanIndex, GatherAlongEveryDim) {
 
 TEST(VulkanIndex, ScatterAndScatterAddWithDuplicates) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kIndexDtypes) {
     for (int dim = 0; dim < 2; ++dim) {
       const Shape xs{60, 70};
       Shape is{50, 65};
@@ -116,7 +116,7 @@ TEST(VulkanIndex, ScatterIntoItsOwnIndexOrSrcBuffer) {
 
 TEST(VulkanIndex, IndexSelectMaskedFillOneHot) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kIndexDtypes) {
     const Make x = of_dtype(t, Shape{30, 40, 50}, 9);
     for (int dim = 0; dim < 3; ++dim) {
       const Make idx = ints(Shape{77}, 10 + dim, 0, Shape{30, 40, 50}[dim]);
@@ -142,7 +142,7 @@ TEST(VulkanIndex, SortIsStableWithNaNLargest) {
   for (std::int64_t len : {1, 7, 300, 2048, 2049, 5000}) {
     for (bool descending : {false, true}) {
       for (int distinct : {0, 5}) {
-        const Make x = floats(Shape{len > 2048 ? 3 : 9, len}, 15 + static_cast<unsigned>(len), distinct);
+        const Make x = index_floats(Shape{len > 2048 ? 3 : 9, len}, 15 + static_cast<unsigned>(len), distinct);
         for (int part = 0; part < 2; ++part) {
           EXPECT_TRUE(same_as_cpu({x},
                                   [&](const std::vector<Tensor>& v) {
@@ -172,8 +172,8 @@ TEST(VulkanIndex, SortEveryDtypeAndTopk) {
             std::numeric_limits<std::int64_t>::max() / 2),
        "i64"},
       {ints(Shape{2, 3000}, 22, -100, 100), "i64 long"},
-      {floats(Shape{11, 600}, 23), "f32"},
-      {floats(Shape{2, 3000}, 24, 9), "f32 long"}};
+      {index_floats(Shape{11, 600}, 23), "f32"},
+      {index_floats(Shape{2, 3000}, 24, 9), "f32 long"}};
   for (const auto& [x, what] : inputs) {
     for (bool largest : {false, true}) {
       for (std::int64_t k : {0, 1, 17, 600}) {
@@ -203,7 +203,7 @@ TEST(VulkanIndex, SortInPlace) {
   KILN_REQUIRE_VULKAN();
   for (std::int64_t len : {100, 4000}) {
     for (int dim = 0; dim < 2; ++dim) {
-      const Make x = floats(Shape{len, len > 2048 ? 3 : 40}, 30, 11);
+      const Make x = index_floats(Shape{len, len > 2048 ? 3 : 40}, 30, 11);
       for (int part = 0; part < 2; ++part) {
         EXPECT_TRUE(handed_over_same_as_cpu({x},
                                             [&](std::vector<Tensor> v) {

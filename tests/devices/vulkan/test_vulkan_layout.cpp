@@ -38,11 +38,11 @@ Make random_tensor(Shape s, DType t, unsigned seed) {
   };
 }
 
-const DType kDtypes[] = {DType::f32, DType::i64, DType::bool_};
+const DType kLayoutDtypes[] = {DType::f32, DType::i64, DType::bool_};
 
 TEST(VulkanLayout, PermuteEveryDtype) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kLayoutDtypes) {
     const Make x = random_tensor(Shape{37, 64, 129}, t, 1);
     for (const std::vector<std::int64_t>& perm : {std::vector<std::int64_t>{2, 0, 1}, {1, 2, 0}, {0, 2, 1}, {2, 1, 0}})
       EXPECT_TRUE(same_as_cpu({x}, [&](const std::vector<Tensor>& v) { return permute(v[0], perm); }, {}))
@@ -70,7 +70,7 @@ TEST(VulkanLayout, HighRankPermuteAndRepeat) {
 
 TEST(VulkanLayout, ExpandSliceFlip) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kLayoutDtypes) {
     const Make col = random_tensor(Shape{300, 1, 7}, t, 4);
     EXPECT_TRUE(same_as_cpu({col}, [](const std::vector<Tensor>& v) { return expand(v[0], {4, 300, 129, 7}); }, {}));
     const Make x = random_tensor(Shape{90, 70, 50}, t, 5);
@@ -95,7 +95,7 @@ TEST(VulkanLayout, CopyLargerThanOneGrid) {
 
 TEST(VulkanLayout, CatAlongEveryDim) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kLayoutDtypes) {
     for (int dim = 0; dim < 3; ++dim) {
       Shape a{40, 30, 20}, b = a, c = a, e = a;
       b[dim] = 7;
@@ -111,7 +111,7 @@ TEST(VulkanLayout, CatAlongEveryDim) {
 
 TEST(VulkanLayout, PadGrowsAndCrops) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kLayoutDtypes) {
     const Make x = random_tensor(Shape{6, 50, 70}, t, 10);
     EXPECT_TRUE(same_as_cpu({x}, [](const std::vector<Tensor>& v) { return pad(v[0], {3, 5, 0, 2, 1, 1}, 1.0); }, {}));
     EXPECT_TRUE(same_as_cpu({x}, [](const std::vector<Tensor>& v) { return pad(v[0], {-4, 9, 2, -10}, 0.0); }, {}));
@@ -123,7 +123,7 @@ TEST(VulkanLayout, PadGrowsAndCrops) {
 
 TEST(VulkanLayout, TrilTriuInPlace) {
   KILN_REQUIRE_VULKAN();
-  for (DType t : kDtypes) {
+  for (DType t : kLayoutDtypes) {
     for (std::int64_t k : {-300, -5, 0, 3, 400}) {
       const Make x = random_tensor(Shape{3, 130, 257}, t, 12);
       EXPECT_TRUE(same_as_cpu({x}, [k](const std::vector<Tensor>& v) { return tril(v[0], k); }, {}));

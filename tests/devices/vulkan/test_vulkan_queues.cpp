@@ -15,7 +15,7 @@
 namespace kiln::test {
 namespace {
 
-constexpr Tol kF32{1e-4, 1e-4};
+constexpr Tol kQueuesF32{1e-4, 1e-4};
 
 // Two streams a GPU, asked for by KILN_VULKAN_QUEUES=2 (ctest: devices_queues) or through
 // set_gpu_streams(2) before the engine starts (KILN_TEST_GPU_STREAMS=2; ctest: devices_streams).
@@ -111,7 +111,7 @@ TEST(VulkanQueues, ThreadsOnTwoStreamsComputeGradientsAtOnce) {
   for (auto& th : threads) th.join();
   for (int i = 0; i < kThreads * kSteps; ++i) {
     EXPECT_TRUE(close(got[i].loss, want[i].loss, Tol{1e-4, 1e-3})) << "thread " << i / kSteps << " step " << i % kSteps;
-    EXPECT_TRUE(close(got[i].grad_w, want[i].grad_w, kF32)) << "thread " << i / kSteps << " step " << i % kSteps;
+    EXPECT_TRUE(close(got[i].grad_w, want[i].grad_w, kQueuesF32)) << "thread " << i / kSteps << " step " << i % kSteps;
   }
 }
 

@@ -26,7 +26,7 @@ std::uint32_t hash(std::uint64_t i) {
 }
 
 // Multiples of 1/64 in [-15.6, 15.6] (with repeats, so arg ties happen), NaN where asked.
-Make floats(Shape s, std::vector<std::int64_t> nan_at = {}) {
+Make reduce_floats(Shape s, std::vector<std::int64_t> nan_at = {}) {
   return [s, nan_at](Device d) {
     std::vector<float> v(static_cast<std::size_t>(s.numel()));
     for (std::size_t i = 0; i < v.size(); ++i)
@@ -83,9 +83,9 @@ TEST(VulkanReduce, SumsMatchTheCpuOnEveryPath) {
     SCOPED_TRACE(p.name);
     const Dims dims = p.dims;
     EXPECT_TRUE(same_as_cpu(
-        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kSum));
+        {reduce_floats(p.shape)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kSum));
     EXPECT_TRUE(same_as_cpu(
-        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return mean(x[0], dims, true); }, kSum));
+        {reduce_floats(p.shape)}, [&](const std::vector<Tensor>& x) { return mean(x[0], dims, true); }, kSum));
     EXPECT_TRUE(same_as_cpu(
         {ints(p.shape)}, [&](const std::vector<Tensor>& x) { return sum(x[0], dims); }, kExact));
     EXPECT_TRUE(same_as_cpu(
@@ -101,14 +101,14 @@ TEST(VulkanReduce, ExtremaAndTruthMatchTheCpuOnEveryPath) {
     SCOPED_TRACE(p.name);
     const Dims dims = p.dims;
     for (const Make& m :
-         {floats(p.shape), floats(p.shape, {p.shape.numel() / 2, p.shape.numel() - 1}), ints(p.shape)}) {
+         {reduce_floats(p.shape), reduce_floats(p.shape, {p.shape.numel() / 2, p.shape.numel() - 1}), ints(p.shape)}) {
       EXPECT_TRUE(same_as_cpu(
           {m}, [&](const std::vector<Tensor>& x) { return max(x[0], dims); }, kExact));
       EXPECT_TRUE(same_as_cpu(
           {m}, [&](const std::vector<Tensor>& x) { return min(x[0], dims); }, kExact));
     }
     // Rare trues and rare falses, so that the answer depends on single elements.
-    for (const Make& m : {bools(p.shape, 997), floats(p.shape)}) {
+    for (const Make& m : {bools(p.shape, 997), reduce_floats(p.shape)}) {
       EXPECT_TRUE(same_as_cpu(
           {m}, [&](const std::vector<Tensor>& x) { return any(x[0], dims); }, kExact));
       EXPECT_TRUE(same_as_cpu(
@@ -125,13 +125,13 @@ TEST(VulkanReduce, StatisticsMatchTheCpuOnEveryPath) {
     SCOPED_TRACE(p.name);
     const Dims dims = p.dims;
     EXPECT_TRUE(same_as_cpu(
-        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return var(x[0], dims); }, kStat));
+        {reduce_floats(p.shape)}, [&](const std::vector<Tensor>& x) { return var(x[0], dims); }, kStat));
     EXPECT_TRUE(same_as_cpu(
-        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return kiln::std(x[0], dims, 0.0); }, kStat));
+        {reduce_floats(p.shape)}, [&](const std::vector<Tensor>& x) { return kiln::std(x[0], dims, 0.0); }, kStat));
     EXPECT_TRUE(same_as_cpu(
-        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
+        {reduce_floats(p.shape)}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
     EXPECT_TRUE(same_as_cpu(
-        {floats(p.shape, {3})}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
+        {reduce_floats(p.shape, {3})}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
     EXPECT_TRUE(same_as_cpu(
         {ints(p.shape)}, [&](const std::vector<Tensor>& x) { return logsumexp(x[0], dims); }, kExp));
   }
@@ -159,7 +159,7 @@ TEST(VulkanReduce, ArgExtremaFindTheFirstBestOnEveryPath) {
     SCOPED_TRACE(p.name);
     const std::int64_t dim = p.dim, n = p.shape.numel();
     // Values repeat (ties) and two NaN far apart: the first NaN is the answer of its slice.
-    for (const Make& m : {floats(p.shape), floats(p.shape, {n / 3, n / 3 + 1, n - 2}), ints(p.shape)}) {
+    for (const Make& m : {reduce_floats(p.shape), reduce_floats(p.shape, {n / 3, n / 3 + 1, n - 2}), ints(p.shape)}) {
       EXPECT_TRUE(same_as_cpu(
           {m}, [&](const std::vector<Tensor>& x) { return argmax(x[0], dim); }, kExact));
       EXPECT_TRUE(same_as_cpu(
@@ -175,7 +175,7 @@ TEST(VulkanReduce, SoftmaxMatchesTheCpuOnEveryPath) {
   for (const DimPath& p : kDimPaths) {
     SCOPED_TRACE(p.name);
     const std::int64_t dim = p.dim;
-    for (const Make& m : {floats(p.shape), floats(p.shape, {5})}) {
+    for (const Make& m : {reduce_floats(p.shape), reduce_floats(p.shape, {5})}) {
       EXPECT_TRUE(same_as_cpu(
           {m}, [&](const std::vector<Tensor>& x) { return softmax(x[0], dim); }, kExp));
       EXPECT_TRUE(same_as_cpu(
@@ -196,7 +196,7 @@ TEST(VulkanReduce, CumsumMatchesTheCpuOnEveryPath) {
     SCOPED_TRACE(p.name);
     const std::int64_t dim = p.dim;
     EXPECT_TRUE(same_as_cpu(
-        {floats(p.shape)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kSum));
+        {reduce_floats(p.shape)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kSum));
     EXPECT_TRUE(same_as_cpu(
         {ints(p.shape)}, [&](const std::vector<Tensor>& x) { return cumsum(x[0], dim); }, kExact));
     EXPECT_TRUE(same_as_cpu(
@@ -222,9 +222,9 @@ TEST(VulkanReduce, EmptyExtentsGiveTheIdentity) {
 
 TEST(VulkanReduce, SplitResultsAreTheSameEveryRun) {
   KILN_REQUIRE_VULKAN();
-  Tensor x = floats(Shape{200000})(vk0());
+  Tensor x = reduce_floats(Shape{200000})(vk0());
   const std::vector<float> first = sum(x).to_vector<float>().get();
-  Tensor rows = floats(Shape{2, 100000})(vk0());
+  Tensor rows = reduce_floats(Shape{2, 100000})(vk0());
   const std::vector<float> sm = softmax(rows, 1).to_vector<float>().get();
   for (int run = 0; run < 3; ++run) {
     EXPECT_EQ(sum(x).to_vector<float>().get(), first);
