@@ -97,7 +97,7 @@ class StreamRunner {
     }
     if (!window_.empty()) {
       // A message is still between its sequence number and the queue on another thread; it
-      // may not wake us (only reads, syncs and Flush::now messages do), so come back for it.
+      // may not wake us (only reads and syncs do), so come back for it.
       if (log_enabled(spdlog::level::trace))
         logger().trace("stream waits for seq {} ({} later ops queued)", next_seq_, window_.size() - 1);
       stream_.wake();

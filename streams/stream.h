@@ -17,7 +17,7 @@ namespace kiln {
 // What a message asks of the scheduler when it is submitted.
 enum class Flush {
   later,   // nothing: it waits for the next wake-up, so a chain of ops reaches the planner whole
-  now,     // wake the scheduler (with fusion off, every op)
+           // (with fusion off, or past the flush threshold, the stream wakes the scheduler itself)
   reader,  // a read or a sync: a thread is about to wait for it (see Stream::submit)
 };
 
