@@ -91,7 +91,7 @@ class StreamRunner {
       stream_.note_batch(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                         std::chrono::steady_clock::now() - start)
                                                         .count()),
-                         pending_.size());
+                         pending_.size(), next_seq_);
       pending_.clear();  // drops payloads (host data, completions) on this thread
       flush_ = false;
     }

@@ -20,7 +20,7 @@ std::uint64_t Stream::submit(OpIr&& op, Flush flush) {
   op.seq = seq;
   op.lane = this_thread_lane();
   queue_.enqueue(std::move(op));
-  if (flush == Flush::reader && small_enough()) {
+  if (flush == Flush::reader && small_enough(seq)) {
     // If a scheduler thread is stepping, help() leaves it a note and it steps again for this
     // message; either way nobody needs waking.
     run_by_readers_.fetch_add(1, std::memory_order_relaxed);
@@ -36,14 +36,17 @@ std::uint64_t Stream::submit(OpIr&& op, Flush flush) {
   return seq;
 }
 
-// Small: the last batch ran within the budget, and not many more messages wait than it held
-// (a loop's requests or steps repeat their structure; something much larger goes to the
-// scheduler, so the reading thread is held up by at most about the budget's work).
-bool Stream::small_enough() const {
+// Small: the last batch ran within the budget, and not many more messages were submitted since
+// it than it held (a loop's requests or steps repeat their structure; something much larger
+// goes to the scheduler, so the reading thread is held up by at most about the budget's work).
+// Counted by sequence numbers: messages a scheduler step has already taken in without running
+// them count too.
+bool Stream::small_enough(std::uint64_t seq) const {
   if (!readers_run_) return false;
   const std::uint64_t budget_ns = RuntimeSettings::get().reader_batch_us.load(std::memory_order_relaxed) * 1000;
+  const std::uint64_t since_batch = seq - last_batch_end_seq_.load(std::memory_order_relaxed);
   return budget_ns > 0 && last_batch_ns_.load(std::memory_order_relaxed) <= budget_ns &&
-         since_wake_.load(std::memory_order_relaxed) <= 2 * last_batch_messages_.load(std::memory_order_relaxed) + 16;
+         since_batch <= 2 * last_batch_messages_.load(std::memory_order_relaxed) + 16;
 }
 
 void Stream::wake() {

@@ -53,10 +53,12 @@ class Stream {
   // spins (yielding) before it sleeps again, taking turns on the cores with the threads that
   // compute (mlp_infer_b1, concurrent_infer). A GPU's stream keeps its scheduler thread.
   void let_readers_run_small_batches(bool on) { readers_run_ = on; }
-  // Scheduler side, after each batch it ran: what the next reader's choice is based on.
-  void note_batch(std::uint64_t nanoseconds, std::size_t messages) {
+  // Scheduler side, after each batch it ran: what the next reader's choice is based on (its
+  // time, its messages, and the sequence number after its last message).
+  void note_batch(std::uint64_t nanoseconds, std::size_t messages, std::uint64_t end_seq) {
     last_batch_ns_.store(nanoseconds, std::memory_order_relaxed);
     last_batch_messages_.store(messages, std::memory_order_relaxed);
+    last_batch_end_seq_.store(end_seq, std::memory_order_relaxed);
   }
   // Reads and syncs whose submitting thread ran the pending work itself (counters()).
   std::uint64_t batches_run_by_readers() const { return run_by_readers_.load(std::memory_order_relaxed); }
@@ -80,9 +82,10 @@ class Stream {
   bool readers_run_ = false;
   std::atomic<std::uint64_t> last_batch_ns_{UINT64_MAX};  // none yet: the first reader wakes the scheduler
   std::atomic<std::size_t> last_batch_messages_{0};
+  std::atomic<std::uint64_t> last_batch_end_seq_{0};
   std::atomic<std::uint64_t> run_by_readers_{0};
 
-  bool small_enough() const;
+  bool small_enough(std::uint64_t seq) const;
 };
 
 }  // namespace kiln
