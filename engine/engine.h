@@ -44,8 +44,9 @@ struct EngineCounters {
   // Batches that ran with the plan of an earlier batch of the same structure (a model's
   // requests or training steps, where only the tensors are new) instead of being planned again.
   std::uint64_t plans_replayed = 0;
-  // Reads and syncs whose own thread ran the work pending before them, as it submitted them
-  // (small work on the CPU; see set_reader_batch_budget), rather than wake a scheduler thread.
+  // Reads and syncs that, with small work pending on the CPU (set_reader_batch_budget), stepped
+  // the stream on their own thread as they were submitted instead of waking a scheduler thread
+  // (if a scheduler thread was mid-step, that thread ran their batch).
   std::uint64_t batches_run_by_readers = 0;
 };
 

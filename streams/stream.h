@@ -60,7 +60,8 @@ class Stream {
     last_batch_messages_.store(messages, std::memory_order_relaxed);
     last_batch_end_seq_.store(end_seq, std::memory_order_relaxed);
   }
-  // Reads and syncs whose submitting thread ran the pending work itself (counters()).
+  // Reads and syncs that stepped the stream themselves instead of waking the scheduler
+  // (counters()).
   std::uint64_t batches_run_by_readers() const { return run_by_readers_.load(std::memory_order_relaxed); }
 
   // Scheduler side: clear the idle flag, then take what is queued (any order; sort by seq).
