@@ -39,6 +39,13 @@ std::vector<char> read_file(const fs::path& p) {
   return std::vector<char>(std::istreambuf_iterator<char>(in), {});
 }
 
+// See the top of vk_pipeline_cache.h.
+SpirvOptimizer optimizer_for(const PhysicalDeviceInfo& info) {
+  if (const char* env = std::getenv("KILN_SPIRV_OPTIMIZE"); env && *env)
+    return std::string(env) == "0" ? SpirvOptimizer::none : SpirvOptimizer::performance;
+  return info.on_host_cores() ? SpirvOptimizer::none : SpirvOptimizer::performance;
+}
+
 }  // namespace
 
 std::string PipelineCache::default_root() {
@@ -48,7 +55,7 @@ std::string PipelineCache::default_root() {
   return "-";
 }
 
-PipelineCache::PipelineCache(const Context& ctx, std::string dir) : ctx_(ctx) {
+PipelineCache::PipelineCache(const Context& ctx, std::string dir) : ctx_(ctx), optimizer_(optimizer_for(ctx.info())) {
   if (dir.empty()) dir = default_root();
   if (dir != "-") {
     const PhysicalDeviceInfo& info = ctx.info();
@@ -56,6 +63,10 @@ PipelineCache::PipelineCache(const Context& ctx, std::string dir) : ctx_(ctx) {
                             '|' + std::to_string(info.driver_version) + '|' + std::to_string(info.api_version);
     dir_ = dir + "/vulkan-" + hex(fnv1a(tag));
   }
+
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("vulkan: SPIR-V optimizer {} for {}", optimizer_ == SpirvOptimizer::none ? "off" : "on",
+                   ctx.info().name);
 
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants)};
   VkPipelineLayoutCreateInfo li{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -105,7 +116,9 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
   std::vector<std::uint32_t> spirv;
   fs::path file;
   if (!dir_.empty()) {
-    file = fs::path(dir_) / (hex(fnv1a(glsl, fnv1a(key))) + ".spv");
+    // Optimized and unoptimized SPIR-V of one kernel are two files.
+    const std::uint64_t seed = optimizer_ == SpirvOptimizer::none ? fnv1a(key, fnv1a("unoptimized")) : fnv1a(key);
+    file = fs::path(dir_) / (hex(fnv1a(glsl, seed)) + ".spv");
     // Layout: magic, key length, key, SPIR-V words. The key guards against hash collisions.
     const std::vector<char> bytes = read_file(file);
     const std::size_t head = sizeof kMagic + 4 + key.size();
@@ -122,7 +135,7 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
   }
   const bool from_disk = !spirv.empty();
   if (spirv.empty()) {
-    spirv = compile_glsl(name, glsl);
+    spirv = compile_glsl(name, glsl, optimizer_);
     ++stats_.compiles;
     if (!file.empty()) {
       std::vector<char> bytes(sizeof kMagic + 4 + key.size() + spirv.size() * 4);

@@ -4,6 +4,13 @@
 // SPIR-V of each kernel, named by a hash of its key and GLSL source (a changed kernel never
 // loads stale code), and the driver's VkPipelineCache blob, so a second process skips both
 // glslang and most of the driver's compile. Disk failures are logged, never raised.
+//
+// SPIRV-Tools' performance passes run for GPUs, whose kernels (the cooperative-matrix products
+// above all) rely on their unrolling, but not for devices on the host's cores: lavapipe
+// compiles every kernel with LLVM's optimizer anyway, and on it the passes cost more than the
+// rest of a kernel's compile (the matmul suite cold: 130 of 247 s in spirv-opt) and gave
+// slower kernels (the same suite warm: 20.5 s optimized, 6.7-7.1 s not). KILN_SPIRV_OPTIMIZE=0
+// or 1 overrides the choice.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +21,7 @@
 #include <unordered_map>
 
 #include "devices/vulkan/vk_context.h"
+#include "devices/vulkan/vk_shader.h"
 
 namespace kiln::vk {
 
@@ -56,6 +64,7 @@ class PipelineCache {
   VkPipelineLayout layout() const { return layout_.get(); }
   PipelineCacheStats stats() const;
   const std::string& directory() const { return dir_; }  // with the device's subdirectory
+  SpirvOptimizer optimizer() const { return optimizer_; }
 
   static std::string default_root();
 
@@ -65,6 +74,7 @@ class PipelineCache {
 
   const Context& ctx_;
   std::string dir_;
+  SpirvOptimizer optimizer_;
   Owned<VkPipelineLayout> layout_;
   Owned<VkPipelineCache> driver_cache_;
   mutable std::mutex mutex_;

@@ -27,7 +27,8 @@ std::string numbered(const std::string& source) {
 
 }  // namespace
 
-std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source) {
+std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source,
+                                        SpirvOptimizer optimizer) {
   // glslang keeps process-wide state; one compile at a time keeps it simple (compiles are rare:
   // the pipeline cache serves repeats from memory or disk).
   static std::mutex mutex;
@@ -67,15 +68,19 @@ std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const st
   auto consumer = [&tool_log](spv_message_level_t, const char*, const spv_position_t& pos, const char* m) {
     tool_log += "  at word " + std::to_string(pos.index) + ": " + m + '\n';
   };
-  spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
-  opt.SetMessageConsumer(consumer);
-  opt.RegisterPerformancePasses();
   std::vector<std::uint32_t> optimized;
-  if (!opt.Run(spirv.data(), spirv.size(), &optimized)) {
-    // The optimizer is an improvement, not a requirement.
-    if (log_enabled(spdlog::level::warn)) logger().warn("{}: SPIR-V optimizer failed, using unoptimized code:\n{}", kernel_name, tool_log);
+  if (optimizer == SpirvOptimizer::none) {
     optimized = spirv;
-    tool_log.clear();
+  } else {
+    spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
+    opt.SetMessageConsumer(consumer);
+    opt.RegisterPerformancePasses();
+    if (!opt.Run(spirv.data(), spirv.size(), &optimized)) {
+      // The optimizer is an improvement, not a requirement.
+      if (log_enabled(spdlog::level::warn)) logger().warn("{}: SPIR-V optimizer failed, using unoptimized code:\n{}", kernel_name, tool_log);
+      optimized = spirv;
+      tool_log.clear();
+    }
   }
   const double optimize_ms = ms_since(optimizing);
   if (log_enabled(spdlog::level::debug))

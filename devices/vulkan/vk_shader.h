@@ -1,5 +1,6 @@
 // devices/vulkan private: GLSL -> SPIR-V. glslang compiles for Vulkan 1.2 / SPIR-V 1.5, the
-// SPIRV-Tools optimizer runs its performance passes, and the validator checks the result. A
+// SPIRV-Tools optimizer runs its performance passes (unless told not to), and the validator
+// checks the result. A
 // failure throws kiln::Error naming the kernel, with glslang's log and the numbered source.
 // A kernel whose source holds kKhrCooperativeMatrixMarker is written with GL_NV_cooperative_matrix
 // and comes back in SPV_KHR_cooperative_matrix form (vk_spirv_coop.h), after validation.
@@ -19,6 +20,12 @@ inline constexpr const char* kBf16MatricesMarker = "#define KILN_BF16_MATRICES 1
 // A GLSL uint literal: "64u".
 inline std::string glsl_uint(std::uint32_t v) { return std::to_string(v) + "u"; }
 
-std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source);
+// Whether SPIRV-Tools' performance passes run on a kernel. `none` is for drivers that optimize
+// everything themselves with a full compiler (software devices: lavapipe's LLVM), where the
+// passes only cost compile time (vk_pipeline_cache.h says how much).
+enum class SpirvOptimizer { performance, none };
+
+std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source,
+                                        SpirvOptimizer optimizer = SpirvOptimizer::performance);
 
 }  // namespace kiln::vk

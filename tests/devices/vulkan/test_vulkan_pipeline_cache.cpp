@@ -1,5 +1,8 @@
 // The pipeline cache and the shader compiler on their own (devices/vulkan private classes).
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "devices/vulkan/vk_pipeline_cache.h"
 #include "devices/vulkan/vk_shader.h"
@@ -64,6 +67,72 @@ TEST_F(PipelineCacheTest, SecondProcessLoadsFromDisk) {
   vk::PipelineCache nowhere(*ctx_, "/proc/kiln-cannot-write-here");
   nowhere.get("test/noop", "noop", source);
   EXPECT_EQ(nowhere.stats().compiles, 1u);
+}
+
+// KILN_SPIRV_OPTIMIZE set (or unset) for one scope.
+class OptimizeSetting {
+ public:
+  explicit OptimizeSetting(const char* value) {
+    if (const char* old = std::getenv(kName)) old_ = old;
+    if (value) ::setenv(kName, value, 1);
+    else ::unsetenv(kName);
+  }
+  ~OptimizeSetting() {
+    if (old_) ::setenv(kName, old_->c_str(), 1);
+    else ::unsetenv(kName);
+  }
+
+ private:
+  static constexpr const char* kName = "KILN_SPIRV_OPTIMIZE";
+  std::optional<std::string> old_;
+};
+
+std::size_t spirv_files(const fs::path& dir) {
+  std::size_t n = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) n += entry.path().extension() == ".spv";
+  return n;
+}
+
+TEST_F(PipelineCacheTest, SpirvOptimizerRunsForGpusNotForDevicesOnTheHostCores) {
+  {
+    const OptimizeSetting unset(nullptr);
+    const vk::PipelineCache cache(*ctx_, "-");
+    EXPECT_EQ(cache.optimizer(),
+              ctx_->info().on_host_cores() ? vk::SpirvOptimizer::none : vk::SpirvOptimizer::performance)
+        << ctx_->info().name;
+  }
+  {
+    const OptimizeSetting on("1");
+    EXPECT_EQ(vk::PipelineCache(*ctx_, "-").optimizer(), vk::SpirvOptimizer::performance);
+  }
+  const OptimizeSetting off("0");
+  EXPECT_EQ(vk::PipelineCache(*ctx_, "-").optimizer(), vk::SpirvOptimizer::none);
+}
+
+TEST_F(PipelineCacheTest, OptimizedAndUnoptimizedSpirvAreKeptApart) {
+  auto source = [] { return kernel_source(); };
+  {
+    const OptimizeSetting on("1");
+    vk::PipelineCache cache(*ctx_, dir_.string());
+    cache.get("test/noop", "noop", source);
+    EXPECT_EQ(cache.stats().compiles, 1u);
+  }
+  {
+    // The other setting does not load the first one's SPIR-V.
+    const OptimizeSetting off("0");
+    vk::PipelineCache cache(*ctx_, dir_.string());
+    cache.get("test/noop", "noop", source);
+    EXPECT_EQ(cache.stats().compiles, 1u);
+    EXPECT_EQ(cache.stats().disk_hits, 0u);
+  }
+  EXPECT_EQ(spirv_files(dir_), 2u);
+  for (const char* setting : {"1", "0"}) {
+    const OptimizeSetting again(setting);
+    vk::PipelineCache cache(*ctx_, dir_.string());
+    cache.get("test/noop", "noop", source);
+    EXPECT_EQ(cache.stats().compiles, 0u) << setting;
+    EXPECT_EQ(cache.stats().disk_hits, 1u) << setting;
+  }
 }
 
 TEST_F(PipelineCacheTest, CompileErrorNamesTheKernel) {
