@@ -1,7 +1,7 @@
 // devices/vulkan private: GLSL -> SPIR-V. glslang compiles for Vulkan 1.2 / SPIR-V 1.5, the
 // SPIRV-Tools optimizer runs its performance passes (unless told not to), and the validator
-// checks the result. A
-// failure throws kiln::Error naming the kernel, with glslang's log and the numbered source.
+// checks the result. A failure throws kiln::Error naming the kernel, with glslang's log and the
+// numbered source.
 // A kernel whose source holds kKhrCooperativeMatrixMarker is written with GL_NV_cooperative_matrix
 // and comes back in SPV_KHR_cooperative_matrix form (vk_spirv_coop.h), after validation.
 #pragma once
