@@ -4,7 +4,8 @@
 // own L2 cache from one request to the next: on the 2-core machine (2 MB of L2 a core) the MLP's
 // 2.6 MB of weights fit only when split so, and ONNX Runtime's two-thread request ran in 28 us
 // against 99 us on one thread. A task pool (oneTBB, OpenBLAS's threads) hands parts to whichever
-// thread is free and loses that. Members spin briefly for the next job, then sleep.
+// thread is free and loses that. Members poll for the next job (for up to a millisecond, yielding
+// their core after the first 30 us), then sleep.
 #pragma once
 #include <cstdint>
 
@@ -17,6 +18,8 @@ class CoreTeam {
   static CoreTeam& get();
 
   int size() const { return size_; }
+  // Members asleep now, waiting for a job (after polling for one: core_team.cpp says how long).
+  int sleeping_members() const;
   // Runs fn(part) for part in [0, size()): part 0 on the calling thread, part i on member i, and
   // returns when all are done. A caller that finds the team busy (another thread's job) runs
   // every part itself, in order. `fn` is passed by reference (no std::function: a capturing

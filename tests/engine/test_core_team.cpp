@@ -1,8 +1,8 @@
 // The CPU's core team (devices/cpu/core_team.h), which the skinny matmuls of served models run
 // on: every part of every job runs exactly once and its writes are seen by the caller, also when
 // several threads give it jobs at once (a busy team runs the job on the caller); jobs in chunks,
-// where a thread stalled in its part leaves the rest of it to the other — the suite runs under
-// ThreadSanitizer in CI.
+// where a thread stalled in its part leaves the rest of it to the other; members that sleep
+// when no job comes — the suite runs under ThreadSanitizer in CI.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -96,6 +96,24 @@ TEST(CoreTeam, AStalledThreadsChunksAreTakenByTheOther) {
     // (The chunks between may go either way once the stalled thread resumes.)
     EXPECT_NE(ran_by[kChunks - 1], ran_by[0]);
   }
+}
+
+// After a job the members poll for the next one for up to KILN_CPU_SPIN_US (a millisecond by
+// default), then sleep: never a core polling for good. And a job after they slept still runs.
+TEST(CoreTeam, MembersSleepWhenNoJobComes) {
+  CoreTeam& team = CoreTeam::get();
+  if (team.size() < 2) GTEST_SKIP() << "one core: no members";
+  std::atomic<int> parts{0};
+  team.run([&](int) { parts.fetch_add(1); });
+  ASSERT_EQ(parts.load(), team.size());
+  // Bounded: a loaded machine may take long to run the members at all.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (team.sleeping_members() < team.size() - 1 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(team.sleeping_members(), team.size() - 1);
+  parts = 0;
+  team.run([&](int) { parts.fetch_add(1); });
+  EXPECT_EQ(parts.load(), team.size());
 }
 
 }  // namespace
