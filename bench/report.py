@@ -21,10 +21,11 @@ KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inpla
 # Serving counters that follow a figure, as "<field>_<suffix>": the p99 of a latency or throughput
 # run, the p50 of a throughput run (its figure being requests/s), the batcher's mean batch.
 SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "mean_batch": "mean_batch"}
-# variant -> field. module: the MLP as an nn module rather than raw ops; batcher / futures:
-# concurrent_infer through the dynamic request batcher / through plain futures.
-VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused", "module": "kiln_module", "batcher": "kiln_batcher",
-            "futures": "kiln_futures"}
+# variant -> field. module: the MLP as an nn module rather than raw ops; apart: its requests 300 us
+# apart; batcher / futures: concurrent_infer through the dynamic request batcher / through plain
+# futures.
+VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused", "module": "kiln_module", "apart": "kiln_apart",
+            "batcher": "kiln_batcher", "futures": "kiln_futures"}
 TWINS = ("torch", "ort")  # the twins' names, which prefix their fields
 
 

@@ -1,7 +1,8 @@
 // Serving workloads (shared/WORKLOADS.md): mlp_infer_b1, one request of the MLP 784-512-512-10
 // (ReLU, batch 1, weights in memory) from a host vector to a host vector, p50 and p99 latency;
 // concurrent_infer, 8 client threads sending such requests back to back, requests per second and
-// p99. Variants: "/module" is the same MLP as an nn module (mlp_infer_b1); "/batcher" sends the
+// p99. Variants: "/module" is the same MLP as an nn module (mlp_infer_b1); "/apart" the raw-ops
+// MLP's requests 300 us apart, the client asleep between them (mlp_infer_b1); "/batcher" sends the
 // eight clients' requests through serve::Batcher, which runs them as batched forward passes.
 // The twins are in torch_twin.py and bench/ort/ (ONNX Runtime's C API).
 #include <algorithm>
@@ -72,7 +73,11 @@ template <class Model> std::vector<float> infer(const Model& model, const std::v
   return model(from_vector(input, {1, 784}, d)).template to_vector<float>().get();
 }
 
-template <class Model> void one_client(benchmark::State& state, Device d, const Model& model) {
+// `gap`: the client sleeps that long after each request (outside its latency), as a service
+// waiting on its network does between requests.
+template <class Model>
+void one_client(benchmark::State& state, Device d, const Model& model,
+                std::chrono::microseconds gap = std::chrono::microseconds(0)) {
   const NoGradGuard no_grad;  // a service takes no gradients (torch_twin: inference_mode)
   serve::warm_up([&](const Tensor& x) { return model(x); }, {784}, {1}, d);
   const std::vector<float> input = request_input(0);
@@ -82,6 +87,7 @@ template <class Model> void one_client(benchmark::State& state, Device d, const 
     const auto start = Clock::now();
     benchmark::DoNotOptimize(infer(model, input, d));
     lat.add(Clock::now() - start);
+    if (gap.count() > 0) std::this_thread::sleep_for(gap);
   }
   delta.report(state);
   state.counters["p50_us"] = lat.percentile(0.50);
@@ -89,6 +95,11 @@ template <class Model> void one_client(benchmark::State& state, Device d, const 
 }
 
 void mlp_infer_b1(benchmark::State& state, Device d) { one_client(state, d, RawMlp(d)); }
+
+// Requests 300 us apart: what one costs once the engine's threads have had time to go idle.
+void mlp_infer_b1_apart(benchmark::State& state, Device d) {
+  one_client(state, d, RawMlp(d), std::chrono::microseconds(300));
+}
 
 void mlp_infer_b1_module(benchmark::State& state, Device d) {
   const nn::Sequential model = module_mlp(d);
@@ -162,6 +173,7 @@ void register_serve(Device device) {
   };
   latency(benchmark::RegisterBenchmark("mlp_infer_b1", mlp_infer_b1, device));
   latency(benchmark::RegisterBenchmark("mlp_infer_b1/module", mlp_infer_b1_module, device));
+  latency(benchmark::RegisterBenchmark("mlp_infer_b1/apart", mlp_infer_b1_apart, device));
   throughput(benchmark::RegisterBenchmark("concurrent_infer", concurrent_infer, device));
   throughput(benchmark::RegisterBenchmark("concurrent_infer/batcher", concurrent_infer_batcher, device));
 }
