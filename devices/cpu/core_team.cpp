@@ -22,8 +22,8 @@ constexpr int kPollsPerClockRead = 64;
 // After kSpin a member goes on polling, yielding its core between polls (any thread that needs
 // the core gets it), until this long after its last job (KILN_CPU_SPIN_US, default 1000; 0:
 // sleep after kSpin), and only then sleeps. A member that slept wakes late: on a 2-core VM a
-// request of the serving MLP 50-1000 us after the last took 41-88 us, against 30 back to back,
-// its first product running on the caller's core alone; with this wait, 31-37 us, and the
+// request of the serving MLP 50-1000 us after the last took 43-85 us, against 32 back to back,
+// its first product running on the caller's core alone; with this wait, 31-34 us, and the
 // batcher's and eight clients' throughput unchanged (they keep the cores busy). The price is a
 // core that polls for up to a millisecond after each job, as OpenMP's and ONNX Runtime's
 // spinning threads do.
