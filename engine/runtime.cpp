@@ -140,7 +140,7 @@ std::vector<Device> Engine::devices() {
 namespace {
 class SyncCompletion final : public Completion {
  public:
-  std::promise<void> promise;
+  Promise<void> promise;
   void complete(const std::byte*, std::size_t) override { promise.set_value(); }
   void fail(std::exception_ptr e) override { promise.set_exception(e); }
 };
@@ -150,13 +150,13 @@ class SyncCompletion final : public Completion {
 Future<void> submit_sync(const char* what, Device device, bool release_memory) {
   auto& rt = Engine::get().runtime(device, what);
   auto c = std::make_shared<SyncCompletion>();
-  std::future<void> f = c->promise.get_future();
+  auto state = c->promise.state();
   OpIr op;
   op.kind = OpKind::sync;
   op.attrs.flag = release_memory;
   op.completion = std::move(c);
   rt.stream.submit(std::move(op), Flush::reader);
-  return Future<void>(std::move(f), rt.helper());
+  return Future<void>(std::move(state), rt.helper());
 }
 }  // namespace
 

@@ -64,7 +64,7 @@ FutureHelper submit_read(const Tensor& t, const char* op, DType expected, std::s
 
 template <class T> class VectorCompletion final : public Completion {
  public:
-  std::promise<std::vector<T>> promise;
+  Promise<std::vector<T>> promise;
   std::byte* destination(std::size_t bytes) override {
     if constexpr (std::is_same_v<T, bool>) {
       return nullptr;  // bools are converted from bytes (complete)
@@ -91,7 +91,7 @@ template <class T> class VectorCompletion final : public Completion {
 
 template <class T> class ScalarCompletion final : public Completion {
  public:
-  std::promise<T> promise;
+  Promise<T> promise;
   void complete(const std::byte* data, std::size_t) override {
     T v;
     std::memcpy(&v, data, sizeof(T));
@@ -104,18 +104,18 @@ template <class T> class ScalarCompletion final : public Completion {
 
 template <class T> Future<std::vector<T>> Tensor::to_vector() const {
   auto c = std::make_shared<detail::VectorCompletion<T>>();
-  std::future<std::vector<T>> f = c->promise.get_future();
+  auto state = c->promise.state();
   const FutureHelper helper = detail::submit_read(*this, "to_vector", dtype_of<T>, c);
-  return Future<std::vector<T>>(std::move(f), helper);
+  return Future<std::vector<T>>(std::move(state), helper);
 }
 
 template <class T> Future<T> Tensor::item() const {
   KILN_CHECK(defined() && numel() == 1, "item",
              "expected a tensor with one element, got shape " + (defined() ? shape().str() : std::string("(undefined)")));
   auto c = std::make_shared<detail::ScalarCompletion<T>>();
-  std::future<T> f = c->promise.get_future();
+  auto state = c->promise.state();
   const FutureHelper helper = detail::submit_read(*this, "item", dtype_of<T>, c);
-  return Future<T>(std::move(f), helper);
+  return Future<T>(std::move(state), helper);
 }
 
 }  // namespace kiln

@@ -2,8 +2,6 @@
 // that keeps the bytes as they are; the upload is the message from_vector sends.
 #include "io/tensor_bytes.h"
 
-#include <future>
-
 #include "engine/runtime.h"
 #include "engine/submit.h"
 
@@ -13,8 +11,8 @@ namespace {
 
 class BytesCompletion final : public Completion {
  public:
-  std::promise<std::vector<std::byte>> promise;
-  void complete(const std::byte* data, std::size_t bytes) override { promise.set_value({data, data + bytes}); }
+  Promise<std::vector<std::byte>> promise;
+  void complete(const std::byte* data, std::size_t bytes) override { promise.set_value(std::vector<std::byte>(data, data + bytes)); }
   void fail(std::exception_ptr e) override { promise.set_exception(e); }
 };
 
@@ -22,9 +20,9 @@ class BytesCompletion final : public Completion {
 
 std::vector<std::byte> read_tensor_bytes(const Tensor& t, const char* op) {
   auto completion = std::make_shared<BytesCompletion>();
-  std::future<std::vector<std::byte>> f = completion->promise.get_future();
+  auto state = completion->promise.state();
   const FutureHelper helper = kiln::detail::submit_read(t, op, t.dtype(), completion);
-  return Future<std::vector<std::byte>>(std::move(f), helper).get();
+  return Future<std::vector<std::byte>>(std::move(state), helper).get();
 }
 
 void check_device_holds(Device device, DType dtype, const char* op, const std::string& what) {

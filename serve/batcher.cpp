@@ -4,7 +4,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,7 +18,7 @@ namespace {
 
 struct Request {
   std::vector<float> input;
-  std::promise<std::vector<float>> answer;
+  Promise<std::vector<float>> answer;
   std::optional<Clock::time_point> deadline;
   // Where the caller sleeps, announced once its batch is answered. Requests share one while they
   // will form one batch: a new signal starts after max_batch requests and when a batch leaves
@@ -175,7 +174,7 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
              "a request holds " + std::to_string(input.size()) + " values but the item shape " +
                  shape_text(s.item_shape) + " needs " + std::to_string(s.item_numel));
   Request r{std::move(input), {}, deadline, nullptr};  // its signal is chosen under the lock
-  std::future<std::vector<float>> f = r.answer.get_future();
+  auto answer = r.answer.state();
   bool wake = false;
   std::shared_ptr<const CompletionSignal> signal;
   {
@@ -203,7 +202,7 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
   // The caller sleeps until its answer (engine/future.h: poll): the worker that computes it
   // needs the cores more than a crowd of polling clients does. It sleeps on the signal, which
   // wakes a batch's callers at once (engine/future.h: CompletionSignal).
-  return Future<std::vector<float>>(std::move(f), FutureHelper{.poll = false, .signal = std::move(signal)});
+  return Future<std::vector<float>>(std::move(answer), FutureHelper{.poll = false, .signal = std::move(signal)});
 }
 
 void Batcher::warm_up(std::vector<std::size_t> batch_sizes) {
