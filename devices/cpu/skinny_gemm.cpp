@@ -1,6 +1,7 @@
 #include "devices/cpu/skinny_gemm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "devices/cpu/core_team.h"
@@ -19,6 +20,9 @@ using simd::kRegisters;
 constexpr int kRowsPerPass = L == 16 ? 8 : 4;
 // Below this many weights a product is over before a team could split it.
 constexpr std::int64_t kMinWeights = 1 << 15;
+// A narrow product (narrow_gemm) of up to this many weights runs on one thread: at most 8 x 2^16
+// multiply-adds, a few microseconds on one core.
+constexpr std::int64_t kMaxNarrowWeights = 1 << 16;
 
 // B stored [k, n]: rows r0..r0+R of C over columns [j0, j0 + V * L), over k rows of B (A's
 // rows are lda apart). R * V accumulators stay in registers; each B vector loaded is used R times.
@@ -130,11 +134,65 @@ void part_kn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, con
   }
 }
 
+// B [k, n] no wider than two vectors (a classifier's last layer, 512 x 10): rows [0, R) of C,
+// each row of B one or V vectors. The lanes past n read the next row of B and are dropped; B's
+// last rows, where such a load would pass its end, come from a padded copy. S sets of
+// accumulators over consecutive rows of B hide the FMA latency (one set left 512 x 10 waiting on
+// one chain of 512 FMAs).
+template <int R, int V> void narrow_kn(std::int64_t n, std::int64_t k, const float* a, const float* b, float* c) {
+  constexpr int S = std::max(1, 8 / (R * V));
+  VF acc[S][R][V] = {};
+  // Rows p whose V vectors lie inside B: p * n + V * L <= k * n.
+  const std::int64_t whole = k * n >= V * L ? std::min(k, (k * n - V * L) / n + 1) : 0;
+  auto fma_row = [&](VF (&sum)[R][V], const float* row, std::int64_t p) {
+    VF bv[V];
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) bv[v] = simd::load(row + v * L);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const VF av = simd::splat(a[r * k + p]);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) sum[r][v] = simd::fma(av, bv[v], sum[r][v]);
+    }
+  };
+  std::int64_t p = 0;
+  for (; p + S <= whole; p += S)
+#pragma GCC unroll 8
+    for (int s = 0; s < S; ++s) fma_row(acc[s], b + (p + s) * n, p + s);
+  for (; p < k; ++p) {
+    alignas(64) float padded[V * L] = {};
+    std::memcpy(padded, b + p * n, static_cast<std::size_t>(n) * sizeof(float));
+    fma_row(acc[0], padded, p);
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(64) float out[V * L];
+    for (int v = 0; v < V; ++v) {
+      VF sum = acc[0][r][v];
+      for (int s = 1; s < S; ++s) sum += acc[s][r][v];
+      simd::store(out + v * L, sum);
+    }
+    std::memcpy(c + r * n, out, static_cast<std::size_t>(n) * sizeof(float));
+  }
+}
+
 }  // namespace
 
 bool skinny_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {
   // k of at least 64: every part of a split over B's rows gets some (part 0 writes C).
   return m >= 1 && m <= kMaxRows && n >= 2 * L && k >= 64 && n * k >= kMinWeights;
+}
+
+bool narrow_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return m >= 1 && m <= kMaxRows && n >= 1 && n <= 2 * L && k >= 16 && n * k <= kMaxNarrowWeights;
+}
+
+void narrow_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
+                 bool b_transposed) {
+  if (b_transposed) return part_nk(m, n, k, a, b, c, 0, n);  // n dot products of A's rows
+  simd::with_count<kMaxRows>(m, [&]<int R>() {
+    if (n <= L) narrow_kn<R, 1>(n, k, a, b, c);
+    else narrow_kn<R, 2>(n, k, a, b, c);
+  });
 }
 
 void skinny_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,

@@ -1,5 +1,6 @@
 """Reference data for matmuls of a few rows against a large matrix (the CPU's skinny path: 1 to 8
-rows, B of at least 32k values, split over the cores), written to skinny_matmul.json.
+rows, B of at least 32k values, split over the cores) or a narrow one (at most 32 columns, on one
+thread), written to skinny_matmul.json.
 
 Run with a Python that has PyTorch: /usr/bin/python3 tests/data/gen_skinny_matmul.py
 The operands are too large to store, so they are defined by formulas that the test
@@ -35,5 +36,15 @@ cases += [
     skinny("mlp_layer", 1, 784, 512, False),       # the MLP's first layer, as raw ops write it
     skinny("mlp_layer_linear", 2, 784, 512, True),  # and as nn::Linear stores its weight
     skinny("rows9_openblas", 9, 256, 130, False),   # one row over the limit: OpenBLAS's path
+]
+# Narrow B (at most two vectors of columns: a classifier's last layer), on one thread: one or two
+# vectors a row of B, B's last rows from a padded copy, column counts of 1 and of whole vectors.
+cases += [skinny(f"narrow_kn_rows{m}", m, 512, 10, False) for m in (1, 3, 8)]
+cases += [
+    skinny("narrow_kn_two_vectors", 2, 37, 17, False),
+    skinny("narrow_kn_whole_vectors", 1, 100, 32, False),
+    skinny("narrow_kn_one_column", 5, 16, 1, False),
+    skinny("narrow_nk_rows1", 1, 512, 10, True),
+    skinny("narrow_nk_rows8", 8, 100, 7, True),
 ]
 write("skinny_matmul", cases)
