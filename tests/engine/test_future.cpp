@@ -24,9 +24,10 @@ std::future_errc error_code(const std::future_error& e) { return static_cast<std
 TEST(Future, AValueSetOnAnotherThreadWakesASleepingGetter) {
   Promise<std::vector<float>> promise;
   Future<std::vector<float>> future(promise.state());
+  EXPECT_FALSE(future.ready());
+  // A Future, as a std::future, belongs to one thread at a time: from here on, the getter's.
   auto getter = std::async(std::launch::async, [&] { return future.get(); });
   std::this_thread::sleep_for(5ms);  // the getter is asleep by now
-  EXPECT_FALSE(future.ready());
   promise.set_value(std::vector<float>{1.5f, -2.0f});
   ASSERT_EQ(getter.wait_for(5s), std::future_status::ready) << "the getter slept through set_value";
   EXPECT_EQ(getter.get(), (std::vector<float>{1.5f, -2.0f}));
