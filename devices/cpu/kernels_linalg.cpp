@@ -196,6 +196,26 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
 
 }  // namespace
 
+bool matmul_packed_with_bias(const OpIr& op, const KernelArgs& args, const float* bias, bool relu) {
+  const MatmulGeometry g = geometry(op);
+  const std::int64_t rows = g.m * g.batches;
+  const Shape& out_shape = op.outputs[0].shape;  // C's rows are the output's last dim
+  if (g.b_batched || g.transpose_a || g.k == 0 || !skinny_gemm_fits(rows, g.n, g.k) || out_shape.rank() < 1 ||
+      out_shape[out_shape.rank() - 1] != g.n)
+    return false;
+  const auto packed = packed_weights_if_ready(*args.inputs[1], g.n, g.k, g.transpose_b);
+  if (!packed) return false;
+  const float* a = in_ptr<float>(args, 0);
+  float* c = out_ptr<float>(args, 0);
+  // C is written block by block while A and the bias are still read. (The executor lends a
+  // fused group's output only an epilogue input's buffer, so A never; a consumed bias of the
+  // output's size could be.)
+  const auto overlaps = [&](const float* p, std::int64_t count) { return p < c + rows * g.n && c < p + count; };
+  if (overlaps(a, rows * g.k) || overlaps(bias, g.n)) return false;
+  packed->multiply(rows, a, c, bias, relu);
+  return true;
+}
+
 void register_linalg_kernels(KernelTable& t) {
   // Every OpenBLAS call on the calling thread: kiln tiles the products itself (see the top).
   openblas_set_num_threads(1);

@@ -47,9 +47,15 @@ template <int R> constexpr int panels_per_block() {
 }
 
 // Rows [0, R) of C (A's rows lda apart) over panels [q0, q0 + P) (C's columns from q0 * width).
+// A Linear layer's epilogue, applied to C's values as they are stored (multiply's top).
+struct Epilogue {
+  const float* bias = nullptr;
+  bool relu = false;
+};
+
 template <int R, int P>
 void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
-           std::int64_t q0) {
+           std::int64_t q0, Epilogue epilogue) {
   VF acc[R][P][2];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -84,6 +90,18 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
   for (int q = 0; q < P; ++q) {
     const std::int64_t j0 = (q0 + q) * kPanelWidth;
     const std::int64_t cols = std::min(kPanelWidth, n - j0);  // the last panel may be part padding
+    if (epilogue.bias) {
+      alignas(64) float bias[kPanelWidth] = {};
+      std::memcpy(bias, epilogue.bias + j0, static_cast<std::size_t>(cols) * sizeof(float));
+      const VF b0 = simd::load(bias), b1 = simd::load(bias + L);
+      for (int r = 0; r < R; ++r) {
+        acc[r][q][0] += b0;
+        acc[r][q][1] += b1;
+      }
+    }
+    if (epilogue.relu)
+      for (int r = 0; r < R; ++r)
+        for (VF& v : acc[r][q]) v = simd::select(v < 0.0f, simd::splat(0.0f), v);  // as kiln's relu
     for (int r = 0; r < R; ++r) {
       float* dst = c + r * n + j0;
       if (cols == kPanelWidth) {
@@ -102,12 +120,12 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
 // Panels [q0, q1) of R rows: blocks of panels_per_block, then pairs, then single panels.
 template <int R>
 void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
-          std::int64_t q0, std::int64_t q1) {
+          std::int64_t q0, std::int64_t q1, Epilogue epilogue) {
   constexpr int P = panels_per_block<R>();
-  for (; q0 + P <= q1; q0 += P) block<R, P>(n, k, a, lda, panels, c, q0);
+  for (; q0 + P <= q1; q0 += P) block<R, P>(n, k, a, lda, panels, c, q0, epilogue);
   if constexpr (P > 2)
-    for (; q0 + 2 <= q1; q0 += 2) block<R, 2>(n, k, a, lda, panels, c, q0);
-  for (; q0 < q1; ++q0) block<R, 1>(n, k, a, lda, panels, c, q0);
+    for (; q0 + 2 <= q1; q0 += 2) block<R, 2>(n, k, a, lda, panels, c, q0, epilogue);
+  for (; q0 < q1; ++q0) block<R, 1>(n, k, a, lda, panels, c, q0, epilogue);
 }
 
 }  // namespace
@@ -135,7 +153,8 @@ PackedMatrix::PackedMatrix(const float* b, std::int64_t n, std::int64_t k, bool 
   }
 }
 
-void PackedMatrix::multiply(std::int64_t m, const float* a, float* c) const {
+void PackedMatrix::multiply(std::int64_t m, const float* a, float* c, const float* bias, bool relu) const {
+  const Epilogue epilogue{bias, relu};
   const std::int64_t panels = (n_ + kPanelWidth - 1) / kPanelWidth;
   const float* const packed = panels_.get();
   CoreTeam& team = CoreTeam::get();
@@ -151,7 +170,7 @@ void PackedMatrix::multiply(std::int64_t m, const float* a, float* c) const {
     const std::int64_t q0 = p0 + (p1 - p0) * chunk / chunks, q1 = p0 + (p1 - p0) * (chunk + 1) / chunks;
     for (std::int64_t r = 0; r < m; r += kRowsPerPass) {
       simd::with_count<kRowsPerPass>(std::min<std::int64_t>(m - r, kRowsPerPass),
-                [&]<int R>() { rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1); });
+                [&]<int R>() { rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1, epilogue); });
     }
   });
 }
@@ -177,6 +196,14 @@ std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t 
   }
   buffer.set_derived(std::make_shared<const PackedMatrix>(b, n, k, transposed, false));
   return nullptr;
+}
+
+std::shared_ptr<const PackedMatrix> packed_weights_if_ready(const Buffer& buffer, std::int64_t n, std::int64_t k,
+                                                            bool transposed) {
+  const std::shared_ptr<const BufferDerived> seen = buffer.derived();
+  const auto* known = dynamic_cast<const PackedMatrix*>(seen.get());
+  if (!known || !known->packed() || !known->matches(n, k, transposed)) return nullptr;
+  return std::static_pointer_cast<const PackedMatrix>(seen);
 }
 
 std::uint64_t packed_weight_count() { return packed_count.load(std::memory_order_relaxed); }

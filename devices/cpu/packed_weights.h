@@ -30,8 +30,9 @@ class PackedMatrix final : public BufferDerived {
   }
   bool packed() const { return panels_ != nullptr; }
   // C[m, n] = A[m, k] @ B (meant for a few rows: a pass over B per 8 of them), split over the
-  // core team by panels.
-  void multiply(std::int64_t m, const float* a, float* c) const;
+  // core team by panels. With `bias` (n values), C = A @ B + bias, then with `relu` max(C, 0)
+  // as kiln's relu computes it: a Linear layer's epilogue, applied as each block is stored.
+  void multiply(std::int64_t m, const float* a, float* c, const float* bias = nullptr, bool relu = false) const;
 
  private:
   struct FreeAligned {
@@ -45,6 +46,10 @@ class PackedMatrix final : public BufferDerived {
 // The packed form of the matrix B in `buffer` (f32, [k, n], or [n, k] with `transposed`) when
 // it is worth it, else null (then the caller multiplies unpacked). See the top for when.
 std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t n, std::int64_t k, bool transposed);
+// The packed form of B in `buffer` if it is packed already, else null; unlike packed_weights,
+// this does not count as one of B's products.
+std::shared_ptr<const PackedMatrix> packed_weights_if_ready(const Buffer& buffer, std::int64_t n, std::int64_t k,
+                                                            bool transposed);
 // Matrices packed so far, in this process (the CPU device's counter).
 std::uint64_t packed_weight_count();
 

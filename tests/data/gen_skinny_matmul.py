@@ -47,4 +47,43 @@ cases += [
     skinny("narrow_nk_rows1", 1, 512, 10, True),
     skinny("narrow_nk_rows8", 8, 100, 7, True),
 ]
+
+
+# A Linear layer's epilogue on the packed path (the CPU adds the bias, then ReLU, as the packed
+# product stores its blocks): relu?(A @ B + bias), bias along the last dim; 130 columns, so the
+# last panel is part padding.
+def bias_values(n):
+    j = torch.arange(n)
+    return ((j * 5) % 13 - 6).float() / 8
+
+
+def linear(name, m, k, n, b_transposed, relu):
+    a = a_values(m, k)
+    b = b_values(n, k).t() if b_transposed else b_values(k, n)
+    out = torch.matmul(a, b) + bias_values(n)
+    if relu:
+        out = torch.relu(out)
+    return case(name, "skinny_linear", [], out, dict(m=m, k=k, n=n, transpose_b=b_transposed, relu=relu, layers=1))
+
+
+# Two layers, relu(relu(A @ W + b) @ W + b) with W [182, 182] (at least 32k weights): the second
+# layer's input is the first's output, a temporary the second consumes.
+def two_layers(name, m):
+    k = 182
+    w, bias = b_values(k, k), bias_values(k)
+    h = torch.relu(torch.matmul(a_values(m, k), w) + bias)
+    out = torch.relu(torch.matmul(h, w) + bias)
+    exact = torch.relu(torch.matmul(torch.relu(torch.matmul(a_values(m, k).double(), w.double()) + bias.double()),
+                                    w.double()) + bias.double())
+    assert torch.equal(out.double(), exact), "the two-layer case is not exact in f32"
+    return case(name, "skinny_linear", [], out, dict(m=m, k=k, n=k, transpose_b=False, relu=True, layers=2))
+
+
+cases += [
+    linear("linear_relu_rows1", 1, 256, 130, False, True),
+    linear("linear_rows8", 8, 256, 130, False, False),
+    linear("linear_relu_nk_rows3", 3, 260, 130, True, True),
+    two_layers("two_layers_rows1", 1),
+    two_layers("two_layers_rows4", 4),
+]
 write("skinny_matmul", cases)

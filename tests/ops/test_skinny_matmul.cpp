@@ -2,7 +2,8 @@
 // the CPU these take kiln's skinny kernels split over the cores (devices/cpu/skinny_gemm.cpp),
 // with B stored [k, n] or transposed ([n, k], a Linear weight), with column and k tails; 9 rows
 // go to OpenBLAS; a B of at most two vectors of columns (a classifier's last layer) takes the
-// narrow kernel on one thread. References from PyTorch (tests/data/gen_skinny_matmul.py), which defines the
+// narrow kernel on one thread; a Linear layer's bias and ReLU, fused after the product, are
+// applied by the packed product itself. References from PyTorch (tests/data/gen_skinny_matmul.py), which defines the
 // operands by formula; every sum is exact in f32, so results must match exactly. Also: the same
 // products from many threads at once (the core team is shared; a busy team runs on the caller);
 // and products repeated with one B, which the CPU multiplies by a packed copy of B from the
@@ -33,6 +34,25 @@ Tensor b_operand(std::int64_t rows, std::int64_t cols, Device d) {
   std::vector<float> v;
   for (std::int64_t q = 0; q < rows * cols; ++q) v.push_back(static_cast<float>((q * 7) % 19 - 9) / 8.0f);
   return from_vector(v, {rows, cols}, d);
+}
+
+// The generator's bias formula (gen_skinny_matmul.py: bias_values).
+Tensor bias_operand(std::int64_t n, Device d) {
+  std::vector<float> v;
+  for (std::int64_t j = 0; j < n; ++j) v.push_back(static_cast<float>((j * 5) % 13 - 6) / 8.0f);
+  return from_vector(v, {n}, d);
+}
+
+// relu?(x @ B + bias), once or twice (the second layer takes the first's output, a temporary).
+Tensor linear_layers(const RefCase& c, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  const bool tb = c.attrs["transpose_b"], relu_after = c.attrs["relu"];
+  auto layer = [&](Tensor x) {
+    Tensor y = add(matmul(std::move(x), b, {.transpose_b = tb}), bias);
+    return relu_after ? relu(std::move(y)) : y;
+  };
+  Tensor y = layer(a);
+  if (c.attrs["layers"] == 2) y = layer(std::move(y));
+  return y;
 }
 
 Tensor product(const RefCase& c, Device d) {
@@ -96,6 +116,27 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
   // Each B of the skinny path packed once, on its second product (on a GPU, or with packing
   // off, never).
   EXPECT_EQ(counters(d).weights_packed - packed_before, d.kind == DeviceKind::cpu && packing_on() ? skinny : 0u);
+}
+
+// A Linear layer's product, bias and ReLU: from B's second product on, the CPU adds the bias and
+// applies ReLU as the packed product stores its blocks, straight into the output
+// (devices/cpu/fused_anchor.cpp); also for a layer whose input is the layer before's output.
+TEST_P(SkinnyMatmul, LinearLayersOnPackedWeightsMatchTorchExactly) {
+  const Device d = GetParam();
+  const auto cases = cases_for("skinny_matmul.json", "skinny_linear");
+  ASSERT_EQ(cases.size(), 5u);
+  for (const RefCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
+    const bool tb = c.attrs["transpose_b"];
+    const Tensor a = a_operand(m, k, d);
+    const Tensor b = tb ? b_operand(n, k, d) : b_operand(k, n, d);
+    const Tensor bias = bias_operand(n, d);
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      EXPECT_TRUE(matches(linear_layers(c, a, b, bias), c.outputs[0], {.rtol = 0, .atol = 0}));
+    }
+  }
 }
 
 // Threads sharing one model: the first products of each B race to pack it.
