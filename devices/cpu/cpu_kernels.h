@@ -26,11 +26,12 @@ void register_layout_kernels(KernelTable& t);
 void register_conv_kernels(KernelTable& t);
 void register_index_kernels(KernelTable& t);
 
-// out = relu?(A @ B + bias) for a matmul message whose B is already packed for products of a
-// few rows (packed_weights.h), `bias` its last dim's n values: the epilogue applied as the
-// product stores its blocks. False, having done nothing, for any other product, or when the
-// output overlaps A or the bias (then the product and its epilogue go the usual way).
-bool matmul_packed_with_bias(const OpIr& op, const KernelArgs& args, const float* bias, bool relu);
+// out = relu?(A @ B + bias) for a matmul message of a few rows, `bias` its last dim's n values,
+// where B is already packed for such products (packed_weights.h: the epilogue applied as the
+// product stores its blocks) or narrow (skinny_gemm.h: a pass over the small C after it). False,
+// having done nothing, for any other product, or when the output overlaps A or the bias (then
+// the product and its epilogue go the usual way).
+bool matmul_with_bias(const OpIr& op, const KernelArgs& args, const float* bias, bool relu);
 
 template <class T> T* out_ptr(const KernelArgs& a, std::size_t i) { return static_cast<T*>(a.outputs[i]->data()); }
 template <class T> const T* in_ptr(const KernelArgs& a, std::size_t i) {

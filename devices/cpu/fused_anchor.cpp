@@ -78,13 +78,13 @@ void AnchoredProgram::run(const FusedExpr& expr, const KernelArgs& args, MemoryP
   const FusedAnchor& a = *expr.anchored();
   const FusedArgLayout layout = fused_arg_layout(expr);
   if (bias_epilogue_) {
-    // Straight into the output, bias and ReLU applied as the product stores its blocks: no
-    // scratch, no pass of the epilogue's own (expr.inputs[k] is args.inputs[layout.epilogue + k - 1]).
+    // Straight into the output, bias and ReLU applied by the product: no scratch, no pass of
+    // the generic epilogue (expr.inputs[k] is args.inputs[layout.epilogue + k - 1]).
     const auto* bias = static_cast<const float*>(args.inputs[layout.epilogue + bias_epilogue_->bias_input - 1]->data());
     Buffer* out[1] = {args.outputs[0]};
     const KernelArgs product{args.inputs.subspan(layout.operands, layout.prologue - layout.operands),
                              std::span<Buffer* const>(out, 1)};
-    if (matmul_packed_with_bias(a.op, product, bias, bias_epilogue_->relu)) return;
+    if (matmul_with_bias(a.op, product, bias, bias_epilogue_->relu)) return;
   }
   // The anchor's value: its own output when kept, else scratch.
   BufferPtr scratch;

@@ -21,7 +21,7 @@ class AnchoredProgram final : public CompiledKernel {
   std::optional<FusedProgram> prologue_;
   std::optional<FusedProgram> epilogue_;  // absent when the expression has no epilogue outputs
   // A Linear layer's epilogue (the product plus a bias along its last dim, then maybe ReLU, all
-  // f32): when the product runs on packed weights, applied as it stores its blocks.
+  // f32): applied by the product itself when it runs on packed weights or a narrow B.
   struct BiasEpilogue {
     std::size_t bias_input;  // into the expression's inputs
     bool relu;

@@ -196,23 +196,39 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
 
 }  // namespace
 
-bool matmul_packed_with_bias(const OpIr& op, const KernelArgs& args, const float* bias, bool relu) {
+bool matmul_with_bias(const OpIr& op, const KernelArgs& args, const float* bias, bool relu) {
   const MatmulGeometry g = geometry(op);
   const std::int64_t rows = g.m * g.batches;
   const Shape& out_shape = op.outputs[0].shape;  // C's rows are the output's last dim
-  if (g.b_batched || g.transpose_a || g.k == 0 || !skinny_gemm_fits(rows, g.n, g.k) || out_shape.rank() < 1 ||
-      out_shape[out_shape.rank() - 1] != g.n)
+  if (g.b_batched || g.transpose_a || g.k == 0 || out_shape.rank() < 1 || out_shape[out_shape.rank() - 1] != g.n)
     return false;
-  const auto packed = packed_weights_if_ready(*args.inputs[1], g.n, g.k, g.transpose_b);
-  if (!packed) return false;
+  const bool narrow = narrow_gemm_fits(rows, g.n, g.k);
+  std::shared_ptr<const PackedMatrix> packed;
+  if (!narrow) {
+    if (!skinny_gemm_fits(rows, g.n, g.k)) return false;
+    packed = packed_weights_if_ready(*args.inputs[1], g.n, g.k, g.transpose_b);
+    if (!packed) return false;
+  }
   const float* a = in_ptr<float>(args, 0);
+  const float* b = in_ptr<float>(args, 1);
   float* c = out_ptr<float>(args, 0);
-  // C is written block by block while A and the bias are still read. (The executor lends a
-  // fused group's output only an epilogue input's buffer, so A never; a consumed bias of the
-  // output's size could be.)
+  // C is written while A and the bias are still read. (The executor lends a fused group's
+  // output only an epilogue input's buffer, so A never; a consumed bias of the output's size
+  // could be.)
   const auto overlaps = [&](const float* p, std::int64_t count) { return p < c + rows * g.n && c < p + count; };
   if (overlaps(a, rows * g.k) || overlaps(bias, g.n)) return false;
-  packed->multiply(rows, a, c, bias, relu);
+  if (packed) {
+    packed->multiply(rows, a, c, bias, relu);
+    return true;
+  }
+  // A narrow C is at most 8 x 32 values: the epilogue as a pass over it, as the generic one
+  // computes it (the product rounded to f32, plus the bias, then kiln's relu).
+  narrow_gemm(rows, g.n, g.k, a, b, c, g.transpose_b);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      const float v = c[r * g.n + j] + bias[j];
+      c[r * g.n + j] = relu && v < 0.0f ? 0.0f : v;
+    }
   return true;
 }
 

@@ -85,5 +85,7 @@ cases += [
     linear("linear_relu_nk_rows3", 3, 260, 130, True, True),
     two_layers("two_layers_rows1", 1),
     two_layers("two_layers_rows4", 4),
+    linear("linear_narrow_relu_rows1", 1, 512, 10, False, True),  # narrow: on one thread
+    linear("linear_narrow_nk_rows3", 3, 512, 10, True, False),
 ]
 write("skinny_matmul", cases)

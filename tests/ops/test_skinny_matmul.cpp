@@ -120,11 +120,12 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
 
 // A Linear layer's product, bias and ReLU: from B's second product on, the CPU adds the bias and
 // applies ReLU as the packed product stores its blocks, straight into the output
-// (devices/cpu/fused_anchor.cpp); also for a layer whose input is the layer before's output.
+// (devices/cpu/fused_anchor.cpp); also for a layer whose input is the layer before's output, and
+// after a narrow product (every time).
 TEST_P(SkinnyMatmul, LinearLayersOnPackedWeightsMatchTorchExactly) {
   const Device d = GetParam();
   const auto cases = cases_for("skinny_matmul.json", "skinny_linear");
-  ASSERT_EQ(cases.size(), 5u);
+  ASSERT_EQ(cases.size(), 7u);
   for (const RefCase& c : cases) {
     SCOPED_TRACE(c.name);
     const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
