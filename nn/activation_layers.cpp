@@ -4,12 +4,12 @@
 
 namespace kiln::nn {
 
-Tensor ReLU::forward(const Tensor& x) const { return relu(x); }
-Tensor SiLU::forward(const Tensor& x) const { return silu(x); }
-Tensor Mish::forward(const Tensor& x) const { return mish(x); }
-Tensor Tanh::forward(const Tensor& x) const { return tanh(x); }
-Tensor Sigmoid::forward(const Tensor& x) const { return sigmoid(x); }
-Tensor GELU::forward(const Tensor& x) const { return gelu(x, tanh_); }
+Tensor ReLU::forward(Tensor x) const { return relu(std::move(x)); }
+Tensor SiLU::forward(Tensor x) const { return silu(std::move(x)); }
+Tensor Mish::forward(Tensor x) const { return mish(std::move(x)); }
+Tensor Tanh::forward(Tensor x) const { return tanh(std::move(x)); }
+Tensor Sigmoid::forward(Tensor x) const { return sigmoid(std::move(x)); }
+Tensor GELU::forward(Tensor x) const { return gelu(std::move(x), tanh_); }
 Tensor LeakyReLU::forward(const Tensor& x) const { return leaky_relu(x, slope_); }
 Tensor ELU::forward(const Tensor& x) const { return elu(x, alpha_); }
 Tensor Softmax::forward(const Tensor& x) const {

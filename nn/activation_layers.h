@@ -8,11 +8,12 @@
 
 namespace kiln::nn {
 
-// A parameter-free module whose forward is one function of its input.
+// A parameter-free module whose forward is one function of its input. It takes the input by
+// value: a caller that hands it over (Sequential does) lets the op consume it.
 #define KILN_NN_ACTIVATION(Type)                       \
   class Type : public Module {                         \
    public:                                             \
-    Tensor forward(const Tensor& x) const;             \
+    Tensor forward(Tensor x) const;                    \
     KILN_MODULE(Type)                                  \
   };
 KILN_NN_ACTIVATION(ReLU)
@@ -26,7 +27,7 @@ class GELU : public Module {
  public:
   // tanh_approximation: torch's approximate='tanh'.
   explicit GELU(bool tanh_approximation = false) : tanh_(tanh_approximation) {}
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(Tensor x) const;
   std::string describe() const override { return tanh_ ? "approximate=tanh" : ""; }
   KILN_MODULE(GELU)
 

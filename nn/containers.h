@@ -11,7 +11,9 @@
 
 namespace kiln::nn {
 
-// Modules applied one after the other, each `Tensor forward(const Tensor&) const`.
+// Modules applied one after the other, each `Tensor forward(const Tensor&) const` or
+// `Tensor forward(Tensor) const`. Each layer's input is handed over to it, so a layer that takes
+// it by value (Linear, the activations) lets its op consume it: no value kept past its last use.
 class Sequential : public Module {
  public:
   Sequential() = default;
@@ -50,7 +52,7 @@ class Sequential : public Module {
   void push_back(M&& module) {
     using T = std::decay_t<M>;
     entries_.push_back({std::make_unique<T>(std::forward<M>(module)),
-                        [](const Module& m, const Tensor& x) { return static_cast<const T&>(m).forward(x); }});
+                        [](const Module& m, Tensor&& x) { return static_cast<const T&>(m).forward(std::move(x)); }});
     name_children();
   }
 
@@ -62,7 +64,7 @@ class Sequential : public Module {
 
   Tensor forward(const Tensor& x) const {
     Tensor y = x;
-    for (const Entry& e : entries_) y = e.call(*e.module, y);
+    for (const Entry& e : entries_) y = e.call(*e.module, std::move(y));
     return y;
   }
 
@@ -75,7 +77,7 @@ class Sequential : public Module {
  private:
   struct Entry {
     std::unique_ptr<Module> module;
-    Tensor (*call)(const Module&, const Tensor&);
+    Tensor (*call)(const Module&, Tensor&&);
   };
   std::vector<Entry> entries_;
 };

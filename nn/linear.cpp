@@ -28,13 +28,13 @@ Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, Device device)
   if (with_bias) bias = Parameter(fan_in_uniform(Shape{out}, in, device));
 }
 
-Tensor Linear::forward(const Tensor& x) const {
+Tensor Linear::forward(Tensor x) const {
   KILN_CHECK(x.defined() && x.rank() >= 1 && x.shape()[x.rank() - 1] == in_features(), where(),
              "expected an input [..., " + std::to_string(in_features()) + "], got " +
                  (x.defined() ? x.shape().str() : std::string("an undefined tensor")));
   if (grad_enabled() && requires_grad(weight)) return guarded([&] { return linear(x, weight, bias); });
   return guarded([&] {
-    Tensor y = matmul(x, transposed_weight());
+    Tensor y = matmul(std::move(x), transposed_weight());
     return bias.defined() ? add(std::move(y), bias) : y;  // the add is the matmul's epilogue
   });
 }

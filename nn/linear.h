@@ -15,7 +15,8 @@ namespace kiln::nn {
 class Linear : public Module {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true, Device device = Device::cpu());
-  Tensor forward(const Tensor& x) const;
+  // By value: an input handed over (Sequential hands each layer's over) is consumed by the product.
+  Tensor forward(Tensor x) const;
   std::string describe() const override;
   std::int64_t in_features() const { return weight.shape()[1]; }
   std::int64_t out_features() const { return weight.shape()[0]; }

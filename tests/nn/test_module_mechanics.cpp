@@ -190,6 +190,33 @@ TEST(ModuleMechanics, InferenceReusesTheTransposedWeight) {
   EXPECT_EQ(kernels_of_a_forward(), first);
 }
 
+// Sequential hands each layer its input, so a layer that takes it by value (Linear, ReLU) lets
+// its op consume it: a forward through Sequential sends the engine as many messages as the same
+// layers called on temporaries (a kept input would add a message to drop it later), and the same
+// values.
+TEST(ModuleMechanics, SequentialHandsEachLayerItsInput) {
+  const FusionScope fusion(true);
+  nn::Sequential net(nn::Linear(6, 8), nn::ReLU(), nn::Linear(8, 3));
+  const auto& l1 = net.get<nn::Linear>(0);
+  const auto& r = net.get<nn::ReLU>(1);
+  const auto& l2 = net.get<nn::Linear>(2);
+  const Tensor x = randn(Shape{2, 6});
+  NoGradGuard no_grad;
+  const auto messages_of = [&](const auto& forward, std::vector<float>& out) {
+    sync(Device::cpu()).get();
+    const std::uint64_t before = counters(Device::cpu()).ops_submitted;
+    out = values(forward());
+    sync(Device::cpu()).get();
+    return counters(Device::cpu()).ops_submitted - before;
+  };
+  std::vector<float> inline_values, sequential_values;
+  messages_of([&] { return l2(r(l1(x))); }, inline_values);  // the transposed weights made once
+  const std::uint64_t inline_messages = messages_of([&] { return l2(r(l1(x))); }, inline_values);
+  const std::uint64_t sequential_messages = messages_of([&] { return net(x); }, sequential_values);
+  EXPECT_EQ(sequential_messages, inline_messages);
+  EXPECT_EQ(sequential_values, inline_values);
+}
+
 // One module, four threads: inference agrees with a single thread's, and each thread's
 // gradients (its own graph over shared parameters) agree with the same batch run alone.
 TEST(ModuleMechanics, ForwardAndBackwardOnManyThreads) {
