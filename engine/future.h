@@ -80,7 +80,8 @@ template <class T> class FutureState {
   bool satisfied() const { return status_.load(std::memory_order_acquire) != kEmpty; }
   bool ready() const { return status_.load(std::memory_order_acquire) == kReady; }
   void wait() const {
-    for (std::uint32_t s; (s = status_.load(std::memory_order_acquire)) != kReady;) status_.wait(s, std::memory_order_acquire);
+    for (std::uint32_t s; (s = status_.load(std::memory_order_acquire)) != kReady;)
+      status_.wait(s, std::memory_order_acquire);
   }
   // Waits, then moves the value out or rethrows the error (once: the Future lets go after).
   T take() {

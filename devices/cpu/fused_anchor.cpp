@@ -35,11 +35,14 @@ class PrologueSource final : public ReduceSource {
 };
 
 // Whether `expr` is a matmul whose epilogue is out = relu?(product + bias) with the bias along
-// the last dim, all f32: its bias input and whether ReLU follows.
+// the last dim, all f32 (the operands too): its bias input and whether ReLU follows.
 std::optional<std::pair<std::size_t, bool>> linear_epilogue(const FusedExpr& expr) {
   const FusedAnchor& a = *expr.anchored();
   const auto f32 = [](const FusedNode& node) { return node.out == DType::f32 && node.compute == DType::f32; };
-  if (a.op.kind != OpKind::matmul || a.keep_result || a.prologue_expr() || expr.outputs.size() != 1 ||
+  if (a.op.kind != OpKind::matmul || a.op.inputs.size() != 2 || a.op.inputs[0].dtype != DType::f32 ||
+      a.op.inputs[1].dtype != DType::f32 || a.op.outputs[0].dtype != DType::f32)
+    return std::nullopt;
+  if (a.keep_result || a.prologue_expr() || expr.outputs.size() != 1 ||
       expr.outputs[0].dtype != DType::f32 || expr.shape != a.op.outputs[0].shape || expr.shape.rank() < 1 ||
       expr.nodes.empty() || expr.nodes.size() > 2 || expr.output_nodes.size() != 1 ||
       expr.output_nodes[0] != expr.nodes.size() - 1)

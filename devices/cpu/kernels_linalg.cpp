@@ -167,7 +167,8 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
     // A few rows against a large B (a served model's requests against its weights): kiln's own
     // kernels on a fixed split over the cores, which keeps each core's share of B in its cache;
     // from B's second such product on, B packed for them (packed_weights.h).
-    if (narrow_gemm_fits(g.m * g.batches, g.n, g.k)) return narrow_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
+    if (narrow_gemm_fits(g.m * g.batches, g.n, g.k))
+      return narrow_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
     if (skinny_gemm_fits(g.m * g.batches, g.n, g.k)) {
       if (const auto packed = packed_weights(*args.inputs[1], g.n, g.k, g.transpose_b))
         packed->multiply(g.m * g.batches, a, c);

@@ -46,13 +46,14 @@ template <int R> constexpr int panels_per_block() {
   return p;
 }
 
-// Rows [0, R) of C (A's rows lda apart) over panels [q0, q0 + P) (C's columns from q0 * width).
-// A Linear layer's epilogue, applied to C's values as they are stored (multiply's top).
+// A Linear layer's epilogue, applied to C's values as they are stored (packed_weights.h:
+// multiply).
 struct Epilogue {
   const float* bias = nullptr;
   bool relu = false;
 };
 
+// Rows [0, R) of C (A's rows lda apart) over panels [q0, q0 + P) (C's columns from q0 * width).
 template <int R, int P>
 void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
            std::int64_t q0, Epilogue epilogue) {

@@ -113,7 +113,8 @@ TEST(Future, NoWakeUpIsLostBetweenTheCheckAndTheSleep) {
     Future<int> future(promise.state());
     auto getter = std::async(std::launch::async, [&] { return future.get(); });
     promise.set_value(r);
-    ASSERT_EQ(getter.wait_for(5s), std::future_status::ready) << "round " << r << ": the getter slept through set_value";
+    ASSERT_EQ(getter.wait_for(5s), std::future_status::ready)
+        << "round " << r << ": the getter slept through set_value";
     ASSERT_EQ(getter.get(), r);
   }
 }

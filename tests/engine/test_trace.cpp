@@ -29,6 +29,9 @@ TEST(Trace, RecordsKernelsBatchesAndWaits) {
   const Tensor a = randn(Shape{64, 96}, gen), b = randn(Shape{96, 32}, gen);
   const std::vector<float> c = sum(relu(matmul(a, b)), {1}).to_vector<float>().get();
   ASSERT_EQ(c.size(), 64u);
+  // A future is ready as soon as its value is set, before the thread that set it closes its
+  // batch's span: the sync's step waits for that step to end.
+  sync(Device::cpu()).get();
   trace::write();
 
   const nlohmann::json j = read_json(path);

@@ -55,11 +55,16 @@ Tensor linear_layers(const RefCase& c, const Tensor& a, const Tensor& b, const T
   return y;
 }
 
-Tensor product(const RefCase& c, Device d) {
+// A case's A [m, k] and B as stored ([k, n], or [n, k] when transposed).
+std::pair<Tensor, Tensor> operands(const RefCase& c, Device d) {
   const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
   const bool tb = c.attrs["transpose_b"];
-  const Tensor a = a_operand(m, k, d);
-  return tb ? matmul(a, b_operand(n, k, d), {.transpose_b = true}) : matmul(a, b_operand(k, n, d));
+  return {a_operand(m, k, d), tb ? b_operand(n, k, d) : b_operand(k, n, d)};
+}
+
+Tensor product(const RefCase& c, Device d) {
+  const auto [a, b] = operands(c, d);
+  return matmul(a, b, {.transpose_b = c.attrs["transpose_b"]});
 }
 
 class SkinnyMatmul : public ::testing::TestWithParam<Device> {};
@@ -103,15 +108,12 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
   std::uint64_t skinny = 0;
   for (const RefCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
-    const bool tb = c.attrs["transpose_b"];
-    const Tensor a = a_operand(m, k, d);
-    const Tensor b = tb ? b_operand(n, k, d) : b_operand(k, n, d);
+    const auto [a, b] = operands(c, d);
     for (int round = 0; round < 3; ++round) {
       SCOPED_TRACE("round " + std::to_string(round));
-      EXPECT_TRUE(matches(matmul(a, b, {.transpose_b = tb}), c.outputs[0], {.rtol = 0, .atol = 0}));
+      EXPECT_TRUE(matches(matmul(a, b, {.transpose_b = c.attrs["transpose_b"]}), c.outputs[0], {.rtol = 0, .atol = 0}));
     }
-    skinny += m <= 8 && c.name.rfind("narrow", 0) != 0;  // narrow products are never packed
+    skinny += c.attrs["m"] <= 8 && c.name.rfind("narrow", 0) != 0;  // narrow products are never packed
   }
   // Each B of the skinny path packed once, on its second product (on a GPU, or with packing
   // off, never).
@@ -128,11 +130,8 @@ TEST_P(SkinnyMatmul, LinearLayersOnPackedWeightsMatchTorchExactly) {
   ASSERT_EQ(cases.size(), 7u);
   for (const RefCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
-    const bool tb = c.attrs["transpose_b"];
-    const Tensor a = a_operand(m, k, d);
-    const Tensor b = tb ? b_operand(n, k, d) : b_operand(k, n, d);
-    const Tensor bias = bias_operand(n, d);
+    const auto [a, b] = operands(c, d);
+    const Tensor bias = bias_operand(c.attrs["n"], d);
     for (int round = 0; round < 3; ++round) {
       SCOPED_TRACE("round " + std::to_string(round));
       EXPECT_TRUE(matches(linear_layers(c, a, b, bias), c.outputs[0], {.rtol = 0, .atol = 0}));
@@ -144,12 +143,8 @@ TEST_P(SkinnyMatmul, LinearLayersOnPackedWeightsMatchTorchExactly) {
 TEST_P(SkinnyMatmul, ManyThreadsSharingWeightsGetTheirOwnProducts) {
   const Device d = GetParam();
   const auto cases = cases_for("skinny_matmul.json", "skinny_matmul");
-  std::vector<std::pair<Tensor, Tensor>> operands;
-  for (const RefCase& c : cases) {
-    const std::int64_t m = c.attrs["m"], k = c.attrs["k"], n = c.attrs["n"];
-    const bool tb = c.attrs["transpose_b"];
-    operands.emplace_back(a_operand(m, k, d), tb ? b_operand(n, k, d) : b_operand(k, n, d));
-  }
+  std::vector<std::pair<Tensor, Tensor>> pairs;
+  for (const RefCase& c : cases) pairs.push_back(operands(c, d));
   std::vector<std::thread> threads;
   std::vector<int> failures(4, 0);
   for (int t = 0; t < 4; ++t)
@@ -157,7 +152,7 @@ TEST_P(SkinnyMatmul, ManyThreadsSharingWeightsGetTheirOwnProducts) {
       for (int round = 0; round < 3 * static_cast<int>(cases.size()); ++round) {
         const std::size_t i = static_cast<std::size_t>(round) % cases.size();
         const bool tb = cases[i].attrs["transpose_b"];
-        const std::vector<double> got = host_values(matmul(operands[i].first, operands[i].second, {.transpose_b = tb}));
+        const std::vector<double> got = host_values(matmul(pairs[i].first, pairs[i].second, {.transpose_b = tb}));
         if (!values_close(got, json_values(cases[i].outputs[0]), {.rtol = 0, .atol = 0})) ++failures[t];
       }
     });
