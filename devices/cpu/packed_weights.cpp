@@ -29,6 +29,12 @@ std::atomic<std::uint64_t> packed_count{0};
 // 73-93 (in L2), and 1.15-1.3x from L3 (a harness on the 2-core Xeon); in the engine, a batch of 8
 // through that layer on both cores took 59-67 us against 61-73 without (three runs each).
 constexpr std::int64_t kPrefetchRows = 32;
+// Only a pass of more rows than this prefetches. A pass of a few rows streams its panels with
+// little arithmetic a byte, which the hardware prefetcher keeps up with alone; the prefetch
+// instructions only took load slots: on a 2-core AMD EPYC the MLP's three packed products (from
+// L3) took 20.3-20.8 us without them at 1 row against 22.1-22.5 with (2 rows: 20.1-20.5 against
+// 21.8-22.8; 4 rows: 23.8-26.0 against 25.7-26.5; 8 rows the same either way).
+constexpr int kMaxRowsWithoutPrefetch = 4;
 
 // Panels a chunk of a core's part holds (CoreTeam::run_chunked): small enough that a core
 // preempted mid-part leaves most of it to the other, large enough for a block of two panels.
@@ -68,13 +74,16 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
     VF b[P][2];
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q) {
-      // Each line asked for kPrefetchRows ahead (past a panel's end it reads the next one's
-      // start, or nothing: a prefetch never faults; the address is an integer until then, as it
-      // may lie past the allocation).
-      const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp + q * panel_floats) +
-                                   kPrefetchRows * kPanelWidth * sizeof(float);
-      _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-      if constexpr (kPanelWidth * sizeof(float) > 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
+      if constexpr (R > kMaxRowsWithoutPrefetch) {
+        // Each line asked for kPrefetchRows ahead (past a panel's end it reads the next one's
+        // start, or nothing: a prefetch never faults; the address is an integer until then, as
+        // it may lie past the allocation).
+        const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp + q * panel_floats) +
+                                     kPrefetchRows * kPanelWidth * sizeof(float);
+        _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+        if constexpr (kPanelWidth * sizeof(float) > 64)
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
+      }
       b[q][0] = simd::load(bp + q * panel_floats);
       b[q][1] = simd::load(bp + q * panel_floats + L);
     }
