@@ -105,25 +105,34 @@ Plan& PlanCache::plan(std::span<const OpIr> batch, bool fusion_enabled, FusionPl
     return unrecorded_;
   }
   sign(batch);
+  auto replay = [&](Entry& e) -> Plan& {
+    for (const IdSlot& s : e.ids) *s.id = entities_[s.number];
+    e.last_use = ++uses_;
+    last_ = &e;
+    replayed = true;
+    return e.plan;
+  };
+  // A served model's requests come as the same batch again and again: the entry replayed last is
+  // compared first, before the hash, whose serial chain of multiplies over a request's ~150 words
+  // was over half of the lookup's time (perf of the serving MLP's requests: 0.60% of the samples
+  // in plan() itself against 0.35% in sign(); 0.05% left in plan() without it).
+  if (last_ && last_->signature == signature_) return replay(*last_);
   std::uint64_t hash = 0;
   for (std::uint64_t w : signature_) hash = mix(hash, w);
-  for (const std::unique_ptr<Entry>& e : entries_) {
-    if (e->hash != hash || e->signature != signature_) continue;
-    for (const IdSlot& s : e->ids) *s.id = entities_[s.number];
-    e->last_use = ++uses_;
-    replayed = true;
-    return e->plan;
-  }
+  for (const std::unique_ptr<Entry>& e : entries_)
+    if (e->hash == hash && e->signature == signature_) return replay(*e);
   // Not seen: plan it into a new entry, or over the least recently used one.
   if (entries_.size() < kEntries) entries_.push_back(std::make_unique<Entry>());
   else std::sort(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) { return a->last_use > b->last_use; });
   Entry& e = *entries_.back();
+  last_ = nullptr;  // `e` is planned over: until it is recorded, it matches nothing
   planner.plan(batch, fusion_enabled, e.plan);
   e.ids.clear();
   e.last_use = ++uses_;
   if (record_ids(e)) {
     e.signature = signature_;
     e.hash = hash;
+    last_ = &e;
   } else {
     e.signature.clear();  // never matches: a batch is never empty, nor is its signature
   }

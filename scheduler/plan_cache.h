@@ -62,6 +62,7 @@ class PlanCache {
   std::vector<std::uint64_t> signature_;
   std::vector<EntityId> entities_;
   std::vector<std::unique_ptr<Entry>> entries_;
+  Entry* last_ = nullptr;  // the entry replayed last, compared first
   std::uint64_t uses_ = 0;
   Plan unrecorded_;  // the plan of a batch too long to record, or planned without fusion
 };

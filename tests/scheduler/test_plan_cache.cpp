@@ -181,6 +181,26 @@ TEST(PlanCache, AnythingThePlannerSeesDifferentIsPlannedAfresh) {
   }
 }
 
+// The entry replayed last is compared first: a batch of another recorded structure must still
+// find its own (two models served in turn), and the last one must not be taken for it.
+TEST(PlanCache, TwoStructuresInTurnEachReplayTheirOwnPlan) {
+  PlanCache cache;
+  FusionPlanner planner;
+  bool replayed = false;
+  const Variation wide{.width = 7};
+  cache.plan(request(1000), true, planner, replayed);
+  cache.plan(request(2000, wide), true, planner, replayed);
+  for (EntityId base : {3000u, 4000u, 5000u, 6000u}) {
+    const std::vector<OpIr> plain = request(base), varied = request(base + 500, wide);
+    EXPECT_EQ(describe(cache.plan(plain, true, planner, replayed)), fresh_plan(plain)) << base;
+    EXPECT_TRUE(replayed);
+    EXPECT_EQ(describe(cache.plan(varied, true, planner, replayed)), fresh_plan(varied)) << base;
+    EXPECT_TRUE(replayed);
+    EXPECT_EQ(describe(cache.plan(varied, true, planner, replayed)), fresh_plan(varied)) << base;  // twice in a row
+    EXPECT_TRUE(replayed);
+  }
+}
+
 TEST(PlanCache, WithoutFusionNothingIsRecorded) {
   PlanCache cache;
   FusionPlanner planner;
