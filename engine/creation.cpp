@@ -8,14 +8,14 @@ namespace kiln {
 
 namespace {
 
-template <class T>
-Tensor upload_vector(const char* op, const std::vector<T>& data, const Shape& shape, Device device) {
+// The message keeps `data` itself (moved in, no copy) until the upload has run.
+template <class T> Tensor upload_vector(const char* op, std::vector<T>&& data, const Shape& shape, Device device) {
   KILN_CHECK(static_cast<std::int64_t>(data.size()) == shape.numel(), op,
              std::to_string(data.size()) + " values do not fill shape " + shape.str() + " (" +
                  std::to_string(shape.numel()) + " elements)");
   for (auto d : shape) KILN_CHECK(d >= 0, op, "negative dimension in shape " + shape.str());
-  auto bytes = std::make_shared<std::vector<std::byte>>(data.size() * sizeof(T));
-  if (!data.empty()) std::memcpy(bytes->data(), data.data(), bytes->size());
+  auto owner = std::make_shared<const std::vector<T>>(std::move(data));
+  std::shared_ptr<const std::byte> bytes(owner, reinterpret_cast<const std::byte*>(owner->data()));
   return detail::submit_upload(std::move(bytes), shape, dtype_of<T>, device);
 }
 
@@ -37,18 +37,17 @@ Tensor random(OpKind kind, const Shape& shape, double s1, double s2, Generator& 
 }  // namespace
 
 Tensor from_vector(std::vector<float> data, const Shape& shape, Device device) {
-  return upload_vector("from_vector", data, shape, device);
+  return upload_vector("from_vector", std::move(data), shape, device);
 }
 Tensor from_vector(std::vector<std::int64_t> data, const Shape& shape, Device device) {
-  return upload_vector("from_vector", data, shape, device);
+  return upload_vector("from_vector", std::move(data), shape, device);
 }
 Tensor from_vector(const std::vector<bool>& data, const Shape& shape, Device device) {
-  std::vector<std::uint8_t> bytes(data.begin(), data.end());
-  KILN_CHECK(static_cast<std::int64_t>(bytes.size()) == shape.numel(), "from_vector",
-             std::to_string(bytes.size()) + " values do not fill shape " + shape.str());
-  auto buf = std::make_shared<std::vector<std::byte>>(bytes.size());
-  if (!bytes.empty()) std::memcpy(buf->data(), bytes.data(), bytes.size());
-  return detail::submit_upload(std::move(buf), shape, DType::bool_, device);
+  auto bytes = std::make_shared<const std::vector<std::uint8_t>>(data.begin(), data.end());
+  KILN_CHECK(static_cast<std::int64_t>(bytes->size()) == shape.numel(), "from_vector",
+             std::to_string(bytes->size()) + " values do not fill shape " + shape.str());
+  std::shared_ptr<const std::byte> view(bytes, reinterpret_cast<const std::byte*>(bytes->data()));
+  return detail::submit_upload(std::move(view), shape, DType::bool_, device);
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions o) {

@@ -144,7 +144,7 @@ Tensor submit3(OpKind kind, Tensor a, Tensor b, Tensor c, OpAttrs attrs) {
   return out;
 }
 
-Tensor submit_upload(std::shared_ptr<const std::vector<std::byte>> bytes, const Shape& shape, DType dtype,
+Tensor submit_upload(std::shared_ptr<const std::byte> bytes, const Shape& shape, DType dtype,
                      Device device) {
   DeviceRuntime& rt = Engine::get().runtime(device, "upload");
   OpIr op;

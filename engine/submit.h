@@ -52,7 +52,12 @@ Tensor submit0(OpKind kind, OpAttrs attrs, Device device);
 Tensor submit1(OpKind kind, Tensor a, OpAttrs attrs = {});
 Tensor submit2(OpKind kind, Tensor a, Tensor b, OpAttrs attrs = {});
 Tensor submit3(OpKind kind, Tensor a, Tensor b, Tensor c, OpAttrs attrs = {});
-Tensor submit_upload(std::shared_ptr<const std::vector<std::byte>> bytes, const Shape& shape, DType dtype, Device device);
+// `bytes`: the tensor's values, shape.numel() of dtype, owned by what the pointer keeps alive.
+Tensor submit_upload(std::shared_ptr<const std::byte> bytes, const Shape& shape, DType dtype, Device device);
+inline Tensor submit_upload(const std::shared_ptr<const std::vector<std::byte>>& bytes, const Shape& shape, DType dtype,
+                            Device device) {
+  return submit_upload(std::shared_ptr<const std::byte>(bytes, bytes->data()), shape, dtype, device);
+}
 
 }  // namespace detail
 

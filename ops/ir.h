@@ -99,7 +99,9 @@ struct OpIr {
   TensorList inputs;
   TensorList outputs;
   OpAttrs attrs;
-  std::shared_ptr<const std::vector<std::byte>> host_data;  // upload
+  // upload: the first of outputs[0].bytes() bytes, kept alive by whatever holds them (the
+  // caller's own vector, moved in: no copy into a byte vector of its own)
+  std::shared_ptr<const std::byte> host_data;
   std::shared_ptr<const PendingHostData> pending_data;       // upload from another device
   std::shared_ptr<const PendingBuffer> pending_buffer;       // ... of the same memory
   std::shared_ptr<Completion> completion;                   // read, sync

@@ -422,8 +422,11 @@ void Executor::run_compute(OpIr& op) {
           device_.copy_from_peer(b, *out[0], op.outputs[0].bytes(), std::move(src));
           counters_.peer_copies.fetch_add(1, std::memory_order_relaxed);
         } else {
-          if (op.pending_data) op.host_data = op.pending_data->wait();
-          device_.write(*out[0], op.host_data->data(), op.outputs[0].bytes());
+          if (op.pending_data) {
+            std::shared_ptr<const std::vector<std::byte>> bytes = op.pending_data->wait();
+            op.host_data = std::shared_ptr<const std::byte>(bytes, bytes->data());
+          }
+          device_.write(*out[0], op.host_data.get(), op.outputs[0].bytes());
         }
       } else if (overlapping_) {
         auto run = [this, &op, ins = std::vector<Buffer*>(in, in + op.inputs.size()),

@@ -151,7 +151,7 @@ class Messages {
     op.kind = OpKind::upload;
     op.seq = ++seq_;
     op.outputs.push_back(TensorIr{++id_, shape, t, TensorStatus::NotInit});
-    op.host_data = std::move(bytes);
+    op.host_data = std::shared_ptr<const std::byte>(bytes, bytes->data());
     meta_[id_] = op.outputs[0];
     batch.push_back(std::move(op));
     return id_;
