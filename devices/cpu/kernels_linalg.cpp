@@ -149,6 +149,21 @@ void gemm(const GemmOperands& g) {
   });
 }
 
+// Which kernel takes `rows` rows of A against one right operand B [k, n]: the one choice that
+// matmul_kernel and matmul_with_bias (a Linear layer's fused epilogue) both follow.
+enum class RowsPath {
+  narrow,  // a few rows against a B of at most two vectors of columns: narrow_gemm
+  skinny,  // a few rows against a large B (a served model's requests against its weights): kiln's
+           // own kernels on a fixed split over the cores, which keeps each core's share of B in
+           // its cache; from B's second such product on, B packed for them (packed_weights.h)
+  gemm,    // anything else: tiles over the cores
+};
+RowsPath rows_path(std::int64_t rows, std::int64_t n, std::int64_t k) {
+  if (narrow_gemm_fits(rows, n, k)) return RowsPath::narrow;
+  if (skinny_gemm_fits(rows, n, k)) return RowsPath::skinny;
+  return RowsPath::gemm;
+}
+
 void matmul_kernel(const OpIr& op, const KernelArgs& args) {
   const MatmulGeometry g = geometry(op);
   float* c = out_ptr<float>(args, 0);
@@ -164,20 +179,19 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
   // One right operand for every batch: then the output batch dims are A's own, so A's batches
   // are consecutive rows of one taller product (also the plain 2-D case).
   if (!g.b_batched && !g.transpose_a) {
-    // A few rows against a large B (a served model's requests against its weights): kiln's own
-    // kernels on a fixed split over the cores, which keeps each core's share of B in its cache;
-    // from B's second such product on, B packed for them (packed_weights.h).
-    if (narrow_gemm_fits(g.m * g.batches, g.n, g.k))
-      return narrow_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
-    if (skinny_gemm_fits(g.m * g.batches, g.n, g.k)) {
-      if (const auto packed = packed_weights(*args.inputs[1], g.n, g.k, g.transpose_b))
-        packed->multiply(g.m * g.batches, a, c);
-      else
-        skinny_gemm(g.m * g.batches, g.n, g.k, a, b, c, g.transpose_b);
-      return;
+    const std::int64_t rows = g.m * g.batches;
+    switch (rows_path(rows, g.n, g.k)) {
+      case RowsPath::narrow:
+        return narrow_gemm(rows, g.n, g.k, a, b, c, g.transpose_b);
+      case RowsPath::skinny:
+        if (const auto packed = packed_weights(*args.inputs[1], g.n, g.k, g.transpose_b))
+          packed->multiply(rows, a, c);
+        else
+          skinny_gemm(rows, g.n, g.k, a, b, c, g.transpose_b);
+        return;
+      case RowsPath::gemm:
+        return gemm(GemmOperands{a, b, c, rows, g.n, g.k, false, g.transpose_b});
     }
-    gemm(GemmOperands{a, b, c, g.m * g.batches, g.n, g.k, false, g.transpose_b});
-    return;
   }
 
   const std::int64_t c_matrix = g.m * g.n;
@@ -203,10 +217,10 @@ bool matmul_with_bias(const OpIr& op, const KernelArgs& args, const float* bias,
   const Shape& out_shape = op.outputs[0].shape;  // C's rows are the output's last dim
   if (g.b_batched || g.transpose_a || g.k == 0 || out_shape.rank() < 1 || out_shape[out_shape.rank() - 1] != g.n)
     return false;
-  const bool narrow = narrow_gemm_fits(rows, g.n, g.k);
+  const RowsPath path = rows_path(rows, g.n, g.k);
+  if (path == RowsPath::gemm) return false;
   std::shared_ptr<const PackedMatrix> packed;
-  if (!narrow) {
-    if (!skinny_gemm_fits(rows, g.n, g.k)) return false;
+  if (path == RowsPath::skinny) {
     packed = packed_weights_if_ready(*args.inputs[1], g.n, g.k, g.transpose_b);
     if (!packed) return false;
   }
