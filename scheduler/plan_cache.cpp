@@ -125,7 +125,9 @@ Plan& PlanCache::plan(std::span<const OpIr> batch, bool fusion_enabled, FusionPl
   if (entries_.size() < kEntries) entries_.push_back(std::make_unique<Entry>());
   else std::sort(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) { return a->last_use > b->last_use; });
   Entry& e = *entries_.back();
-  last_ = nullptr;  // `e` is planned over: until it is recorded, it matches nothing
+  // `e` is planned over: until it is recorded it matches nothing (a batch is never empty, nor is
+  // its signature), also when the planner throws halfway.
+  e.signature.clear();
   planner.plan(batch, fusion_enabled, e.plan);
   e.ids.clear();
   e.last_use = ++uses_;
@@ -133,8 +135,6 @@ Plan& PlanCache::plan(std::span<const OpIr> batch, bool fusion_enabled, FusionPl
     e.signature = signature_;
     e.hash = hash;
     last_ = &e;
-  } else {
-    e.signature.clear();  // never matches: a batch is never empty, nor is its signature
   }
   return e.plan;
 }
