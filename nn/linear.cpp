@@ -32,9 +32,21 @@ Tensor Linear::forward(Tensor x) const {
   KILN_CHECK(x.defined() && x.rank() >= 1 && x.shape()[x.rank() - 1] == in_features(), where(),
              "expected an input [..., " + std::to_string(in_features()) + "], got " +
                  (x.defined() ? x.shape().str() : std::string("an undefined tensor")));
-  // The product reads the weight transposed in place (no copy of it), the same with or without
-  // gradients; the bias add is its epilogue.
-  return guarded([&] { return linear(std::move(x), weight, bias); });
+  if (grad_enabled() && requires_grad(weight)) return guarded([&] { return linear(x, weight, bias); });
+  return guarded([&] {
+    Tensor y = matmul(std::move(x), transposed_weight());
+    return bias.defined() ? add(std::move(y), bias) : y;  // the add is the matmul's epilogue
+  });
+}
+
+Tensor Linear::transposed_weight() const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (cache_->source != weight.value().id() || !cache_->transposed.defined()) {
+    NoGradGuard no_grad;
+    cache_->transposed = transpose(detach(weight.value()), 0, 1);
+    cache_->source = weight.value().id();
+  }
+  return cache_->transposed;
 }
 
 std::string Linear::describe() const {
