@@ -32,7 +32,7 @@ Tensor Linear::forward(Tensor x) const {
   KILN_CHECK(x.defined() && x.rank() >= 1 && x.shape()[x.rank() - 1] == in_features(), where(),
              "expected an input [..., " + std::to_string(in_features()) + "], got " +
                  (x.defined() ? x.shape().str() : std::string("an undefined tensor")));
-  if (grad_enabled() && requires_grad(weight)) return guarded([&] { return linear(x, weight, bias); });
+  if (grad_enabled() && requires_grad(weight)) return guarded([&] { return linear(std::move(x), weight, bias); });
   return guarded([&] {
     Tensor y = matmul(std::move(x), transposed_weight());
     return bias.defined() ? add(std::move(y), bias) : y;  // the add is the matmul's epilogue

@@ -138,6 +138,14 @@ void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, cons
   for (; q0 < q1; ++q0) block<R, 1>(n, k, a, lda, panels, c, q0, epilogue);
 }
 
+// What a buffer holds for B in this layout (a packed copy, or the marker of a first product), if
+// anything.
+const PackedMatrix* known_layout(const std::shared_ptr<const BufferDerived>& seen, std::int64_t n, std::int64_t k,
+                                 bool transposed) {
+  const auto* known = dynamic_cast<const PackedMatrix*>(seen.get());
+  return known && known->matches(n, k, transposed) ? known : nullptr;
+}
+
 }  // namespace
 
 void PackedMatrix::FreeAligned::operator()(float* p) const { std::free(p); }
@@ -194,8 +202,7 @@ std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t 
   if (!enabled) return nullptr;
   const auto* b = static_cast<const float*>(buffer.data());
   const std::shared_ptr<const BufferDerived> seen = buffer.derived();
-  const auto* known = dynamic_cast<const PackedMatrix*>(seen.get());
-  if (known && known->matches(n, k, transposed)) {
+  if (const PackedMatrix* known = known_layout(seen, n, k, transposed)) {
     if (known->packed()) return std::static_pointer_cast<const PackedMatrix>(seen);
     // The second product with these contents: pack. (Two threads may both pack; either copy
     // is the same.)
@@ -211,8 +218,8 @@ std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t 
 std::shared_ptr<const PackedMatrix> packed_weights_if_ready(const Buffer& buffer, std::int64_t n, std::int64_t k,
                                                             bool transposed) {
   const std::shared_ptr<const BufferDerived> seen = buffer.derived();
-  const auto* known = dynamic_cast<const PackedMatrix*>(seen.get());
-  if (!known || !known->packed() || !known->matches(n, k, transposed)) return nullptr;
+  const PackedMatrix* known = known_layout(seen, n, k, transposed);
+  if (!known || !known->packed()) return nullptr;
   return std::static_pointer_cast<const PackedMatrix>(seen);
 }
 

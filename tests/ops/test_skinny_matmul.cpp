@@ -3,8 +3,8 @@
 // with B stored [k, n] or transposed ([n, k], a Linear weight), with column and k tails; 9 rows
 // go to OpenBLAS; a B of at most two vectors of columns (a classifier's last layer) takes the
 // narrow kernel on one thread; a Linear layer's bias and ReLU, fused after the product, are
-// applied by the packed product itself. References from PyTorch (tests/data/gen_skinny_matmul.py), which defines the
-// operands by formula; every sum is exact in f32, so results must match exactly. Also: the same
+// applied by the packed product itself. References from PyTorch (tests/data/gen_skinny_matmul.py),
+// which defines the operands by formula; every sum is exact in f32, so results must match exactly. Also: the same
 // products from many threads at once (the core team is shared; a busy team runs on the caller);
 // and products repeated with one B, which the CPU multiplies by a packed copy of B from the
 // second on (devices/cpu/packed_weights.h), dropped when B's buffer is reused in place.
@@ -111,7 +111,8 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
     const auto [a, b] = operands(c, d);
     for (int round = 0; round < 3; ++round) {
       SCOPED_TRACE("round " + std::to_string(round));
-      EXPECT_TRUE(matches(matmul(a, b, {.transpose_b = c.attrs["transpose_b"]}), c.outputs[0], {.rtol = 0, .atol = 0}));
+      EXPECT_TRUE(
+          matches(matmul(a, b, {.transpose_b = c.attrs["transpose_b"]}), c.outputs[0], {.rtol = 0, .atol = 0}));
     }
     skinny += c.attrs["m"] <= 8 && c.name.rfind("narrow", 0) != 0;  // narrow products are never packed
   }
