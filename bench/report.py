@@ -21,11 +21,12 @@ KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inpla
 # Serving counters that follow a figure, as "<field>_<suffix>": the p99 of a latency or throughput
 # run, the p50 of a throughput run (its figure being requests/s), the batcher's mean batch.
 SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "mean_batch": "mean_batch"}
-# variant -> field. module: the MLP as an nn module rather than raw ops; apart: its requests 300 us
-# apart; batcher / futures: concurrent_infer through the dynamic request batcher / through plain
-# futures.
+# variant -> field. module: the MLP as an nn module rather than raw ops; recorded / module_recorded:
+# either as a RecordedPass (one message a request); apart: its requests 300 us apart; batcher /
+# futures: concurrent_infer through the dynamic request batcher / through plain futures.
 VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused", "module": "kiln_module", "apart": "kiln_apart",
-            "batcher": "kiln_batcher", "futures": "kiln_futures"}
+            "recorded": "kiln_recorded", "module_recorded": "kiln_module_recorded", "batcher": "kiln_batcher",
+            "futures": "kiln_futures"}
 TWINS = ("torch", "ort")  # the twins' names, which prefix their fields
 
 

@@ -1,9 +1,11 @@
 // Serving workloads (shared/WORKLOADS.md): mlp_infer_b1, one request of the MLP 784-512-512-10
 // (ReLU, batch 1, weights in memory) from a host vector to a host vector, p50 and p99 latency;
 // concurrent_infer, 8 client threads sending such requests back to back, requests per second and
-// p99. Variants: "/module" is the same MLP as an nn module (mlp_infer_b1); "/apart" the raw-ops
-// MLP's requests 300 us apart, the client asleep between them (mlp_infer_b1); "/batcher" sends the
-// eight clients' requests through serve::Batcher, which runs them as batched forward passes.
+// p99. Variants: "/module" is the same MLP as an nn module (mlp_infer_b1); "/recorded" and
+// "/module_recorded" either one as a RecordedPass, a request's forward pass one message;
+// "/apart" the raw-ops MLP's requests 300 us apart, the client asleep between them
+// (mlp_infer_b1); "/batcher" sends the eight clients' requests through serve::Batcher, which runs
+// them as batched forward passes.
 // The twins are in torch_twin.py and bench/ort/ (ONNX Runtime's C API).
 #include <algorithm>
 #include <atomic>
@@ -106,6 +108,18 @@ void mlp_infer_b1_module(benchmark::State& state, Device d) {
   one_client(state, d, model);
 }
 
+// A model's forward pass recorded once: each request is its input, one replay and a read.
+template <class Model> RecordedPass recorded(const Model& model, Device d) {
+  const NoGradGuard no_grad;
+  return RecordedPass::record([&](const Tensor& x) { return model(x); }, {1, 784}, DType::f32, d);
+}
+
+void mlp_infer_b1_recorded(benchmark::State& state, Device d) { one_client(state, d, recorded(RawMlp(d), d)); }
+
+void mlp_infer_b1_module_recorded(benchmark::State& state, Device d) {
+  one_client(state, d, recorded(module_mlp(d), d));
+}
+
 // Eight closed-loop clients for `seconds` per iteration; `request(k)` answers one request.
 template <class Request> void eight_clients(benchmark::State& state, Request request) {
   constexpr double kSeconds = 1.0;
@@ -173,6 +187,8 @@ void register_serve(Device device) {
   };
   latency(benchmark::RegisterBenchmark("mlp_infer_b1", mlp_infer_b1, device));
   latency(benchmark::RegisterBenchmark("mlp_infer_b1/module", mlp_infer_b1_module, device));
+  latency(benchmark::RegisterBenchmark("mlp_infer_b1/recorded", mlp_infer_b1_recorded, device));
+  latency(benchmark::RegisterBenchmark("mlp_infer_b1/module_recorded", mlp_infer_b1_module_recorded, device));
   latency(benchmark::RegisterBenchmark("mlp_infer_b1/apart", mlp_infer_b1_apart, device));
   throughput(benchmark::RegisterBenchmark("concurrent_infer", concurrent_infer, device));
   throughput(benchmark::RegisterBenchmark("concurrent_infer/batcher", concurrent_infer_batcher, device));

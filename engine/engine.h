@@ -44,6 +44,8 @@ struct EngineCounters {
   // Batches that ran with the plan of an earlier batch of the same structure (a model's
   // requests or training steps, where only the tensors are new) instead of being planned again.
   std::uint64_t plans_replayed = 0;
+  // Replays of recorded forward passes (RecordedPass) that ran.
+  std::uint64_t passes_replayed = 0;
   // Reads and syncs that, with small work pending on the CPU (set_reader_batch_budget), stepped
   // the stream on their own thread as they were submitted instead of waking a scheduler thread
   // (if a scheduler thread was mid-step, that thread ran their batch).

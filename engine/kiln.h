@@ -9,6 +9,7 @@
 
 #include "engine/conv.h"
 #include "engine/creation.h"
+#include "engine/recorded_pass.h"
 #include "engine/device.h"
 #include "engine/elementwise.h"
 #include "engine/engine.h"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine/submit.h"
 #include "ops/log.h"
 #include "streams/runtime_settings.h"
 
@@ -148,6 +149,7 @@ class SyncCompletion final : public Completion {
 // A sync message; `release_memory`: the executor first gives the device's unused memory back
 // (release_cached_memory), in stream order.
 Future<void> submit_sync(const char* what, Device device, bool release_memory) {
+  KILN_CHECK(detail::recording_pass() == nullptr, what, "a recorded pass cannot wait for its device: it runs nothing while recorded");
   auto& rt = Engine::get().runtime(device, what);
   auto c = std::make_shared<SyncCompletion>();
   auto state = c->promise.state();
@@ -200,6 +202,7 @@ EngineCounters counters(Device device) {
   out.device_waits = rt.backend->full_waits();
   out.weights_packed = rt.backend->weights_packed();
   out.plans_replayed = c.plans_replayed.load();
+  out.passes_replayed = c.passes_replayed.load();
   out.batches_run_by_readers = rt.stream.batches_run_by_readers();
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "engine/recorder.h"
 #include "engine/runtime.h"
 #include "ops/registry.h"
 
@@ -12,6 +13,11 @@ TensorState::~TensorState() {
   OpIr op;
   op.kind = OpKind::drop;
   op.inputs.push_back(TensorIr{id, {}, dtype, TensorStatus::ReadWrite});
+  // A value made inside a pass being recorded dies inside it; any other goes to its stream.
+  if (PassRecorder* rec = recording_pass(); rec && rec->made_inside(id)) [[unlikely]] {
+    rec->add(std::move(op));
+    return;
+  }
   Engine::get().runtime(device, "drop").stream.submit(std::move(op), Flush::later);
 }
 
@@ -72,12 +78,22 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     hooks = g_autograd_hooks.load(std::memory_order_acquire);
     node = hooks->begin(op, metas, inputs);
   }
+  PassRecorder* const rec = recording_pass();
+  if (rec) [[unlikely]] {
+    rec->check_device(device, name);
+    KILN_CHECK(!node, name, "a recorded pass takes no gradients: record it under NoGradGuard");
+  }
 
   // Ownership: an input whose handle is the last one (the caller moved it in) is handed over.
   // The acquire fence pairs with the release in the other handles' destruction, so everything
   // those threads submitted is sequenced before this message.
   for (std::size_t i = 0; i < n; ++i) {
     const std::shared_ptr<TensorState>& s = inputs[i].state();
+    if (rec && !rec->made_inside(s->id)) [[unlikely]] {
+      // From outside the pass (a weight, the stand-in input): every replay reads it again.
+      rec->keep_outside(s);
+      continue;
+    }
     if (s.use_count() == 1 && (!s->owner || s->owner.use_count() == 1)) op.inputs[i].status = TensorStatus::ReadWrite;
   }
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -88,6 +104,8 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     m.id = engine.new_id();
     m.status = TensorStatus::NotInit;
     outs[o] = Tensor(std::make_shared<TensorState>(m.id, m.shape, m.dtype, device));
+    if (rec) [[unlikely]]
+      rec->made_here(outs[o].state());
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (op.inputs[i].status != TensorStatus::ReadWrite) continue;
@@ -96,7 +114,10 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     if (s.owner) s.owner->consumed = true;
   }
   const std::size_t n_outputs = metas.size();
-  rt.stream.submit(std::move(op), Flush::later);
+  if (rec) [[unlikely]]
+    rec->add(std::move(op));
+  else
+    rt.stream.submit(std::move(op), Flush::later);
   if (node) [[unlikely]]
     hooks->finish(node, outs, n_outputs);
 }
@@ -153,12 +174,20 @@ Tensor submit_upload(std::shared_ptr<const std::byte> bytes, const Shape& shape,
   TensorIr meta{Engine::get().new_id(), shape, dtype, TensorStatus::NotInit};
   Tensor out(std::make_shared<TensorState>(meta.id, shape, dtype, device));
   op.outputs.push_back(meta);
+  if (PassRecorder* rec = recording_pass()) [[unlikely]] {
+    // A constant the pass makes: every replay uploads it again from the same bytes.
+    rec->check_device(device, "upload");
+    rec->made_here(out.state());
+    rec->add(std::move(op));
+    return out;
+  }
   rt.stream.submit(std::move(op), Flush::later);
   return out;
 }
 
 FutureHelper submit_read(const Tensor& t, const char* op_label, DType expected, std::shared_ptr<Completion> completion) {
   KILN_CHECK(t.defined(), op_label, "the tensor is undefined");
+  KILN_CHECK(recording_pass() == nullptr, op_label, "a recorded pass cannot read values: it runs nothing while recorded");
   const TensorState& s = *t.state();
   KILN_CHECK(s.dtype == expected, op_label,
              std::string("the tensor is ") + dtype_name(s.dtype) + s.shape.str() + " but its values were asked as " +

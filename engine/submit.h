@@ -45,6 +45,11 @@ struct AutogradHooks {
 // Installs the hooks (autograd does it once; later calls with the same table are no-ops).
 void install_autograd_hooks(const AutogradHooks* hooks);
 
+// The forward pass this thread is recording (engine/recorded_pass.cpp), or null. While it is
+// set, the submission paths below append their messages to it instead of the device's stream.
+struct PassRecorder;
+PassRecorder* recording_pass();
+
 // Checks and submits one op. `inputs` are taken by value: an input whose handle is the last
 // one becomes ReadWrite. Creation ops (no inputs) run on `device`.
 std::vector<Tensor> submit(OpKind kind, Tensor* inputs, std::size_t n_inputs, OpAttrs attrs, Device device);

@@ -92,6 +92,8 @@ class PendingBuffer {
 // The tensors of a message: inline up to two (almost every op), so building one allocates nothing.
 using TensorList = SmallVector<TensorIr, 2>;
 
+struct RecordedOps;  // below
+
 struct OpIr {
   OpKind kind = OpKind::sync;
   std::uint64_t seq = 0;  // position in its stream, set at submission
@@ -105,6 +107,23 @@ struct OpIr {
   std::shared_ptr<const PendingHostData> pending_data;       // upload from another device
   std::shared_ptr<const PendingBuffer> pending_buffer;       // ... of the same memory
   std::shared_ptr<Completion> completion;                   // read, sync
+  std::shared_ptr<RecordedOps> recorded;                    // replay
+};
+
+// A forward pass recorded once (engine/recorded_pass.h) that a replay message runs as one step:
+// its messages as they were submitted while recording, and the two entities a replay puts its
+// own in place of. Every replay of a pass uses the same entities inside it: the executor runs a
+// replay's steps one after another, so one replay's entities are gone before the next starts.
+struct RecordedOps {
+  std::vector<OpIr> ops;
+  EntityId input = 0;   // the stand-in input the pass was recorded on
+  EntityId output = 0;  // the pass's result
+  // The entities from outside the pass that its messages read (weights), kept alive while a
+  // replay may still run: type-erased handles, as ops/ knows no tensors.
+  std::vector<std::shared_ptr<void>> outside;
+  // The executor's plan of `ops`, made at the first replay and used only by the executor of the
+  // pass's device (one thread at a time); type-erased, as ops/ knows no plans.
+  std::shared_ptr<void> plan;
 };
 
 }  // namespace kiln

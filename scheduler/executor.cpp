@@ -42,8 +42,9 @@ constexpr std::size_t kMaxDeferredBytes = std::size_t{256} << 20;
 
 // Ops that run on the executor's thread and need every kernel before them done: reads and syncs
 // look at values, and an upload may wait for another device.
+// A recorded pass too: its steps run in order (run_recorded).
 bool waits_for_kernels(const OpIr& op) {
-  return op.kind == OpKind::read || op.kind == OpKind::sync || op.kind == OpKind::upload;
+  return op.kind == OpKind::read || op.kind == OpKind::sync || op.kind == OpKind::upload || op.kind == OpKind::replay;
 }
 
 }  // namespace
@@ -285,6 +286,9 @@ void Executor::run_one(OpIr& op) {
     case OpKind::read:
       run_read(op);
       return;
+    case OpKind::replay:
+      run_recorded(op);
+      return;
     case OpKind::sync:
       try {
         // release_cached_memory: here, in stream order, so that no recorded command still uses
@@ -333,6 +337,61 @@ void Executor::run_read(OpIr& op) {
     else op.completion->complete(staged.get(), bytes);
   }
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
+}
+
+void Executor::run_recorded(OpIr& op) {
+  RecordedOps& pass = *op.recorded;
+  // The pass's entities are the same at every replay, so its steps run in order, never as
+  // tasks: a task of one replay would still hold them when the next replay starts.
+  run_deferred();
+  const bool overlapping = overlapping_;
+  overlapping_ = false;
+  struct Restore {
+    bool& flag;
+    bool value;
+    ~Restore() { flag = value; }
+  } restore{overlapping_, overlapping};
+
+  const Slot* in = find(op.inputs[0].id);
+  if (!in || in->error) {
+    fail_outputs(op.outputs, in ? in->error
+                                : std::make_exception_ptr(Error("recorded pass", "input entity is unknown (internal error)")));
+    return;
+  }
+  // The caller's input stands in for the one recorded; sharing its buffer, no step can take it
+  // over (in place needs a buffer of one owner).
+  slots_[pass.input] = Slot{in->buffer, nullptr, in->checks, nullptr};
+  if (!pass.plan) {
+    auto plan = std::make_shared<Plan>();
+    planner_.plan(pass.ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), *plan);
+    pass.plan = std::move(plan);
+  }
+  Plan& plan = *static_cast<Plan*>(pass.plan.get());
+  const trace::Span span("recorded pass", "scheduler");
+  try {
+    for (const PlanStep& step : plan.steps) {
+      if (step.fused) run_fused(plan.groups[step.index], pass.ops);
+      else run_one(pass.ops[step.index]);
+    }
+  } catch (...) {
+    // Out of the ordinary (the steps report their own failures in their outputs): none of the
+    // pass's entities may outlive this replay, or the next would find them.
+    for (const OpIr& o : pass.ops)
+      for (const TensorIr& t : o.outputs) slots_.erase(t.id);
+    slots_.erase(pass.input);
+    fail_outputs(op.outputs, std::current_exception());
+    return;
+  }
+  counters_.passes_replayed.fetch_add(1, std::memory_order_relaxed);
+  slots_.erase(pass.input);
+  auto result = slots_.find(pass.output);
+  if (result == slots_.end()) {
+    fail_outputs(op.outputs, std::make_exception_ptr(Error("recorded pass", "the pass left no result (internal error)")));
+    return;
+  }
+  Slot value = std::move(result->second);
+  slots_.erase(result);
+  slots_[op.outputs[0].id] = std::move(value);
 }
 
 void Executor::fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error) {

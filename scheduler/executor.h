@@ -32,6 +32,7 @@ struct ExecutorCounters {
   std::atomic<std::uint64_t> peer_copies{0};        // uploads copied from a device of the same memory
   std::atomic<std::uint64_t> overlapped_kernels{0};  // kernels run as tasks (AsyncKernels)
   std::atomic<std::uint64_t> plans_replayed{0};      // batches run with a recorded plan (PlanCache)
+  std::atomic<std::uint64_t> passes_replayed{0};     // recorded passes run (RecordedPass)
 };
 
 class Executor {
@@ -58,6 +59,7 @@ class Executor {
   const CompiledKernel& compiled(const FusedExpr& expr);
   void run_compute(OpIr& op);
   void run_read(OpIr& op);
+  void run_recorded(OpIr& op);
   void fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error);
   Slot* find(EntityId id);
   // Overlap (see the top): whether this batch's kernels become tasks; a pending task's record,

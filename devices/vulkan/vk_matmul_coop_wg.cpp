@@ -24,7 +24,7 @@ namespace kiln::vk {
 
 namespace {
 
-constexpr const char* kExtensions = R"(#extension GL_EXT_control_flow_attributes : require
+constexpr const char* kWorkgroupExtensions = R"(#extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
 )";
@@ -128,7 +128,7 @@ std::string wg_coop_matmul_source(const std::string& prelude, const WgCoopShape&
   KILN_CHECK(c.valid_for(shape), "matmul", std::string("workgroup cooperative-matrix configuration ") + c.name +
                                                " does not fit the device's granularity");
   std::string s = prelude;
-  s.insert(s.find('\n') + 1, kExtensions);
+  s.insert(s.find('\n') + 1, kWorkgroupExtensions);
   s += kKhrCooperativeMatrixMarker;
   s += "const uint BM = " + glsl_uint(c.bm) + ", BN = " + glsl_uint(c.bn) + ", BK = " + glsl_uint(c.bk) +
        ", WG = " + glsl_uint(shape.at(c.threads).threads) + ";\n#define UNROLL " + std::to_string(c.unroll) + "\n";

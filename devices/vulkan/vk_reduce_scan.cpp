@@ -18,11 +18,11 @@ namespace kiln::vk::reduce {
 
 namespace {
 
-constexpr std::uint32_t kGroup = 256, kPerThread = 4;
-constexpr std::uint32_t kRowsMinExtent = 64;
+constexpr std::uint32_t kScanGroup = 256, kPerThread = 4;
+constexpr std::uint32_t kScanRowsMinExtent = 64;
 constexpr std::uint32_t kSplitChunk = 8192;  // least elements per chunk of a split row
-constexpr std::uint64_t kTargetGroups = 1024;
-constexpr std::uint32_t kMaxSplits = 1024;
+constexpr std::uint64_t kScanTargetGroups = 1024;
+constexpr std::uint32_t kScanMaxSplits = 1024;
 
 constexpr const char* kScan = R"(
 XP xs;
@@ -117,13 +117,13 @@ void main() {
 }
 )";
 
-enum class Mode { cols, rows, totals, prefix };
+enum class ScanMode { cols, rows, totals, prefix };
 
 // The running sums' type: f32 for every float output (16-bit ones are rounded only as they are
 // stored), i64 for the others.
 DType accumulator(DType out) { return is_floating(out) ? DType::f32 : DType::i64; }
 
-void launch(VulkanDevice& dev, DType in, DType out, Mode mode, const LaunchArgs& a, Groups groups) {
+void launch(VulkanDevice& dev, DType in, DType out, ScanMode mode, const LaunchArgs& a, Groups groups) {
   static const char* names[] = {"COLS", "ROWS", "TOTALS", "PREFIX"};
   const char* m = names[static_cast<int>(mode)];
   const std::string key = std::string("reduce/cumsum/") + dtype_name(in) + "/" + m;
@@ -131,7 +131,7 @@ void launch(VulkanDevice& dev, DType in, DType out, Mode mode, const LaunchArgs&
       key, "cumsum",
       [&] {
         std::string s = dev.prelude();
-        s += "#define WG " + std::to_string(kGroup) + "u\n#define PER_THREAD " + std::to_string(kPerThread) + "u\n";
+        s += "#define WG " + std::to_string(kScanGroup) + "u\n#define PER_THREAD " + std::to_string(kPerThread) + "u\n";
         s += std::string("#define XT ") + glsl_value_type(in) + "\n#define YT " + glsl_value_type(out) + "\n";
         s += std::string("#define XP ") + glsl_pointer_type(in) + "\n#define YP " + glsl_pointer_type(out) + "\n";
         s += std::string("#define PP ") + glsl_pointer_type(accumulator(out)) + "\n";
@@ -147,7 +147,7 @@ void launch(VulkanDevice& dev, DType in, DType out, Mode mode, const LaunchArgs&
       a, groups);
 }
 
-std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
+std::uint32_t scan_ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
 
 void cumsum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType in = op.inputs[0].dtype;
@@ -156,13 +156,13 @@ void cumsum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType out = op.outputs[0].dtype;
   const Geometry g = geometry_along_dim(op, static_cast<int>(op.attrs.dim));
   if (g.elements() == 0) return;
-  const bool rows = g.inner == 1 && g.extent >= kRowsMinExtent;
+  const bool rows = g.inner == 1 && g.extent >= kScanRowsMinExtent;
   std::uint32_t splits = 1;
-  if (rows && g.outer < kTargetGroups)
-    splits = std::min<std::uint64_t>({ceil_div(g.extent, kSplitChunk), ceil_div(kTargetGroups, g.outer), kMaxSplits});
+  if (rows && g.outer < kScanTargetGroups)
+    splits = std::min<std::uint64_t>({scan_ceil_div(g.extent, kSplitChunk), scan_ceil_div(kScanTargetGroups, g.outer), kScanMaxSplits});
   splits = std::max<std::uint32_t>(splits, 1);
-  const std::uint32_t chunk = ceil_div(g.extent, splits);
-  splits = ceil_div(g.extent, chunk);
+  const std::uint32_t chunk = scan_ceil_div(g.extent, splits);
+  splits = scan_ceil_div(g.extent, chunk);
   BufferPtr totals;
   if (splits > 1) totals = dev.memory().allocate(std::size_t{g.outer} * splits * dtype_size(accumulator(out)));
   LaunchArgs a;
@@ -170,14 +170,14 @@ void cumsum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
       .u64(address_or_null(*args.outputs[0]))
       .u64(totals ? VulkanDevice::address(*totals) : 0);
   a.u32(g.outer).u32(g.extent).u32(g.inner).u32(chunk).u32(splits);
-  if (!rows) return launch(dev, in, out, Mode::cols, a, groups_for(g.outputs(), kGroup));
+  if (!rows) return launch(dev, in, out, ScanMode::cols, a, groups_for(g.outputs(), kScanGroup));
   const Groups groups{static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t{g.outer} * splits, 65535)), 1,
                       1};
   if (splits > 1) {
-    launch(dev, in, out, Mode::totals, a, groups);
-    launch(dev, in, out, Mode::prefix, a, groups_for(g.outer, kGroup));
+    launch(dev, in, out, ScanMode::totals, a, groups);
+    launch(dev, in, out, ScanMode::prefix, a, groups_for(g.outer, kScanGroup));
   }
-  launch(dev, in, out, Mode::rows, a, groups);
+  launch(dev, in, out, ScanMode::rows, a, groups);
 }
 
 }  // namespace

@@ -296,5 +296,36 @@ TEST(VulkanDevice, MemoryIsPooled) {
   EXPECT_GT(after.served_from_pool, before.served_from_pool);
 }
 
+// A recorded pass replays on the GPU as on the CPU: y = relu(x W + b) with W[i][j] = (i - 2j) / 8
+// and b[j] = j - 1 (exact in f32), checked against the same map in double precision.
+TEST(VulkanDevice, RecordedPassReplaysWithTheModelsValues) {
+  KILN_REQUIRE_VULKAN();
+  constexpr std::int64_t kIn = 6, kOut = 3;
+  std::vector<float> w, b;
+  for (std::int64_t i = 0; i < kIn; ++i)
+    for (std::int64_t j = 0; j < kOut; ++j) w.push_back(static_cast<float>(i - 2 * j) / 8.0f);
+  for (std::int64_t j = 0; j < kOut; ++j) b.push_back(static_cast<float>(j - 1));
+  const Tensor wt = from_vector(w, {kIn, kOut}, vk0()), bt = from_vector(b, {kOut}, vk0());
+  const RecordedPass pass = RecordedPass::record([&](const Tensor& x) { return relu(add(matmul(x, wt), bt)); },
+                                                 {1, kIn}, DType::f32, vk0());
+  for (int id = 0; id < 4; ++id) {
+    std::vector<float> x(kIn), expected(kOut);
+    for (std::int64_t i = 0; i < kIn; ++i) x[i] = static_cast<float>((id * 7 + i * 3) % 11) - 5.0f;
+    for (std::int64_t j = 0; j < kOut; ++j) {
+      double acc = static_cast<double>(j - 1);
+      for (std::int64_t i = 0; i < kIn; ++i) acc += double(x[i]) * w[i * kOut + j];
+      expected[j] = static_cast<float>(std::max(acc, 0.0));
+    }
+    EXPECT_EQ(pass(from_vector(x, {1, kIn}, vk0())).to_vector<float>().get(), expected) << id;
+  }
+  // A pass on one device does not take another's input.
+  try {
+    (void)pass(zeros({1, kIn}));
+    ADD_FAILURE() << "expected kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("on cpu"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test
