@@ -11,6 +11,7 @@
 
 #include "autograd/autograd.h"
 #include "engine/kiln.h"
+#include "support/exact_inputs.h"
 #include "support/expect_error.h"
 
 namespace kiln {
@@ -40,11 +41,7 @@ struct TwoLayers {
   Tensor operator()(const Tensor& x) const { return add(matmul(relu(add(matmul(x, w1), b1)), w2), b2); }
 };
 
-std::vector<float> input_for(int id) {
-  std::vector<float> x(kIn);
-  for (std::int64_t i = 0; i < kIn; ++i) x[i] = static_cast<float>((id * 7 + i * 3) % 11) - 5.0f;
-  return x;
-}
+std::vector<float> input_for(int id) { return test::exact_input(id, kIn); }
 
 std::vector<float> expected_for(int id) {
   const std::vector<float> x = input_for(id);
@@ -119,6 +116,44 @@ TEST(RecordedPass, ReplaysOfTwoPassesInOneBatchKeepTheirOwnEntities) {
   for (float& v : twice) v *= 2.0f;
   EXPECT_EQ(b.to_vector<float>().get(), twice);
   EXPECT_EQ(c.to_vector<float>().get(), expected_for(4));
+}
+
+TEST(RecordedPass, ReplaysOfTwoThreadsInOneBatchRunInOrder) {
+  // Each thread submits a replay and an op on its result without reading: the batch holds two
+  // threads' kernels, which the CPU runs as tasks side by side, but a pass's steps in order.
+  const TwoLayers model;
+  const RecordedPass pass = RecordedPass::record(model, {1, kIn});
+  const std::uint64_t overlapped = counters().overlapped_kernels;
+  Tensor a, b;
+  std::thread([&] { a = add(pass(from_vector(input_for(1), {1, kIn})), 1.0); }).join();
+  std::thread([&] { b = add(pass(from_vector(input_for(2), {1, kIn})), 1.0); }).join();
+  std::vector<float> ea = expected_for(1), eb = expected_for(2);
+  for (float& v : ea) v += 1.0f;
+  for (float& v : eb) v += 1.0f;
+  EXPECT_EQ(a.to_vector<float>().get(), ea);
+  EXPECT_EQ(b.to_vector<float>().get(), eb);
+  // The adds ran as tasks (with fusion off, every message runs as it comes: no shared batch).
+  if (fusion_enabled()) {
+    EXPECT_GT(counters().overlapped_kernels, overlapped);
+  }
+}
+
+TEST(RecordedPass, ConstantsAndRandomValuesMadeInsideAreMadeAgainAtEachReplay) {
+  // A constant uploaded inside the pass: each replay uploads it again from the same bytes.
+  const RecordedPass shifted = RecordedPass::record(
+      [](const Tensor& x) { return add(x, from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {1, kIn})); }, {1, kIn});
+  for (int id = 0; id < 3; ++id) {
+    std::vector<float> expected = input_for(id);
+    for (std::int64_t i = 0; i < kIn; ++i) expected[i] += static_cast<float>(i + 1);
+    EXPECT_EQ(shifted(from_vector(input_for(id), {1, kIn})).to_vector<float>().get(), expected) << id;
+  }
+  // Random values: the seed drawn while recording, so every replay draws the same ones.
+  Generator gen(11);
+  const RecordedPass noisy = RecordedPass::record(
+      [&](const Tensor& x) { return add(x, rand({1, kIn}, gen)); }, {1, kIn});
+  const std::vector<float> first = noisy(zeros({1, kIn})).to_vector<float>().get();
+  EXPECT_EQ(noisy(zeros({1, kIn})).to_vector<float>().get(), first);
+  for (float v : first) EXPECT_TRUE(v >= 0.0f && v < 1.0f) << v;
 }
 
 TEST(RecordedPass, AnInputOfAnotherShapeIsAnErrorAtTheCallSite) {

@@ -13,6 +13,7 @@
 
 #include "engine/kiln.h"
 #include "serve/serve.h"
+#include "support/exact_inputs.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
 
@@ -42,11 +43,7 @@ struct LinearModel {
   Tensor operator()(const Tensor& x) const { return relu(add(matmul(x, w), b)); }
 };
 
-std::vector<float> input_for(int id) {
-  std::vector<float> x(kIn);
-  for (std::int64_t i = 0; i < kIn; ++i) x[i] = static_cast<float>((id * 7 + i * 3) % 11) - 5.0f;
-  return x;
-}
+std::vector<float> input_for(int id) { return test::exact_input(id, kIn); }
 
 std::vector<float> expected_for(int id) {
   const std::vector<float> x = input_for(id);

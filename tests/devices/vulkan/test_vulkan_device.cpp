@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "devices/vulkan/vk_context.h"
+#include "support/exact_inputs.h"
 #include "vulkan_test_support.h"
 
 namespace kiln::test {
@@ -309,8 +310,8 @@ TEST(VulkanDevice, RecordedPassReplaysWithTheModelsValues) {
   const RecordedPass pass = RecordedPass::record([&](const Tensor& x) { return relu(add(matmul(x, wt), bt)); },
                                                  {1, kIn}, DType::f32, vk0());
   for (int id = 0; id < 4; ++id) {
-    std::vector<float> x(kIn), expected(kOut);
-    for (std::int64_t i = 0; i < kIn; ++i) x[i] = static_cast<float>((id * 7 + i * 3) % 11) - 5.0f;
+    const std::vector<float> x = exact_input(id, kIn);
+    std::vector<float> expected(kOut);
     for (std::int64_t j = 0; j < kOut; ++j) {
       double acc = static_cast<double>(j - 1);
       for (std::int64_t i = 0; i < kIn; ++i) acc += double(x[i]) * w[i * kOut + j];
