@@ -41,8 +41,8 @@ std::string fused_chain_name(const FusedExpr& expr) {
 constexpr std::size_t kMaxDeferredBytes = std::size_t{256} << 20;
 
 // Ops that run on the executor's thread and need every kernel before them done: reads and syncs
-// look at values, and an upload may wait for another device.
-// A recorded pass too: its steps run in order (run_recorded).
+// look at values, an upload may wait for another device, and a recorded pass runs its steps in
+// order (run_recorded).
 bool waits_for_kernels(const OpIr& op) {
   return op.kind == OpKind::read || op.kind == OpKind::sync || op.kind == OpKind::upload || op.kind == OpKind::replay;
 }

@@ -13,127 +13,20 @@
 // Prints one JSON line per workload: {"id", "unit", "better", "ort", "ort_p99", "ort_threads", ...}.
 // Each request wraps the caller's input and output buffers as tensors (no copies by the twin) and
 // runs the session, as a service handler would; wall time per request by steady_clock. Every
-// measurement warms up first and then runs for a bounded time. The library is dlopen()ed and its
-// C API used through ort_api.h (its headers do not ship with it); the model comes from
-// make_mlp_onnx.py, whose MODEL.check output the first request must reproduce.
-#include <dlfcn.h>
-
-#include <algorithm>
+// measurement warms up first and then runs for a bounded time. ONNX Runtime's session and the
+// check of the model's output: ort_session.h.
 #include <atomic>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
-#include <string>
 #include <thread>
-#include <vector>
 
-#include "ort_api.h"
+#include "ort_session.h"
 
 namespace {
 
+using namespace kiln_ort;
 using Clock = std::chrono::steady_clock;
-using kiln_ort::Api;
-
-constexpr int kIn = 784, kOut = 10, kClients = 8;
-constexpr const char* kInputName = "x";
-constexpr const char* kOutputName = "y";
-
-[[noreturn]] void fail(const std::string& message) {
-  std::fprintf(stderr, "ort_twin: %s\n", message.c_str());
-  std::exit(1);
-}
-
-const Api* g_api = nullptr;
-
-// Every C API call returns a status; a non-null one is an error, fatal for a benchmark.
-void check(kiln_ort::Status* status, const char* what) {
-  if (status == nullptr) return;
-  std::string message = g_api->GetErrorMessage(status);
-  g_api->ReleaseStatus(status);
-  fail(std::string(what) + ": " + message);
-}
-
-struct Session {
-  kiln_ort::Env* env;
-  kiln_ort::Session* session = nullptr;
-  kiln_ort::MemoryInfo* cpu = nullptr;
-
-  // `spin`: whether the intra-op pool's threads spin while they wait for work (ORT's default;
-  // fastest for one caller, a waste of the cores' time when many callers compete for them).
-  Session(kiln_ort::Env* e, const std::string& model, int intra_threads, bool spin) : env(e) {
-    kiln_ort::SessionOptions* options = nullptr;
-    check(g_api->CreateSessionOptions(&options), "CreateSessionOptions");
-    check(g_api->SetIntraOpNumThreads(options, intra_threads), "SetIntraOpNumThreads");
-    check(g_api->SetInterOpNumThreads(options, 1), "SetInterOpNumThreads");
-    check(g_api->SetSessionGraphOptimizationLevel(options, kiln_ort::kOptimizeAll), "SetSessionGraphOptimizationLevel");
-    check(g_api->AddSessionConfigEntry(options, "session.intra_op.allow_spinning", spin ? "1" : "0"),
-          "AddSessionConfigEntry");
-    check(g_api->CreateSession(env, model.c_str(), options, &session), "CreateSession");
-    g_api->ReleaseSessionOptions(options);
-    check(g_api->CreateCpuMemoryInfo(kiln_ort::kArenaAllocator, kiln_ort::kMemTypeDefault, &cpu), "CreateCpuMemoryInfo");
-  }
-  ~Session() {
-    g_api->ReleaseMemoryInfo(cpu);
-    g_api->ReleaseSession(session);
-  }
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-
-  // One request: `in` (kIn floats) -> `out` (kOut floats), both the caller's host memory.
-  void infer(float* in, float* out) const {
-    const std::int64_t in_shape[] = {1, kIn}, out_shape[] = {1, kOut};
-    kiln_ort::Value* x = nullptr;
-    kiln_ort::Value* y = nullptr;
-    check(g_api->CreateTensorWithDataAsOrtValue(cpu, in, kIn * sizeof(float), in_shape, 2, kiln_ort::kFloat, &x),
-          "CreateTensorWithDataAsOrtValue");
-    check(g_api->CreateTensorWithDataAsOrtValue(cpu, out, kOut * sizeof(float), out_shape, 2, kiln_ort::kFloat, &y),
-          "CreateTensorWithDataAsOrtValue");
-    const char* in_names[] = {kInputName};
-    const char* out_names[] = {kOutputName};
-    const kiln_ort::Value* inputs[] = {x};
-    check(g_api->Run(session, nullptr, in_names, inputs, 1, out_names, 1, &y), "Run");
-    void* data = nullptr;
-    check(g_api->GetTensorMutableData(y, &data), "GetTensorMutableData");
-    // ORT writes into a preallocated output; were it ever to hand back its own buffer, copy.
-    if (data != out) std::copy_n(static_cast<const float*>(data), kOut, out);
-    g_api->ReleaseValue(y);
-    g_api->ReleaseValue(x);
-  }
-};
-
-// The input whose output make_mlp_onnx.py wrote to MODEL.check (the same formula there).
-std::vector<float> check_input() {
-  std::vector<float> x(kIn);
-  for (int i = 0; i < kIn; ++i) x[i] = static_cast<float>(((i * 37) % 101) / 101.0 - 0.5);
-  return x;
-}
-
-void check_output(const Session& s, const std::string& model) {
-  std::ifstream f(model + ".check");
-  if (!f) fail("cannot read " + model + ".check (written by make_mlp_onnx.py)");
-  std::vector<float> in = check_input(), out(kOut);
-  s.infer(in.data(), out.data());
-  for (int i = 0; i < kOut; ++i) {
-    double expected = 0;
-    if (!(f >> expected)) fail(model + ".check: expected " + std::to_string(kOut) + " numbers");
-    if (std::abs(out[i] - expected) > 1e-4 + 1e-3 * std::abs(expected))
-      fail("wrong output " + std::to_string(i) + ": " + std::to_string(out[i]) + ", expected " + std::to_string(expected));
-  }
-}
-
-double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-// Nearest-rank percentile (q in (0, 1]) of `v`, which it sorts.
-double percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
-}
+constexpr int kClients = 8;
 
 struct Figure {
   double value = 0, p99 = 0;
@@ -236,23 +129,9 @@ int main(int argc, char** argv) {
     if (!id.empty()) ids.insert(id);
   auto wanted = [&](const char* id) { return ids.empty() || ids.count(id) > 0; };
 
-  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) fail(std::string("dlopen: ") + dlerror());
-  auto get_base = reinterpret_cast<kiln_ort::GetApiBaseFn>(dlsym(handle, "OrtGetApiBase"));
-  if (get_base == nullptr) fail(lib + " exports no OrtGetApiBase: not ONNX Runtime?");
-  const kiln_ort::ApiBase* base = get_base();
-  const std::string version = base->GetVersionString();
-  // The slots of ort_api.h were checked against this release; refuse any other.
-  if (version != kiln_ort::kOrtVersion)
-    fail(lib + " is ONNX Runtime " + version + ", the twin is written for " + kiln_ort::kOrtVersion);
-  const void* table = base->GetApi(kiln_ort::kOrtApiVersion);
-  if (table == nullptr) fail("ONNX Runtime " + version + " refuses API version " + std::to_string(kiln_ort::kOrtApiVersion));
-  static const Api api(table);
-  g_api = &api;
-
-  kiln_ort::Env* env = nullptr;
-  check(api.CreateEnv(kiln_ort::kLogWarning, "kiln_ort_twin", &env), "CreateEnv");
-  std::fprintf(stderr, "ort_twin: ONNX Runtime %s, %.3g s per configuration\n", version.c_str(), seconds);
+  g_program = "ort_twin";
+  Env* env = open_runtime(lib);
+  std::fprintf(stderr, "ort_twin: %.3g s per configuration\n", seconds);
 
   if (wanted("mlp_infer_b1")) {
     Figure best;
@@ -295,7 +174,7 @@ int main(int argc, char** argv) {
                 fmt(best.value).c_str(), fmt(best.p99).c_str(), best_threads, kClients);
     std::fflush(stdout);
   }
-  api.ReleaseEnv(env);
+  g_api->ReleaseEnv(env);
   // The library stays loaded: its thread pools' teardown runs at exit.
   return 0;
 }

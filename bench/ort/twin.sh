@@ -25,7 +25,7 @@ if [ ! -s "$model.check" ] || [ bench/ort/make_mlp_onnx.py -nt "$model.check" ];
   /usr/bin/python3 bench/ort/make_mlp_onnx.py "$model" || unavailable "make_mlp_onnx.py failed"
 fi
 twin=$dir/ort_twin
-if [ ! -x "$twin" ] || [ bench/ort/ort_twin.cpp -nt "$twin" ] || [ bench/ort/ort_api.h -nt "$twin" ]; then
+if [ ! -x "$twin" ] || [ bench/ort/ort_twin.cpp -nt "$twin" ] || [ bench/ort/ort_api.h -nt "$twin" ] || [ bench/ort/ort_session.h -nt "$twin" ]; then
   command -v g++ >/dev/null || unavailable "g++ is missing"
   g++ -std=c++20 -O2 -Wall -Wextra -pthread bench/ort/ort_twin.cpp -o "$twin.tmp" -ldl >&2 ||
     unavailable "ort_twin.cpp does not compile"
