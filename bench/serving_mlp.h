@@ -41,7 +41,8 @@ inline std::vector<float> request_input(int k) {
 }
 
 // A model's forward pass recorded once: each request is its input, one replay and a read.
-template <class Model> RecordedPass recorded(const Model& model, Device d) {
+template <class Model>
+RecordedPass recorded(const Model& model, Device d) {
   const NoGradGuard no_grad;
   return RecordedPass::record([&](const Tensor& x) { return model(x); }, {1, 784}, DType::f32, d);
 }

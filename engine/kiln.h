@@ -9,7 +9,6 @@
 
 #include "engine/conv.h"
 #include "engine/creation.h"
-#include "engine/recorded_pass.h"
 #include "engine/device.h"
 #include "engine/elementwise.h"
 #include "engine/engine.h"
@@ -19,6 +18,7 @@
 #include "engine/layout.h"
 #include "engine/linalg.h"
 #include "engine/pool.h"
+#include "engine/recorded_pass.h"
 #include "engine/reduce.h"
 #include "engine/tensor.h"
 #include "engine/transfer.h"

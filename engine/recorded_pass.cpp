@@ -103,7 +103,8 @@ Tensor RecordedPass::operator()(const Tensor& x) const {
   KILN_CHECK(s.shape == input_shape_ && s.dtype == input_dtype_ && s.device == device_, where,
              "recorded on " + std::string(dtype_name(input_dtype_)) + input_shape_.str() + " on " + device_.str() +
                  ", called on " + dtype_name(s.dtype) + s.shape.str() + " on " + s.device.str());
-  KILN_CHECK(s.autograd == nullptr, where, "the input takes part in a backward graph: a recorded pass takes no gradients");
+  KILN_CHECK(s.autograd == nullptr, where,
+             "the input takes part in a backward graph: a recorded pass takes no gradients");
   KILN_CHECK(detail::recording_pass() == nullptr, where, "a recorded pass cannot run inside a recording");
   DeviceRuntime& rt = Engine::get().runtime(device_, where);
   OpIr op;

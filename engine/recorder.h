@@ -13,8 +13,8 @@ namespace kiln::detail {
 struct PassRecorder {
   Device device;
   std::shared_ptr<RecordedOps> pass;
-  std::unordered_set<EntityId> made;  // entities the pass's messages make
-  std::unordered_set<EntityId> kept;  // entities from outside it, kept in pass->outside
+  std::unordered_set<EntityId> made;                    // entities the pass's messages make
+  std::unordered_set<EntityId> kept;                    // entities from outside it, kept in pass->outside
   std::vector<std::weak_ptr<TensorState>> made_states;  // to find those that outlive the call
 
   // A kiln::Error naming `op` when it is on another device than the pass.

@@ -149,7 +149,8 @@ class SyncCompletion final : public Completion {
 // A sync message; `release_memory`: the executor first gives the device's unused memory back
 // (release_cached_memory), in stream order.
 Future<void> submit_sync(const char* what, Device device, bool release_memory) {
-  KILN_CHECK(detail::recording_pass() == nullptr, what, "a recorded pass cannot wait for its device: it runs nothing while recorded");
+  KILN_CHECK(detail::recording_pass() == nullptr, what,
+             "a recorded pass cannot wait for its device: it runs nothing while recorded");
   auto& rt = Engine::get().runtime(device, what);
   auto c = std::make_shared<SyncCompletion>();
   auto state = c->promise.state();

@@ -187,7 +187,8 @@ Tensor submit_upload(std::shared_ptr<const std::byte> bytes, const Shape& shape,
 
 FutureHelper submit_read(const Tensor& t, const char* op_label, DType expected, std::shared_ptr<Completion> completion) {
   KILN_CHECK(t.defined(), op_label, "the tensor is undefined");
-  KILN_CHECK(recording_pass() == nullptr, op_label, "a recorded pass cannot read values: it runs nothing while recorded");
+  KILN_CHECK(recording_pass() == nullptr, op_label,
+             "a recorded pass cannot read values: it runs nothing while recorded");
   const TensorState& s = *t.state();
   KILN_CHECK(s.dtype == expected, op_label,
              std::string("the tensor is ") + dtype_name(s.dtype) + s.shape.str() + " but its values were asked as " +

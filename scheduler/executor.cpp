@@ -354,8 +354,9 @@ void Executor::run_recorded(OpIr& op) {
 
   const Slot* in = find(op.inputs[0].id);
   if (!in || in->error) {
-    fail_outputs(op.outputs, in ? in->error
-                                : std::make_exception_ptr(Error("recorded pass", "input entity is unknown (internal error)")));
+    fail_outputs(
+        op.outputs,
+        in ? in->error : std::make_exception_ptr(Error("recorded pass", "input entity is unknown (internal error)")));
     return;
   }
   // The caller's input stands in for the one recorded; sharing its buffer, no step can take it
@@ -370,8 +371,10 @@ void Executor::run_recorded(OpIr& op) {
   const trace::Span span("recorded pass", "scheduler");
   try {
     for (const PlanStep& step : plan.steps) {
-      if (step.fused) run_fused(plan.groups[step.index], pass.ops);
-      else run_one(pass.ops[step.index]);
+      if (step.fused)
+        run_fused(plan.groups[step.index], pass.ops);
+      else
+        run_one(pass.ops[step.index]);
     }
   } catch (...) {
     // Out of the ordinary (the steps report their own failures in their outputs): none of the
@@ -386,7 +389,8 @@ void Executor::run_recorded(OpIr& op) {
   slots_.erase(pass.input);
   auto result = slots_.find(pass.output);
   if (result == slots_.end()) {
-    fail_outputs(op.outputs, std::make_exception_ptr(Error("recorded pass", "the pass left no result (internal error)")));
+    fail_outputs(op.outputs,
+                 std::make_exception_ptr(Error("recorded pass", "the pass left no result (internal error)")));
     return;
   }
   Slot value = std::move(result->second);

@@ -106,7 +106,8 @@ inline void check_output(const Session& s, const std::string& model) {
     double expected = 0;
     if (!(f >> expected)) fail(model + ".check: expected " + std::to_string(kOut) + " numbers");
     if (std::abs(out[i] - expected) > 1e-4 + 1e-3 * std::abs(expected))
-      fail("wrong output " + std::to_string(i) + ": " + std::to_string(out[i]) + ", expected " + std::to_string(expected));
+      fail("wrong output " + std::to_string(i) + ": " + std::to_string(out[i]) + ", expected " +
+           std::to_string(expected));
   }
 }
 

@@ -28,8 +28,8 @@ using Clock = std::chrono::steady_clock;
 struct Contender {
   const char* field;
   std::function<void()> request;
-  std::vector<double> us;           // every request's latency
-  std::vector<double> round_p50;    // one per round
+  std::vector<double> us;         // every request's latency
+  std::vector<double> round_p50;  // one per round
 };
 
 double median(std::vector<double> v) {
@@ -46,10 +46,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) kiln_ort::fail(a + " needs a value");
-    if (a == "--lib") lib = argv[++i];
-    else if (a == "--model") model = argv[++i];
-    else if (a == "--rounds") rounds = std::max(1, std::atoi(argv[++i]));
-    else kiln_ort::fail("usage: kiln_ort_interleaved --lib libonnxruntime.so.1 --model mlp.onnx [--rounds N]");
+    if (a == "--lib")
+      lib = argv[++i];
+    else if (a == "--model")
+      model = argv[++i];
+    else if (a == "--rounds")
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else
+      kiln_ort::fail("usage: kiln_ort_interleaved --lib libonnxruntime.so.1 --model mlp.onnx [--rounds N]");
   }
   if (lib.empty() || model.empty()) kiln_ort::fail("--lib and --model are required");
   kiln_ort::g_program = "kiln_ort_interleaved";
@@ -108,8 +112,8 @@ int main(int argc, char** argv) {
     std::sort(ratios.begin(), ratios.end());
     std::snprintf(buf, sizeof buf,
                   ", \"%s_per_ort\": %.3f, \"%s_per_ort_round_median\": %.3f, \"%s_per_ort_round_max\": %.3f", c.field,
-                  c.us[c.us.size() / 2] / ort_best.us[ort_best.us.size() / 2], c.field, ratios[ratios.size() / 2], c.field,
-                  ratios.back());
+                  c.us[c.us.size() / 2] / ort_best.us[ort_best.us.size() / 2], c.field, ratios[ratios.size() / 2],
+                  c.field, ratios.back());
     json += buf;
   }
   std::printf("%s}\n", json.c_str());

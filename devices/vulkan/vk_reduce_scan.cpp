@@ -159,7 +159,8 @@ void cumsum_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const bool rows = g.inner == 1 && g.extent >= kScanRowsMinExtent;
   std::uint32_t splits = 1;
   if (rows && g.outer < kScanTargetGroups)
-    splits = std::min<std::uint64_t>({scan_ceil_div(g.extent, kSplitChunk), scan_ceil_div(kScanTargetGroups, g.outer), kScanMaxSplits});
+    splits = std::min<std::uint64_t>(
+        {scan_ceil_div(g.extent, kSplitChunk), scan_ceil_div(kScanTargetGroups, g.outer), kScanMaxSplits});
   splits = std::max<std::uint32_t>(splits, 1);
   const std::uint32_t chunk = scan_ceil_div(g.extent, splits);
   splits = scan_ceil_div(g.extent, chunk);

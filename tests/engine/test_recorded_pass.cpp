@@ -141,7 +141,10 @@ TEST(RecordedPass, ReplaysOfTwoThreadsInOneBatchRunInOrder) {
 TEST(RecordedPass, ConstantsAndRandomValuesMadeInsideAreMadeAgainAtEachReplay) {
   // A constant uploaded inside the pass: each replay uploads it again from the same bytes.
   const RecordedPass shifted = RecordedPass::record(
-      [](const Tensor& x) { return add(x, from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {1, kIn})); }, {1, kIn});
+      [](const Tensor& x) {
+        return add(x, from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {1, kIn}));
+      },
+      {1, kIn});
   for (int id = 0; id < 3; ++id) {
     std::vector<float> expected = input_for(id);
     for (std::int64_t i = 0; i < kIn; ++i) expected[i] += static_cast<float>(i + 1);
@@ -150,7 +153,10 @@ TEST(RecordedPass, ConstantsAndRandomValuesMadeInsideAreMadeAgainAtEachReplay) {
   // Random values: the seed drawn while recording, so every replay draws the same ones.
   Generator gen(11);
   const RecordedPass noisy = RecordedPass::record(
-      [&](const Tensor& x) { return add(x, rand({1, kIn}, gen)); }, {1, kIn});
+      [&](const Tensor& x) {
+        return add(x, rand({1, kIn}, gen));
+      },
+      {1, kIn});
   const std::vector<float> first = noisy(zeros({1, kIn})).to_vector<float>().get();
   EXPECT_EQ(noisy(zeros({1, kIn})).to_vector<float>().get(), first);
   for (float v : first) EXPECT_TRUE(v >= 0.0f && v < 1.0f) << v;
@@ -191,12 +197,18 @@ TEST(RecordedPass, WhatAPassMayNotDoIsAnErrorFromRecord) {
       "RecordedPass::record", {"keeps a tensor it made", "f32[1, 6]"});
   kept = Tensor();
   // Returning its input: nothing to record.
-  test::expect_error([&] { (void)RecordedPass::record([](const Tensor& x) { return x; }, {1, kIn}); },
-                     "RecordedPass::record", {"did not make"});
+  test::expect_error(
+      [&] {
+        (void)RecordedPass::record([](const Tensor& x) { return x; }, {1, kIn});
+      },
+      "RecordedPass::record", {"did not make"});
   // Gradients: a weight that requires them, outside NoGradGuard.
   const Tensor w = require_grad(model.w1);
-  test::expect_error([&] { (void)RecordedPass::record([&](const Tensor& x) { return matmul(x, w); }, {1, kIn}); },
-                     "matmul", {"takes no gradients", "NoGradGuard"});
+  test::expect_error(
+      [&] {
+        (void)RecordedPass::record([&](const Tensor& x) { return matmul(x, w); }, {1, kIn});
+      },
+      "matmul", {"takes no gradients", "NoGradGuard"});
   {
     const NoGradGuard no_grad;
     const RecordedPass pass = RecordedPass::record([&](const Tensor& x) { return matmul(x, w); }, {1, kIn});

@@ -307,8 +307,8 @@ TEST(VulkanDevice, RecordedPassReplaysWithTheModelsValues) {
     for (std::int64_t j = 0; j < kOut; ++j) w.push_back(static_cast<float>(i - 2 * j) / 8.0f);
   for (std::int64_t j = 0; j < kOut; ++j) b.push_back(static_cast<float>(j - 1));
   const Tensor wt = from_vector(w, {kIn, kOut}, vk0()), bt = from_vector(b, {kOut}, vk0());
-  const RecordedPass pass = RecordedPass::record([&](const Tensor& x) { return relu(add(matmul(x, wt), bt)); },
-                                                 {1, kIn}, DType::f32, vk0());
+  const RecordedPass pass =
+      RecordedPass::record([&](const Tensor& x) { return relu(add(matmul(x, wt), bt)); }, {1, kIn}, DType::f32, vk0());
   for (int id = 0; id < 4; ++id) {
     const std::vector<float> x = exact_input(id, kIn);
     std::vector<float> expected(kOut);
