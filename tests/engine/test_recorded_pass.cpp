@@ -138,6 +138,26 @@ TEST(RecordedPass, ReplaysOfTwoThreadsInOneBatchRunInOrder) {
   }
 }
 
+TEST(RecordedPass, AResultUsedAfterTheBatchsTasksWereCollectedIsWhole) {
+  // In a batch of two threads' kernels (run as tasks), a replay's result read by an op after an
+  // upload, which first collects every task: the pass's steps ran in order, so no task of the
+  // pass is left for the result to name once the tasks are gone.
+  const TwoLayers model;
+  const RecordedPass pass = RecordedPass::record(model, {1, kIn});
+  const Tensor other = from_vector(input_for(9), {1, kIn});
+  Device::cpu().sync().get();
+  Tensor y, z, w;
+  std::thread([&] { y = pass(from_vector(input_for(1), {1, kIn})); }).join();
+  std::thread([&] { z = add(other, 1.0); }).join();
+  const Tensor later = from_vector(input_for(3), {1, kIn});
+  std::thread([&] { w = add(y, 1.0); }).join();
+  std::vector<float> expected = expected_for(1);
+  for (float& v : expected) v += 1.0f;
+  EXPECT_EQ(w.to_vector<float>().get(), expected);
+  EXPECT_EQ(y.to_vector<float>().get(), expected_for(1));
+  EXPECT_EQ(later.to_vector<float>().get(), input_for(3));
+}
+
 TEST(RecordedPass, ConstantsAndRandomValuesMadeInsideAreMadeAgainAtEachReplay) {
   // A constant uploaded inside the pass: each replay uploads it again from the same bytes.
   const RecordedPass shifted = RecordedPass::record(
