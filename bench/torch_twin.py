@@ -372,20 +372,32 @@ SERVING = {
 }
 
 
-def fashion_mnist_epoch(dev):
+def fashion_mnist_epoch(dev, metrics=False):
     """Seconds of one training epoch of the main job's CNN (bench/fashion_mnist_twin.py), its
-    loader included, after three warm-up steps."""
+    loader included, after three warm-up steps. With metrics (the twin of
+    fashion_mnist_learner_epoch): the loss and accuracy summed on the device each step and read
+    every 250 ms, as the Learner keeps and reads its metrics."""
     import fashion_mnist_twin as twin
     train_x, train_y = twin.load("/usr/share/datasets/fashion-mnist", "train")
     train_x, train_y = train_x.to(dev), train_y.to(dev)
     model = twin.SmallCNN().to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
+    sums = {"loss": torch.zeros((), device=dev), "correct": torch.zeros((), device=dev), "read": time.perf_counter()}
+
     def step(idx):
         opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(train_x[idx]), train_y[idx])
+        logits = model(train_x[idx])
+        loss = torch.nn.functional.cross_entropy(logits, train_y[idx])
         loss.backward()
         opt.step()
+        if metrics:
+            with torch.no_grad():
+                sums["loss"] += loss.detach() * len(idx)
+                sums["correct"] += (logits.argmax(1) == train_y[idx]).sum()
+            if time.perf_counter() - sums["read"] >= 0.25:
+                sums["read"] = time.perf_counter()
+                float(sums["loss"]), float(sums["correct"])
 
     order = torch.randperm(len(train_x), device=dev)
     for i in range(3):
@@ -400,7 +412,8 @@ def fashion_mnist_epoch(dev):
 
 
 # id -> (unit, measure(device) returning seconds): one long run, on the default thread count.
-EPOCHS = {"fashion_mnist_epoch": ("s/epoch", fashion_mnist_epoch)}
+EPOCHS = {"fashion_mnist_epoch": ("s/epoch", fashion_mnist_epoch),
+          "fashion_mnist_learner_epoch": ("s/epoch", lambda dev: fashion_mnist_epoch(dev, metrics=True))}
 
 
 def next_count(n, seconds, min_time):

@@ -50,7 +50,31 @@ struct EngineCounters {
   // the stream on their own thread as they were submitted instead of waking a scheduler thread
   // (if a scheduler thread was mid-step, that thread ran their batch).
   std::uint64_t batches_run_by_readers = 0;
+  // Flow control (set_flow_control): submissions held back because the stream was at its
+  // bound, and the time they waited, summed over the threads that waited.
+  std::uint64_t held_back = 0;
+  std::uint64_t held_back_ns = 0;
+  // Now: messages submitted to the device and not yet run, and the bytes of their outputs.
+  std::uint64_t in_flight_ops = 0;
+  std::uint64_t in_flight_bytes = 0;
 };
+
+// Flow control. Submitting an op never waits for the device, but each device's stream bounds
+// the work in flight: ops submitted and not yet run, and the bytes of their outputs. A thread
+// that would pass either bound waits inside the op call until the device has caught up (or, with
+// WhenFull::error, gets a kiln::Error naming the op and the stream), so a loop runs a bounded
+// distance ahead of its device and what it queued (batches, activations) stays bounded. Reads,
+// syncs and the release of tensors are never held back. A bound of 0 turns that measure off.
+// Defaults: 4096 ops, 1 GiB; also KILN_MAX_IN_FLIGHT_OPS, KILN_MAX_IN_FLIGHT_MB and
+// KILN_WHEN_FULL=error. Process-wide: every device's stream has its own bound of this size.
+enum class WhenFull { wait, error };
+struct FlowControlOptions {
+  std::uint64_t max_ops = 4096;
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;
+  WhenFull when_full = WhenFull::wait;
+};
+void set_flow_control(const FlowControlOptions& options);
+FlowControlOptions flow_control();
 
 // Fusion of elementwise chains (on by default; KILN_FUSION=0 turns it off). Results are the
 // same either way, bit for bit on the CPU.
@@ -59,6 +83,7 @@ bool fusion_enabled();
 // With fusion on, submitted ops wait until a read, a sync, or this many pending messages
 // (KILN_FLUSH_THRESHOLD; default 512), so that whole chains are planned together.
 void set_flush_threshold(std::size_t messages);
+std::size_t flush_threshold();
 
 // On the CPU, independent work that different threads submit runs side by side: each thread's
 // kernels wait only for the kernels whose results they read, and share the cores with the

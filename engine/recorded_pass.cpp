@@ -107,6 +107,7 @@ Tensor RecordedPass::operator()(const Tensor& x) const {
              "the input takes part in a backward graph: a recorded pass takes no gradients");
   KILN_CHECK(detail::recording_pass() == nullptr, where, "a recorded pass cannot run inside a recording");
   DeviceRuntime& rt = Engine::get().runtime(device_, where);
+  rt.stream.admit(static_cast<std::uint64_t>(output_shape_.numel()) * dtype_size(output_dtype_), where);
   OpIr op;
   op.kind = OpKind::replay;
   op.inputs.push_back(TensorIr{s.id, s.shape, s.dtype, TensorStatus::ReadOnly});

@@ -70,6 +70,7 @@ Engine::Engine() {
   cpu_->executor = std::make_unique<Executor>(*cpu_->backend);
   scheduler_ = std::make_unique<Scheduler>(expected_streams());
   scheduler_->attach(cpu_->stream, *cpu_->executor);
+  cpu_->stream.flow().set_name("cpu");
   cpu_->stream.let_readers_run_small_batches(true);
   g_alive.store(true, std::memory_order_release);
   if (log_enabled(spdlog::level::info)) logger().info("engine started on the cpu (GPUs are opened on first use)");
@@ -90,6 +91,7 @@ void Engine::open_gpus() {
       rt->backend = std::move(gpus[i]);
       rt->executor = std::make_unique<Executor>(*rt->backend);
       scheduler_->attach(rt->stream, *rt->executor);
+      rt->stream.flow().set_name(rt->device.str());
       gpus_.push_back(std::move(rt));
     }
     if (log_enabled(spdlog::level::info)) logger().info("engine opened {} GPU device(s)", gpus_.size());
@@ -205,6 +207,11 @@ EngineCounters counters(Device device) {
   out.plans_replayed = c.plans_replayed.load();
   out.passes_replayed = c.passes_replayed.load();
   out.batches_run_by_readers = rt.stream.batches_run_by_readers();
+  const FlowControlCounters flow = rt.stream.flow().counters();
+  out.held_back = flow.held_back;
+  out.held_back_ns = flow.held_back_ns;
+  out.in_flight_ops = flow.in_flight_ops;
+  out.in_flight_bytes = flow.in_flight_bytes;
   return out;
 }
 
@@ -220,6 +227,22 @@ void set_reader_batch_budget(std::chrono::microseconds budget) {
   KILN_CHECK(budget.count() >= 0, "set_reader_batch_budget", "the budget must not be negative");
   RuntimeSettings::get().reader_batch_us.store(static_cast<std::uint64_t>(budget.count()));
 }
+void set_flow_control(const FlowControlOptions& options) {
+  RuntimeSettings& s = RuntimeSettings::get();
+  s.max_in_flight_ops.store(options.max_ops);
+  s.max_in_flight_bytes.store(options.max_bytes);
+  s.error_when_full.store(options.when_full == WhenFull::error);
+}
+static_assert(FlowControlOptions{}.max_ops == RuntimeSettings::kDefaultMaxInFlightOps &&
+                  FlowControlOptions{}.max_bytes == RuntimeSettings::kDefaultMaxInFlightBytes,
+              "the public defaults are the settings' defaults");
+FlowControlOptions flow_control() {
+  const RuntimeSettings& s = RuntimeSettings::get();
+  return FlowControlOptions{.max_ops = s.max_in_flight_ops.load(),
+                            .max_bytes = s.max_in_flight_bytes.load(),
+                            .when_full = s.error_when_full.load() ? WhenFull::error : WhenFull::wait};
+}
+std::size_t flush_threshold() { return RuntimeSettings::get().flush_threshold.load(); }
 void set_flush_threshold(std::size_t messages) {
   KILN_CHECK(messages > 0, "set_flush_threshold", "the threshold must be at least 1 message");
   RuntimeSettings::get().flush_threshold.store(messages);

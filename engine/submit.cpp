@@ -69,6 +69,14 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   infer_outputs(op, metas);
   check_device_dtypes(name, op, metas, rt);
   KILN_CHECK(metas.size() <= out_capacity, name, "internal error: too many outputs");
+  PassRecorder* const rec = recording_pass();
+  // Flow control: past the stream's bound this waits for the device (or throws), before any
+  // of the op has happened. A pass being recorded runs nothing.
+  if (!rec) [[likely]] {
+    std::uint64_t bytes = 0;
+    for (const TensorIr& m : metas) bytes += m.bytes();
+    rt.stream.admit(bytes, name);
+  }
 
   // Autograd records the op (and copies the handles it saves) before ownership is decided.
   // Inference never gets past this branch: no input carries autograd meta.
@@ -78,7 +86,6 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     hooks = g_autograd_hooks.load(std::memory_order_acquire);
     node = hooks->begin(op, metas, inputs);
   }
-  PassRecorder* const rec = recording_pass();
   if (rec) [[unlikely]] {
     rec->check_device(device, name);
     KILN_CHECK(!node, name, "a recorded pass takes no gradients: record it under NoGradGuard");
@@ -168,13 +175,16 @@ Tensor submit3(OpKind kind, Tensor a, Tensor b, Tensor c, OpAttrs attrs) {
 Tensor submit_upload(std::shared_ptr<const std::byte> bytes, const Shape& shape, DType dtype,
                      Device device) {
   DeviceRuntime& rt = Engine::get().runtime(device, "upload");
+  PassRecorder* const rec = recording_pass();
+  if (!rec) [[likely]]
+    rt.stream.admit(static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype), "upload");
   OpIr op;
   op.kind = OpKind::upload;
   op.host_data = std::move(bytes);
   TensorIr meta{Engine::get().new_id(), shape, dtype, TensorStatus::NotInit};
   Tensor out(std::make_shared<TensorState>(meta.id, shape, dtype, device));
   op.outputs.push_back(meta);
-  if (PassRecorder* rec = recording_pass()) [[unlikely]] {
+  if (rec) [[unlikely]] {
     // A constant the pass makes: every replay uploads it again from the same bytes.
     rec->check_device(device, "upload");
     rec->made_here(out.state());

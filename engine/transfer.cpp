@@ -61,6 +61,7 @@ Tensor to(Tensor x, Device device) {
              std::string(dtype_name(x.dtype())) + " is not supported on " + dst.backend->info().name + " (tensor " +
                  dtype_name(x.dtype()) + x.shape().str() + "): f16 and bf16 need a Vulkan device with 16-bit storage");
   DeviceRuntime& src = Engine::get().runtime(x.device(), "to");
+  dst.stream.admit(static_cast<std::uint64_t>(x.numel()) * dtype_size(x.dtype()), "to");  // flow control, receiving side
   const void* domain = src.backend->memory_domain();
   OpIr op;
   op.kind = OpKind::upload;

@@ -29,13 +29,24 @@ class StreamRunner {
   // returns, and the holder steps again for it before letting go. With a mutex the worker woken
   // by a read blocked behind the helping thread, which then paid a futex wake-up per read
   // (~9% of small_ops' time).
-  void step() {
+  //
+  // A thread that helps (`helping`: it is about to wait for its own read or sync) steps once:
+  // a note left meanwhile is handed to a scheduler thread, so that the helper returns to its
+  // result instead of running work that others submitted after it.
+  void step(bool helping) {
+    // The thread that runs the device's work is what held-back submitters wait for: a drop or
+    // an upload it makes on the way must never wait in turn.
+    const FlowControl::Exempt never_held_back;
     rerun_.store(true);
     // All seq_cst: if our exchange finds running_ set, it comes before the holder's release
     // of running_, which comes before the holder's check of rerun_; so the holder sees our note.
     // The exchange and the release also order one step after another for ThreadSanitizer (what
     // oneTBB's uninstrumented hand-off between workers guarantees).
-    while (rerun_.load()) {
+    for (bool first = true; rerun_.load(); first = false) {
+      if (helping && !first) {
+        stream_.post_step();
+        return;
+      }
       if (running_.exchange(true)) return;
       rerun_.store(false);
       struct Release {
@@ -83,17 +94,21 @@ class StreamRunner {
     }
     // With fusion on, pending ops wait for a read, a sync or the threshold, so that whole
     // chains reach the planner together; without it they run as they come.
-    const bool run = flush_ || !settings.fusion.load(std::memory_order_relaxed) ||
-                     pending_.size() >= settings.flush_threshold.load(std::memory_order_relaxed);
+    // A submitter held back by flow control asks for a flush: everything pending runs now.
+    const bool requested = stream_.take_flush_request();
+    const bool fusion = settings.fusion.load(std::memory_order_relaxed);
+    const bool full = pending_.size() >= settings.flush_threshold.load(std::memory_order_relaxed);
+    const bool run = flush_ || requested || !fusion || full;
     if (run && !pending_.empty()) {
-      const auto start = std::chrono::steady_clock::now();
-      executor_.run_batch(pending_);
-      stream_.note_batch(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                        std::chrono::steady_clock::now() - start)
-                                                        .count()),
-                         pending_.size(), next_seq_);
-      pending_.clear();  // drops payloads (host data, completions) on this thread
-      flush_ = false;
+      // Run for a read or a sync alone, the batch ends with the last of them: what was
+      // submitted after it waits for its own read (or the threshold, or a held-back
+      // submitter), so a reader never waits for work submitted after its read.
+      std::size_t n = pending_.size();
+      if (fusion && !requested && !full)
+        while (n > 0 && pending_[n - 1].kind != OpKind::read && pending_[n - 1].kind != OpKind::sync) --n;
+      if (n == 0) n = pending_.size();  // (flush_ without a reader pending: run everything)
+      run_prefix(n);
+      flush_ = false;  // what is left holds no read or sync
     }
     if (!window_.empty()) {
       // A message is still between its sequence number and the queue on another thread; it
@@ -102,6 +117,31 @@ class StreamRunner {
         logger().trace("stream waits for seq {} ({} later ops queued)", next_seq_, window_.size() - 1);
       stream_.wake();
     }
+  }
+
+  // Runs pending_[0, n) as one batch and keeps the rest pending.
+  void run_prefix(std::size_t n) {
+    std::uint64_t bytes = 0;
+    for (std::size_t k = 0; k < n; ++k) bytes += Stream::output_bytes(pending_[k]);
+    const std::uint64_t end_seq = pending_[n - 1].seq + 1;
+    const auto start = std::chrono::steady_clock::now();
+    // Also when the batch throws: its messages are done with, and held-back submitters must
+    // see them leave the stream's bound.
+    struct Done {
+      StreamRunner& r;
+      std::size_t n;
+      std::uint64_t end_seq, bytes;
+      std::chrono::steady_clock::time_point start;
+      ~Done() {
+        r.stream_.note_batch(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                             std::chrono::steady_clock::now() - start)
+                                                             .count()),
+                             n, end_seq, bytes);
+        // Drops payloads (host data, completions) on this thread.
+        r.pending_.erase(r.pending_.begin(), r.pending_.begin() + static_cast<std::ptrdiff_t>(n));
+      }
+    } done{*this, n, end_seq, bytes, start};
+    executor_.run_batch(std::span<OpIr>(pending_.data(), n));
   }
 
   std::atomic<bool> running_{false};  // a thread is in step_locked()
@@ -150,13 +190,13 @@ void Scheduler::attach(Stream& stream, Executor& executor) {
   std::unique_ptr<DrainNode> node;
   impl_->arena.execute([&] {
     node = std::make_unique<DrainNode>(*impl_->graph, tbb::flow::serial, [r](tbb::flow::continue_msg) {
-      r->step();
+      r->step(false);
       return tbb::flow::continue_msg{};
     });
   });
   DrainNode* n = node.get();
   stream.set_wake([n] { n->try_put(tbb::flow::continue_msg{}); });
-  stream.set_help([r] { r->step(); });
+  stream.set_help([r] { r->step(true); });
   impl_->runners.push_back(std::move(runner));
   impl_->nodes.push_back(std::move(node));
 }

@@ -18,6 +18,15 @@ RuntimeSettings& RuntimeSettings::get() {
       const long us = std::strtol(r, nullptr, 10);
       if (us >= 0) s->reader_batch_us = static_cast<std::uint64_t>(us);
     }
+    if (const char* n = std::getenv("KILN_MAX_IN_FLIGHT_OPS")) {
+      const long long ops = std::strtoll(n, nullptr, 10);
+      if (ops >= 0) s->max_in_flight_ops = static_cast<std::uint64_t>(ops);
+    }
+    if (const char* m = std::getenv("KILN_MAX_IN_FLIGHT_MB")) {
+      const long long mb = std::strtoll(m, nullptr, 10);
+      if (mb >= 0) s->max_in_flight_bytes = static_cast<std::uint64_t>(mb) << 20;
+    }
+    if (const char* w = std::getenv("KILN_WHEN_FULL")) s->error_when_full = std::string(w) == "error";
     return s;
   }();
   return *settings;

@@ -9,6 +9,13 @@
 //   reader_batch_us  on the CPU, a read or sync whose stream's last batch took at most this
 //                    long runs the pending work on the reading thread (Stream::submit;
 //                    KILN_READER_BATCH_US=n, 0 turns it off; default 500)
+//   max_in_flight_ops, max_in_flight_bytes
+//                    flow control (streams/flow_control.h): a stream holds at most this many
+//                    messages, and this many bytes of their outputs, submitted and not yet run;
+//                    a submitter past either waits (0: no bound on that measure;
+//                    KILN_MAX_IN_FLIGHT_OPS=n, KILN_MAX_IN_FLIGHT_MB=n)
+//   error_when_full  a submitter past the bound gets a kiln::Error instead of waiting
+//                    (KILN_WHEN_FULL=error)
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -21,6 +28,12 @@ struct RuntimeSettings {
   std::atomic<std::size_t> flush_threshold{512};
   std::atomic<bool> overlap{true};
   std::atomic<std::uint64_t> reader_batch_us{500};
+  std::atomic<std::uint64_t> max_in_flight_ops{kDefaultMaxInFlightOps};
+  std::atomic<std::uint64_t> max_in_flight_bytes{kDefaultMaxInFlightBytes};
+  std::atomic<bool> error_when_full{false};
+
+  static constexpr std::uint64_t kDefaultMaxInFlightOps = 4096;
+  static constexpr std::uint64_t kDefaultMaxInFlightBytes = std::uint64_t{1} << 30;
 
   static RuntimeSettings& get();  // first call reads the environment
 };

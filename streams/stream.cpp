@@ -19,6 +19,7 @@ std::uint64_t Stream::submit(OpIr&& op, Flush flush) {
   const std::uint64_t seq = next_seq_.fetch_add(1, std::memory_order_acq_rel);
   op.seq = seq;
   op.lane = this_thread_lane();
+  flow_.submitted(output_bytes(op));
   queue_.enqueue(std::move(op));
   if (flush == Flush::reader && small_enough(seq)) {
     // If a scheduler thread is stepping, help() leaves it a note and it steps again for this

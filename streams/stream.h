@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/ir.h"
+#include "streams/flow_control.h"
 
 namespace kiln {
 
@@ -44,8 +45,28 @@ class Stream {
   // submitting thread runs the pending work itself, as a waiting thread does (help()), before
   // submit returns, and no scheduler thread is woken. Otherwise it wakes the scheduler.
   std::uint64_t submit(OpIr&& op, Flush flush);
+  // Flow control (streams/flow_control.h): a thread about to submit work whose outputs take
+  // `bytes` calls this first, on its own thread, before anything of the op has happened; past
+  // the stream's bound it waits (asking the scheduler to run what is pending) or throws.
+  void admit(std::uint64_t bytes, const char* op) {
+    flow_.admit(bytes, op, [this] { request_flush(); });
+  }
+  FlowControl& flow() { return flow_; }
+  const FlowControl& flow() const { return flow_; }
+  // Asks the scheduler to run the pending ops now, without waiting for a read or the threshold.
+  void request_flush() {
+    flush_requested_.store(true, std::memory_order_seq_cst);
+    wake();
+  }
+  // Scheduler side: whether a flush was asked for since the last call.
+  bool take_flush_request() {
+    return flush_requested_.load(std::memory_order_relaxed) && flush_requested_.exchange(false, std::memory_order_seq_cst);
+  }
   // Wakes the scheduler unless a wake-up is already pending.
   void wake();
+  // Gives the scheduler a step to run whether or not a wake-up is pending (a helping thread
+  // hands over a note it will not serve itself).
+  void post_step() { wake_(); }
 
   // Set by the engine for a device whose kernels run on the host's cores (the CPU). There a
   // scheduler thread woken for a small batch only moves the work to another thread: its
@@ -55,7 +76,9 @@ class Stream {
   void let_readers_run_small_batches(bool on) { readers_run_ = on; }
   // Scheduler side, after each batch it ran: what the next reader's choice is based on (its
   // time, its messages, and the sequence number after its last message).
-  void note_batch(std::uint64_t nanoseconds, std::size_t messages, std::uint64_t end_seq) {
+  // `bytes`: of the batch's outputs (flow control).
+  void note_batch(std::uint64_t nanoseconds, std::size_t messages, std::uint64_t end_seq, std::uint64_t bytes) {
+    flow_.ran(messages, bytes);
     last_batch_ns_.store(nanoseconds, std::memory_order_relaxed);
     last_batch_messages_.store(messages, std::memory_order_relaxed);
     last_batch_end_seq_.store(end_seq, std::memory_order_relaxed);
@@ -70,6 +93,12 @@ class Stream {
     since_wake_.store(0, std::memory_order_relaxed);
   }
   std::size_t drain(std::vector<OpIr>& into);
+  // The bytes of a message's outputs, as flow control counts them.
+  static std::uint64_t output_bytes(const OpIr& op) {
+    std::uint64_t bytes = 0;
+    for (const TensorIr& t : op.outputs) bytes += t.bytes();
+    return bytes;
+  }
 
   std::uint64_t submitted() const { return next_seq_.load(std::memory_order_relaxed); }
 
@@ -81,6 +110,8 @@ class Stream {
   std::function<void()> wake_;
   std::function<void()> help_;
   bool readers_run_ = false;
+  FlowControl flow_;
+  std::atomic<bool> flush_requested_{false};
   std::atomic<std::uint64_t> last_batch_ns_{UINT64_MAX};  // none yet: the first reader wakes the scheduler
   std::atomic<std::size_t> last_batch_messages_{0};
   std::atomic<std::uint64_t> last_batch_end_seq_{0};

@@ -34,6 +34,7 @@ LearnerCore::LearnerCore(std::unique_ptr<optim::Optimizer> optimizer, std::uniqu
     : optimizer_(std::move(optimizer)), schedule_(std::move(schedule)), options_(std::move(options)) {
   KILN_CHECK(optimizer_ && schedule_, "Learner", "needs an optimizer and a learning-rate schedule");
   KILN_CHECK(options_.epochs >= 1, "Learner", "epochs must be at least 1, got " + std::to_string(options_.epochs));
+  KILN_CHECK(options_.steps_ahead >= 0, "Learner", "steps_ahead must not be negative, got " + std::to_string(options_.steps_ahead));
   KILN_CHECK(options_.checkpoint_every >= 1, "Learner",
              "checkpoint_every must be at least 1, got " + std::to_string(options_.checkpoint_every));
   KILN_CHECK(!schedule_->needs_metric() || !options_.schedule_per_batch, "Learner",
@@ -127,14 +128,29 @@ void LearnerCore::update_metrics(const StepOutput& out) {
   dashboard_->update(phase_->batches, phase_->items, values);
 }
 
+void LearnerCore::bound_run_ahead() {
+  if (options_.steps_ahead <= 0) return;
+  steps_in_flight_.push_back(sync(device_));
+  while (static_cast<std::int64_t>(steps_in_flight_.size()) > options_.steps_ahead) {
+    Future<void> oldest = std::move(steps_in_flight_.front());
+    steps_in_flight_.pop_front();
+    oldest.get();  // rethrows a failure of that step's work
+  }
+}
+
 void LearnerCore::after_train_step(const StepOutput& out) {
+  bound_run_ahead();
   update_metrics(out);
   if (options_.schedule_per_batch) schedule_->step();
 }
 
-void LearnerCore::after_valid_step(const StepOutput& out) { update_metrics(out); }
+void LearnerCore::after_valid_step(const StepOutput& out) {
+  bound_run_ahead();
+  update_metrics(out);
+}
 
 void LearnerCore::end_phase() {
+  steps_in_flight_.clear();  // the summary below reads the metrics: it waits for every step
   MetricValues summary;
   for (const auto& m : phase_->metrics) summary.push_back({m->name(), m->value()});
   // The phase's final counts (updates in between are throttled).
@@ -222,6 +238,7 @@ FitResult LearnerCore::finish(const nn::Module&, Progress at) {
   }
   interrupt_.reset();
   phase_.reset();
+  steps_in_flight_.clear();
   return result_;
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -47,6 +48,12 @@ struct LearnerOptions {
   std::string name = "training";
   DashboardMode dashboard = DashboardMode::automatic;
   bool handle_ctrl_c = true;
+  // How many steps the loop may run ahead of the device: before step k+1 is submitted, step
+  // k+1-steps_ahead has run. Submitting never waits otherwise, so without this bound a loop on a
+  // fast host queued hundreds of steps (their batches with them), and Ctrl-C, the dashboard and
+  // every read waited behind all of them. Two keeps the device busy while the host prepares the
+  // next step; 0 turns the bound off (the engine's own flow control still applies).
+  std::int64_t steps_ahead = 2;
 };
 
 struct FitResult {
@@ -88,6 +95,8 @@ class LearnerCore {
  private:
   struct PhaseState;
   void update_metrics(const StepOutput& out);
+  // Marks the end of a step's submission and waits for the step steps_ahead before it.
+  void bound_run_ahead();
   std::optional<std::filesystem::path> write_checkpoint(const nn::Module& model, Progress at);
   bool should_stop_early(std::optional<double> value, bool on_valid);
   FitResult finish(const nn::Module& model, Progress at);
@@ -108,6 +117,7 @@ class LearnerCore {
   std::optional<double> best_;
   std::int64_t since_best_ = 0;
   std::chrono::steady_clock::time_point started_{};
+  std::deque<Future<void>> steps_in_flight_;  // a sync after each step not yet waited for
 };
 
 }  // namespace kiln::train
