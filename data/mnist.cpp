@@ -41,7 +41,9 @@ auto as(const char* op, F&& f) {
 
 }  // namespace
 
-DatasetPtr<Example> mnist_dataset(const std::filesystem::path& images_path, const std::filesystem::path& labels_path) {
+DatasetPtr<Example> mnist_dataset(const std::filesystem::path& images_path, const std::filesystem::path& labels_path,
+                                  std::int64_t classes) {
+  KILN_CHECK(classes > 0, kMnistOp, "classes must be positive, got " + std::to_string(classes));
   auto images = std::make_shared<const IdxFile>(as(kMnistOp, [&] { return IdxFile(images_path); }));
   auto labels = std::make_shared<const IdxFile>(as(kMnistOp, [&] { return IdxFile(labels_path); }));
   KILN_CHECK(images->type() == IdxType::u8 && images->dims().size() == 3, kMnistOp,
@@ -53,6 +55,15 @@ DatasetPtr<Example> mnist_dataset(const std::filesystem::path& images_path, cons
   KILN_CHECK(images->records() == labels->records(), kMnistOp,
              "counts disagree: " + std::to_string(images->records()) + " images in " + images_path.string() + " but " +
                  std::to_string(labels->records()) + " labels in " + labels_path.string());
+  // A label outside the classes would otherwise surface only deep inside the loss, as an index
+  // out of range of a gather, with no file to look at.
+  for (std::int64_t i = 0; i < labels->records(); ++i) {
+    const std::int64_t label = labels->scalar_int(i);
+    KILN_CHECK(label >= 0 && label < classes, kMnistOp,
+               labels_path.string() + ": label " + std::to_string(label) + " of record " + std::to_string(i) +
+                   " is not one of the " + std::to_string(classes) + " classes (0 to " + std::to_string(classes - 1) +
+                   ")");
+  }
   const Shape shape{1, images->dims()[1], images->dims()[2]};
   return lazy(images->records(), [images, labels, shape](std::int64_t i) {
     Example e;

@@ -14,9 +14,11 @@ namespace kiln::data {
 
 enum class Split { train, test };
 
-// Checks both files (magic 0x00000803 for images, 0x00000801 for labels) and that they hold
-// as many images as labels; throws kiln::Error("mnist_dataset", ...) naming the file otherwise.
-DatasetPtr<Example> mnist_dataset(const std::filesystem::path& images, const std::filesystem::path& labels);
+// Checks both files (magic 0x00000803 for images, 0x00000801 for labels), that they hold as
+// many images as labels, and that every label is a class (0 to classes - 1: the family has 10);
+// throws kiln::Error("mnist_dataset", ...) naming the file (and the record) otherwise.
+DatasetPtr<Example> mnist_dataset(const std::filesystem::path& images, const std::filesystem::path& labels,
+                                  std::int64_t classes = 10);
 
 // The files of a split in `root` under their usual names ({train,t10k}-images-idx3-ubyte and
 // {train,t10k}-labels-idx1-ubyte), gzipped (.gz) or not.

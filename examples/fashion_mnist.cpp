@@ -3,13 +3,14 @@
 // test images through the futures API.
 //
 //   ./build/examples/fashion_mnist [--device cpu|vulkan] [--epochs 3] [--run-dir runs/fashion_mnist]
-//                                  [--workers 1] [--no-resume]
+//                                  [--workers 1] [--data DIR] [--no-resume] [--help]
 //
 // The run folder gets the checkpoints (a second run resumes from the last; Ctrl-C writes one
 // and exits), model.safetensors and report.html. bench/fashion_mnist_twin.py is the same model,
 // loader settings and optimizer in PyTorch.
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "data/data.h"
@@ -26,8 +27,25 @@ struct Args {
   std::int64_t epochs = 3;
   std::string run_dir = "runs/fashion_mnist";
   int workers = 1;
+  std::filesystem::path data = data::kDebianFashionMnist;
   bool resume = true;
+  bool help = false;
 };
+
+constexpr const char* kUsage = R"(usage: fashion_mnist [options]
+Trains a small CNN on Fashion-MNIST with kiln's Learner, saves it, loads it back and classifies
+the test set. A second run resumes from the last checkpoint; Ctrl-C finishes the step, writes a
+checkpoint and exits.
+
+  --device cpu|vulkan|vulkan:N  where to train (default cpu)
+  --epochs N                    epochs to train (default 3)
+  --run-dir DIR                 checkpoints, model.safetensors and report.html (default runs/fashion_mnist)
+  --workers N                   loader threads (default 1; 0 loads on the training thread)
+  --data DIR                    the IDX files, gzipped or not (default /usr/share/datasets/fashion-mnist,
+                                from Debian's dataset-fashion-mnist package)
+  --no-resume                   start from scratch even when the run folder has checkpoints
+  --help                        this text
+)";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -37,29 +55,47 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw Error("fashion_mnist", arg + " needs a value");
       return argv[++i];
     };
+    auto number = [&](long long least) -> long long {
+      const std::string text = value();
+      std::size_t used = 0;
+      long long n = -1;
+      try {
+        n = std::stoll(text, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != text.size() || n < least)
+        throw Error("fashion_mnist", arg + " takes a number of at least " + std::to_string(least) + ", got '" + text + "'");
+      return n;
+    };
     if (arg == "--device") {
       const std::string text = value();
       const std::optional<Device> d = parse_device(text);
       if (!d) throw Error("fashion_mnist", "--device takes cpu, vulkan or vulkan:N, got " + text);
       a.device = *d;
     }
-    else if (arg == "--epochs") a.epochs = std::stoll(value());
+    else if (arg == "--epochs") a.epochs = number(1);
     else if (arg == "--run-dir") a.run_dir = value();
-    else if (arg == "--workers") a.workers = std::stoi(value());
+    else if (arg == "--workers") a.workers = static_cast<int>(number(0));
+    else if (arg == "--data") a.data = value();
     else if (arg == "--no-resume") a.resume = false;
-    else throw Error("fashion_mnist", "unknown argument " + arg + " (see the comment at the top of the source)");
+    else if (arg == "--help" || arg == "-h") a.help = true;
+    else throw Error("fashion_mnist", "unknown argument " + arg + " (--help lists them)");
   }
   return a;
 }
 
 int main(int argc, char** argv) try {
   const Args args = parse(argc, argv);
+  if (args.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   manual_seed(0);
 
   // Fashion-MNIST's mean and std, as the twin normalizes (and examples/serve must).
   const data::Normalize normalize{{kFashionMnistMean}, {kFashionMnistStd}};
-  const auto train_set = data::map(data::fashion_mnist(data::Split::train), normalize);
-  const auto test_set = data::map(data::fashion_mnist(data::Split::test), normalize);
+  const auto train_set = data::map(data::fashion_mnist(data::Split::train, args.data), normalize);
+  const auto test_set = data::map(data::fashion_mnist(data::Split::test, args.data), normalize);
   const data::DataLoader train_loader(train_set, {.batch_size = 128, .shuffle = true, .seed = 0, .workers = args.workers,
                                                   .device = args.device});
   const data::DataLoader test_loader(test_set, {.batch_size = 1000, .workers = args.workers, .device = args.device});

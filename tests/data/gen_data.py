@@ -146,6 +146,12 @@ def malformed_idx():
                                             "of f32"]}
     pairs["bad_images_file"] = {"images": "../idx_bad/truncated_data.idx", "labels": "labels4-idx1-ubyte.gz",
                                 "fragments": ["truncated_data.idx", "truncated data: expected 60 bytes, got 59"]}
+    labels_200 = np.zeros(5, dtype=np.uint8)
+    labels_200[3] = 200  # Fashion-MNIST has 10 classes
+    write(os.path.join(OUT, "mnist_bad", "labels_200-idx1-ubyte"), idx_bytes(labels_200, "u8"))
+    pairs["label_outside_classes"] = {"images": "images5-idx3-ubyte", "labels": "labels_200-idx1-ubyte",
+                                      "fragments": ["labels_200-idx1-ubyte", "label 200 of record 3",
+                                                    "is not one of the 10 classes (0 to 9)"]}
     write_json("mnist_bad.json", pairs)
 
 
