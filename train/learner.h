@@ -70,14 +70,16 @@ class Learner {
         core_.begin_phase(Phase::valid, at.epoch);
         for (const BatchT& batch : valid->epoch(0)) {
           core_.after_valid_step(step_(model_, batch));
-          if (core_.stop_requested()) break;
+          // Ctrl-C during validation: the checkpoint holds the epoch's training (batch_index is
+          // the epoch's last); a resumed run validates again, then ends the epoch.
+          if (core_.stop_requested()) return core_.interrupted(model_, Progress{at.epoch, batch_index});
         }
         core_.end_phase();
       }
       at = Progress{at.epoch + 1, 0};
-      // Ctrl-C during validation: the epoch's training is done, and is what the checkpoint holds.
+      const bool stop = core_.end_epoch(model_, at);
       if (core_.stop_requested()) return core_.interrupted(model_, at);
-      if (core_.end_epoch(model_, at)) break;
+      if (stop) break;
     }
     return core_.end_run(model_, at);
   }

@@ -27,6 +27,12 @@ struct LearnerCore::PhaseState {
   std::vector<std::unique_ptr<Metric>> metrics;
   std::int64_t batches = 0, items = 0;
   Clock::time_point started{}, last_read{};
+  // What a resumed phase carried over from its checkpoint: the dashboard's items per second count
+  // this run's items only, the summary's the whole phase's.
+  std::int64_t items_before = 0;
+  double seconds_before = 0;
+
+  double seconds() const { return seconds_before + std::chrono::duration<double>(Clock::now() - started).count(); }
 };
 
 LearnerCore::LearnerCore(std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> schedule,
@@ -58,32 +64,76 @@ void LearnerCore::add_metric(std::unique_ptr<Metric> metric) {
   metrics_.push_back(std::move(metric));
 }
 
+std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::string>& messages) {
+  const std::vector<std::string> removed = checkpoints_->clean_up();
+  if (!removed.empty()) {
+    std::string names;
+    for (const std::string& name : removed) names += (names.empty() ? "" : ", ") + name;
+    messages.push_back("removed what an interrupted checkpoint left in " + checkpoints_->path().string() + ": " + names);
+  }
+  const auto all = checkpoints_->list();
+  std::vector<std::string> damaged;  // "<file> (<why>)", newest first
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const auto& [at, file] = *it;
+    std::optional<LearnerState> state;
+    io::TrainingState s;
+    std::optional<MetricHistory> history;
+    try {
+      // Everything is read and checked before the model changes (load_checkpoint's own promise).
+      if (const std::optional<std::filesystem::path> state_file = CheckpointDir::state_for(file)) {
+        state = load_learner_state(*state_file);
+        check_file_sizes(*state, *state_file);
+        KILN_CHECK(state->at == at && (!state->train || state->train->batches == at.batch), "Learner",
+                   state_file->string() + " is not the state of the checkpoint beside it");
+      }
+      const std::filesystem::path history_file = CheckpointDir::history_for(file);
+      if (state || std::filesystem::exists(history_file)) history = load_history(history_file);
+      s = io::load_checkpoint(file, model);
+      optimizer_->load_state(s.optimizer);
+      schedule_->load_state(s.scheduler);
+    } catch (const std::exception& e) {
+      damaged.push_back(file.string() + " (" + e.what() + ")");
+      continue;
+    }
+    KILN_CHECK(s.step == at.epoch * train_batches_ + at.batch, "Learner",
+               file.string() + " was written at step " + std::to_string(s.step) + ", which is not epoch " +
+                   std::to_string(at.epoch) + " batch " + std::to_string(at.batch) + " of this loader (" +
+                   std::to_string(train_batches_) + " batches an epoch)");
+    if (s.generator) default_generator() = *s.generator;
+    if (state) {
+      best_ = state->best;
+      since_best_ = state->since_best;
+      if (at.batch > 0) resumed_train_ = std::move(state->train);
+    }
+    if (history) dashboard_->restore_history(std::move(*history));
+    for (const std::string& d : damaged)
+      messages.push_back("warning: checkpoint " + d + " cannot be read: resuming from " + file.string() + " instead");
+    result_.checkpoint = file;
+    return at;
+  }
+  KILN_CHECK(damaged.empty(), "Learner",
+             "no checkpoint in " + checkpoints_->path().string() + " can be read; the newest: " + damaged.front());
+  return std::nullopt;
+}
+
 Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches) {
   train_batches_ = train_batches;
   valid_batches_ = valid_batches;
   result_ = FitResult{};
   best_.reset();
   since_best_ = 0;
-  if (options_.handle_ctrl_c) interrupt_ = std::make_unique<InterruptGuard>();
-  Progress at;
-  if (checkpoints_ && options_.resume) {
-    if (const auto latest = checkpoints_->latest()) {
-      const io::TrainingState s = io::load_checkpoint(latest->second, model);
-      optimizer_->load_state(s.optimizer);
-      schedule_->load_state(s.scheduler);
-      if (s.generator) default_generator() = *s.generator;
-      at = latest->first;
-      KILN_CHECK(s.step == at.epoch * train_batches + at.batch, "Learner",
-                 latest->second.string() + " was written at step " + std::to_string(s.step) +
-                     ", which is not epoch " + std::to_string(at.epoch) + " batch " + std::to_string(at.batch) +
-                     " of this loader (" + std::to_string(train_batches) + " batches an epoch)");
-      result_.checkpoint = latest->second;
-    }
-  }
-  RunInfo run;
-  run.title = options_.name;
+  resumed_train_.reset();
+  finished_train_.reset();
+  last_written_.reset();
   const std::vector<Tensor> params = model.parameters();
   device_ = params.empty() ? Device::cpu() : params.front().device();
+  if (options_.handle_ctrl_c) interrupt_ = std::make_unique<InterruptGuard>();
+  Progress at;
+  std::vector<std::string> messages;
+  if (checkpoints_ && options_.resume)
+    if (const std::optional<Progress> resumed = resume(model, messages)) at = *resumed;
+  RunInfo run;
+  run.title = options_.name;
   run.device = device_name(device_);
   run.settings = {{"model", model.type_name()},
                   {"parameters", std::to_string(model.parameter_count())},
@@ -92,10 +142,9 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
                   {"epochs", std::to_string(options_.epochs)},
                   {"batches per epoch", std::to_string(train_batches)}};
   if (checkpoints_) run.settings.emplace_back("checkpoints", checkpoints_->path().string());
+  // begin_run keeps the history the resume restored: the curves of the run so far.
   dashboard_->begin_run(run);
-  // The curves of the run so far, when the checkpoint has them beside it.
-  if (result_.checkpoint && std::filesystem::exists(CheckpointDir::history_for(*result_.checkpoint)))
-    dashboard_->restore_history(load_history(CheckpointDir::history_for(*result_.checkpoint)));
+  for (const std::string& m : messages) dashboard_->message(m);
   if (at.epoch > 0 || at.batch > 0)
     dashboard_->message("resumed from " + result_.checkpoint->string() + " (epoch " + std::to_string(at.epoch + 1) +
                         ", batch " + std::to_string(at.batch) + ")");
@@ -112,6 +161,34 @@ void LearnerCore::begin_phase(Phase phase, std::int64_t epoch) {
   phase_->started = phase_->last_read = Clock::now();
   dashboard_->begin_phase(phase == Phase::train ? Split::train : Split::valid,
                           phase == Phase::train ? train_batches_ : valid_batches_);
+  if (phase == Phase::train && resumed_train_) {
+    restore(*phase_, *resumed_train_);
+    resumed_train_.reset();
+  }
+}
+
+PhaseSnapshot LearnerCore::snapshot(const PhaseState& phase) const {
+  PhaseSnapshot saved{phase.batches, phase.items, phase.seconds(), {}};
+  for (const auto& m : phase.metrics) saved.metrics.emplace_back(m->name(), m->state());
+  return saved;
+}
+
+void LearnerCore::restore(PhaseState& phase, const PhaseSnapshot& saved) {
+  for (const auto& m : phase.metrics)
+    for (const auto& [name, state] : saved.metrics)
+      if (name == m->name() && state) m->load_state(*state, device_);
+  phase.batches = saved.batches;
+  phase.items = phase.items_before = saved.items;
+  phase.seconds_before = saved.seconds;
+  // The progress bar and the curve go on from the batch the checkpoint was written at.
+  dashboard_->update(phase.batches, 0, current_values(phase));
+}
+
+MetricValues LearnerCore::current_values(const PhaseState& phase) const {
+  MetricValues values;
+  for (const auto& m : phase.metrics) values.push_back({m->name(), m->value()});
+  if (phase.phase == Phase::train) values.push_back({"lr", schedule_->lr()});
+  return values;
 }
 
 void LearnerCore::update_metrics(const StepOutput& out) {
@@ -121,11 +198,8 @@ void LearnerCore::update_metrics(const StepOutput& out) {
   const Clock::time_point now = Clock::now();
   if (now - phase_->last_read < kReadInterval) return;
   phase_->last_read = now;
-  MetricValues values;
-  for (const auto& m : phase_->metrics) values.push_back({m->name(), m->value()});
-  if (phase_->phase == Phase::train) values.push_back({"lr", schedule_->lr()});
   // (The dashboard shows items per second itself, from the counts.)
-  dashboard_->update(phase_->batches, phase_->items, values);
+  dashboard_->update(phase_->batches, phase_->items - phase_->items_before, current_values(*phase_));
 }
 
 void LearnerCore::bound_run_ahead() {
@@ -154,8 +228,8 @@ void LearnerCore::end_phase() {
   MetricValues summary;
   for (const auto& m : phase_->metrics) summary.push_back({m->name(), m->value()});
   // The phase's final counts (updates in between are throttled).
-  dashboard_->update(phase_->batches, phase_->items, summary);
-  const double seconds = std::chrono::duration<double>(Clock::now() - phase_->started).count();
+  dashboard_->update(phase_->batches, phase_->items - phase_->items_before, summary);
+  const double seconds = phase_->seconds();
   if (phase_->phase == Phase::train) {
     summary.push_back({"lr", schedule_->lr()});
     const MemoryStats mem = memory_stats(device_);  // the model's device
@@ -165,10 +239,12 @@ void LearnerCore::end_phase() {
   dashboard_->end_phase(summary);
   // The last phase's values stay for end_epoch (early stopping, the per-epoch schedule).
   last_summary_[phase_->phase == Phase::train ? 0 : 1] = std::move(summary);
+  if (phase_->phase == Phase::train) finished_train_ = std::move(phase_);
   phase_.reset();
 }
 
 bool LearnerCore::end_epoch(const nn::Module& model, Progress done) {
+  finished_train_.reset();
   // This epoch's summaries: validation's when there was a validation pass, else training's.
   const std::array<MetricValues, 2> summaries = std::exchange(last_summary_, {});
   const bool on_valid = !summaries[1].empty();
@@ -178,8 +254,11 @@ bool LearnerCore::end_epoch(const nn::Module& model, Progress done) {
     return std::nullopt;
   };
   if (!options_.schedule_per_batch) schedule_->step(find("loss").value_or(0.0));
-  if (checkpoints_ && done.epoch % options_.checkpoint_every == 0) result_.checkpoint = write_checkpoint(model, done);
-  return options_.early_stopping && should_stop_early(find(options_.early_stopping->metric), on_valid);
+  // Decided before the checkpoint, which keeps the best value and the count it leaves.
+  const bool stop = options_.early_stopping && should_stop_early(find(options_.early_stopping->metric), on_valid);
+  if (checkpoints_ && done.epoch % options_.checkpoint_every == 0)
+    result_.checkpoint = write_checkpoint(model, done, nullptr);
+  return stop;
 }
 
 bool LearnerCore::should_stop_early(std::optional<double> value, bool on_valid) {
@@ -203,20 +282,42 @@ bool LearnerCore::should_stop_early(std::optional<double> value, bool on_valid) 
   return true;
 }
 
-std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Module& model, Progress at) {
-  const std::filesystem::path file = checkpoints_->file_for(at);
-  io::save_checkpoint(file, model,
-                      {optimizer_->state(), schedule_->state(), at.epoch * train_batches_ + at.batch, default_generator()});
-  save_history(dashboard_->history(), CheckpointDir::history_for(file));
+std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Module& model, Progress at,
+                                                                   const PhaseState* train) {
+  LearnerState state{at, best_, since_best_, std::nullopt, {}};
+  if (train && at.batch > 0) state.train = snapshot(*train);
+  const MetricHistory history = dashboard_->history();
+  auto record_size = [&](const std::filesystem::path& file) {
+    state.file_sizes[file.filename().string()] = std::filesystem::file_size(file);
+  };
+  const std::filesystem::path file = checkpoints_->commit(
+      at, {.checkpoint =
+               [&](const std::filesystem::path& f) {
+                 io::save_checkpoint(f, model, {optimizer_->state(), schedule_->state(),
+                                                at.epoch * train_batches_ + at.batch, default_generator()});
+                 record_size(f);
+               },
+           .history =
+               [&](const std::filesystem::path& f) {
+                 save_history(history, f);
+                 record_size(f);
+               },
+           .state = [&](const std::filesystem::path& f) { save_learner_state(state, f); }});
   checkpoints_->prune();
+  last_written_ = at;
   return file;
 }
 
 FitResult LearnerCore::interrupted(const nn::Module& model, Progress at) {
+  // The phase cut short ends without a summary: a partial validation is not the epoch's.
   if (phase_) dashboard_->end_phase({});
+  // The epoch's training so far: the phase being run, or (during validation) the finished one.
+  const std::unique_ptr<PhaseState> train =
+      phase_ && phase_->phase == Phase::train ? std::move(phase_) : std::move(finished_train_);
+  phase_.reset();
   result_.interrupted = true;
-  if (checkpoints_) {
-    result_.checkpoint = write_checkpoint(model, at);
+  if (checkpoints_ && last_written_ != at) {
+    result_.checkpoint = write_checkpoint(model, at, train.get());
     dashboard_->message("checkpoint written: " + result_.checkpoint->string());
   }
   return finish(model, at);
@@ -238,6 +339,8 @@ FitResult LearnerCore::finish(const nn::Module&, Progress at) {
   }
   interrupt_.reset();
   phase_.reset();
+  finished_train_.reset();
+  resumed_train_.reset();
   steps_in_flight_.clear();
   return result_;
 }

@@ -18,6 +18,7 @@
 #include "train/checkpoint_dir.h"
 #include "train/dashboard.h"
 #include "train/interrupt.h"
+#include "train/learner_state.h"
 #include "train/metric_history.h"
 #include "train/metrics.h"
 
@@ -79,16 +80,21 @@ class LearnerCore {
   // A copy of the metrics recorded so far (the dashboard keeps them).
   MetricHistory history() const { return dashboard_->history(); }
 
-  // Resumes from the newest checkpoint when asked (loading it into `model`); returns where to
-  // start.
+  // Resumes from the newest checkpoint when asked (loading it into `model`; a damaged one is
+  // skipped, with a warning, for the one before it); returns where to start. A checkpoint written
+  // during validation is at batch train_batches: the epoch's training is done, its validation and
+  // end (schedule, early stopping) are still to come.
   Progress begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches);
   void begin_phase(Phase phase, std::int64_t epoch);
   void after_train_step(const StepOutput& out);
   void after_valid_step(const StepOutput& out);
   void end_phase();
-  // After an epoch: history, schedule (per epoch), checkpoint, early stopping. True: stop.
+  // After an epoch: schedule (per epoch), early stopping, checkpoint. True: stop.
   bool end_epoch(const nn::Module& model, Progress done);
   bool stop_requested() const { return interrupt_ && InterruptGuard::requested(); }
+  // Stops at `at` (for a Ctrl-C during validation: the epoch's training, at batch train_batches)
+  // with a checkpoint that holds the epoch's training so far; a validation cut short is not
+  // recorded.
   FitResult interrupted(const nn::Module& model, Progress at);
   FitResult end_run(const nn::Module& model, Progress at);
 
@@ -97,7 +103,14 @@ class LearnerCore {
   void update_metrics(const StepOutput& out);
   // Marks the end of a step's submission and waits for the step steps_ahead before it.
   void bound_run_ahead();
-  std::optional<std::filesystem::path> write_checkpoint(const nn::Module& model, Progress at);
+  // Loads the newest readable checkpoint into `model` and the optimizer and schedule; returns
+  // where it stands, or nothing when there is none.
+  std::optional<Progress> resume(nn::Module& model, std::vector<std::string>& messages);
+  PhaseSnapshot snapshot(const PhaseState& phase) const;
+  MetricValues current_values(const PhaseState& phase) const;  // the running values (reads them)
+  void restore(PhaseState& phase, const PhaseSnapshot& saved);
+  // `train`: the epoch's training so far, for a checkpoint within an epoch.
+  std::optional<std::filesystem::path> write_checkpoint(const nn::Module& model, Progress at, const PhaseState* train);
   bool should_stop_early(std::optional<double> value, bool on_valid);
   FitResult finish(const nn::Module& model, Progress at);
 
@@ -110,6 +123,10 @@ class LearnerCore {
   std::unique_ptr<InterruptGuard> interrupt_;
   FitResult result_;
   std::unique_ptr<PhaseState> phase_;
+  // The epoch's finished training phase, until the epoch ends: a Ctrl-C during validation saves it.
+  std::unique_ptr<PhaseState> finished_train_;
+  std::optional<PhaseSnapshot> resumed_train_;  // the checkpoint's epoch so far, for its first phase
+  std::optional<Progress> last_written_;        // the checkpoint written last, not to write it twice
   std::array<MetricValues, 2> last_summary_{};  // this epoch's train and valid summaries
   std::int64_t train_batches_ = 0, valid_batches_ = 0;
   Device device_ = Device::cpu();  // the model's: its memory is reported

@@ -4,7 +4,9 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 
+#include "io/atomic_file.h"
 #include "ops/error.h"
 
 namespace kiln::train {
@@ -51,13 +53,10 @@ void save_history(const MetricHistory& history, const std::filesystem::path& fil
     }
     metrics.push_back(std::move(m));
   }
-  const std::filesystem::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << Json{{"metrics", metrics}}.dump();
-    KILN_CHECK(out.good(), "train::save_history", "could not write " + tmp.string());
-  }
-  std::filesystem::rename(tmp, file);
+  const std::string text = Json{{"metrics", metrics}}.dump();
+  io::detail::AtomicFile out(file, "train::save_history");
+  out.write(std::as_bytes(std::span(text)));
+  out.commit();
 }
 
 MetricHistory load_history(const std::filesystem::path& file) {

@@ -8,7 +8,8 @@
 
 namespace kiln::train {
 
-// Writes `history` to `file` (a temporary file renamed into place: never half a file).
+// Writes `history` to `file` (a temporary file flushed to disk and renamed into place: never half
+// a file).
 void save_history(const MetricHistory& history, const std::filesystem::path& file);
 // Reads a file save_history wrote; throws kiln::Error naming the file and what is wrong.
 MetricHistory load_history(const std::filesystem::path& file);

@@ -20,7 +20,28 @@ double mean(const Tensor& sum, std::int64_t items) {
   if (!sum.defined() || items == 0) return kNaN;
   return static_cast<double>(sum.item<float>().get()) / static_cast<double>(items);
 }
+
+// The state of the built-in metrics: one f32 total (while defined) and one count.
+MetricState total_and_count(const Tensor& total, std::int64_t count) {
+  MetricState s;
+  if (total.defined()) s.totals.push_back(static_cast<double>(total.item<float>().get()));
+  s.counts.push_back(count);
+  return s;
+}
+
+void load_total_and_count(const std::string& metric, const MetricState& s, Device device, Tensor& total,
+                          std::int64_t& count) {
+  KILN_CHECK(s.totals.size() <= 1 && s.counts.size() == 1, metric,
+             "a saved state of " + std::to_string(s.totals.size()) + " totals and " + std::to_string(s.counts.size()) +
+                 " counts is not this metric's (at most one total and one count)");
+  total = s.totals.empty() ? Tensor{} : scalar(s.totals[0], {DType::f32, device});
+  count = s.counts[0];
+}
 }  // namespace
+
+void Metric::load_state(const MetricState&, Device) {
+  throw Error(name(), "this metric saves no state, so it has none to load");
+}
 
 void LossMetric::reset() {
   sum_ = Tensor{};
@@ -35,6 +56,12 @@ void LossMetric::update(const StepOutput& step) {
 }
 
 double LossMetric::value() const { return mean(sum_, items_); }
+
+std::optional<MetricState> LossMetric::state() const { return total_and_count(sum_, items_); }
+
+void LossMetric::load_state(const MetricState& state, Device device) {
+  load_total_and_count(name(), state, device, sum_, items_);
+}
 
 TopKAccuracy::TopKAccuracy(std::int64_t k) : k_(k) {
   KILN_CHECK(k >= 1, "TopKAccuracy", "k must be at least 1, got " + std::to_string(k));
@@ -69,6 +96,12 @@ void TopKAccuracy::update(const StepOutput& step) {
 
 double TopKAccuracy::value() const { return mean(correct_, items_); }
 
+std::optional<MetricState> TopKAccuracy::state() const { return total_and_count(correct_, items_); }
+
+void TopKAccuracy::load_state(const MetricState& state, Device device) {
+  load_total_and_count(name(), state, device, correct_, items_);
+}
+
 void LambdaMetric::reset() {
   sum_ = Tensor{};
   items_ = 0;
@@ -83,5 +116,11 @@ void LambdaMetric::update(const StepOutput& step) {
 }
 
 double LambdaMetric::value() const { return mean(sum_, items_); }
+
+std::optional<MetricState> LambdaMetric::state() const { return total_and_count(sum_, items_); }
+
+void LambdaMetric::load_state(const MetricState& state, Device device) {
+  load_total_and_count(name(), state, device, sum_, items_);
+}
 
 }  // namespace kiln::train

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/kiln.h"
 
@@ -24,6 +26,14 @@ struct StepOutput {
   std::int64_t items = 0;
 };
 
+// A metric's running totals as plain numbers: a checkpoint written mid-phase keeps them, so
+// that the resumed phase's value covers the whole phase, not only the steps after the resume.
+// The built-in metrics' totals are f32, which a double (and its JSON text) holds exactly.
+struct MetricState {
+  std::vector<double> totals{};       // empty before the first update
+  std::vector<std::int64_t> counts{};
+};
+
 class Metric {
  public:
   virtual ~Metric() = default;
@@ -34,6 +44,11 @@ class Metric {
   // NaN before the first update.
   virtual double value() const = 0;
   virtual std::unique_ptr<Metric> clone() const = 0;
+  // The running totals, or none for a metric that cannot save them (its resumed phase then
+  // covers the steps after the resume). load_state puts the totals' tensors on `device`; it
+  // throws kiln::Error on a state of another shape.
+  virtual std::optional<MetricState> state() const { return std::nullopt; }
+  virtual void load_state(const MetricState& state, Device device);
 };
 
 // Mean of the steps' losses, each weighted by its items.
@@ -45,6 +60,8 @@ class LossMetric final : public Metric {
   void update(const StepOutput& step) override;
   double value() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<LossMetric>(); }
+  std::optional<MetricState> state() const override;
+  void load_state(const MetricState& state, Device device) override;
 
  private:
   Tensor sum_;  // of loss * items
@@ -61,6 +78,8 @@ class TopKAccuracy final : public Metric {
   void update(const StepOutput& step) override;
   double value() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<TopKAccuracy>(k_); }
+  std::optional<MetricState> state() const override;
+  void load_state(const MetricState& state, Device device) override;
 
  private:
   std::int64_t k_;
@@ -82,6 +101,8 @@ class LambdaMetric final : public Metric {
   void update(const StepOutput& step) override;
   double value() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<LambdaMetric>(name_, higher_, fn_); }
+  std::optional<MetricState> state() const override;
+  void load_state(const MetricState& state, Device device) override;
 
  private:
   std::string name_;
