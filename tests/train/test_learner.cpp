@@ -7,68 +7,19 @@
 
 #include <filesystem>
 
-#include "data/data.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
+#include "learner_test_support.h"
 #include "support/expect_error.h"
 #include "support/scratch_dir.h"
-#include "train/learner.h"
 
 namespace kiln::train {
 namespace {
 
-// With dropout: a resumed run must also draw the masks that the uninterrupted run draws.
-struct Classifier : nn::Module {
-  nn::Linear fc1{2, 16}, fc2{16, 3};
-  nn::Dropout drop{0.1, 17};
-  Tensor forward(const Tensor& x) const { return fc2(drop(relu(fc1(x)))); }
-  KILN_MODULE(Classifier, fc1, fc2, drop)
-};
-
-// 256 points in [-1, 1]^2, class by the sign pattern of x + y and x - y (3 classes).
-data::DatasetPtr<data::Example> points(std::uint64_t seed) {
-  Generator g(seed);
-  const std::vector<float> xy = uniform(Shape{256, 2}, -1, 1, g).to_vector<float>().get();
-  std::vector<data::Example> items;
-  for (std::size_t i = 0; i < 256; ++i) {
-    const float x = xy[2 * i], y = xy[2 * i + 1];
-    const std::int64_t label = x + y > 0.3f ? 0 : x - y > 0 ? 1 : 2;
-    items.push_back({{x, y}, Shape{2}, label, {}});
-  }
-  return data::in_memory(std::move(items));
-}
-
-StepOutput step(const Classifier& m, const data::Batch& b) {
-  Tensor logits = m(b.inputs);
-  return {nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
-}
-
-Learner<Classifier> make(LearnerOptions options, Learner<Classifier>::Step s = step) {
-  manual_seed(5);  // the same initial weights for every run
-  options.dashboard = DashboardMode::off;
-  Learner<Classifier> learner(Classifier{}, std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-2}),
-                              std::make_unique<optim::StepLr>(1e-2, 16, 0.5), std::move(s), options);
-  learner.add_metric(accuracy());
-  return learner;
-}
-
-const data::DataLoader<>& train_loader() {
-  static const data::DataLoader<> loader(points(1), {.batch_size = 32, .shuffle = true, .seed = 3});
-  return loader;
-}
-const data::DataLoader<>& valid_loader() {
-  static const data::DataLoader<> loader(points(2), {.batch_size = 64});
-  return loader;
-}
-
-std::vector<float> weights(const Classifier& m) {
-  std::vector<float> out;
-  for (const Tensor& p : m.parameters()) {
-    const std::vector<float> v = p.to_vector<float>().get();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
+using fixture::Classifier;
+using fixture::make;
+using fixture::step;
+using fixture::train_loader;
+using fixture::valid_loader;
+using fixture::weights;
 
 TEST(Learner, LossFallsAndAccuracyRises) {
   test::ScratchDir dir("run");
@@ -99,11 +50,18 @@ TEST(Learner, ResumeFromACheckpointEqualsAnUninterruptedRun) {
   const FitResult r = second.fit(train_loader(), &valid_loader());
   EXPECT_EQ(r.stopped_at.epoch, 4);
   EXPECT_EQ(weights(second.model()), weights(whole.model()));
-  // Two checkpoints kept (epochs 3 and 4), each with its history beside it, and no others.
+  // Two checkpoints kept (epochs 3 and 4), each a folder with its history and Learner state, and
+  // nothing else.
   const auto kept = CheckpointDir(split_dir.path(), 2).list();
-  EXPECT_EQ(kept.size(), 2u);
-  for (const auto& [at, file] : kept) EXPECT_TRUE(std::filesystem::exists(CheckpointDir::history_for(file))) << file;
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(split_dir.path()), std::filesystem::directory_iterator()), 4);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].second, split_dir.path() / "epoch-0003" / "checkpoint.safetensors");
+  EXPECT_EQ(kept[1].second, split_dir.path() / "epoch-0004" / "checkpoint.safetensors");
+  for (const auto& [at, file] : kept) {
+    EXPECT_TRUE(std::filesystem::exists(CheckpointDir::history_for(file))) << file;
+    EXPECT_TRUE(std::filesystem::exists(*CheckpointDir::state_for(file))) << file;
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(file.parent_path()), std::filesystem::directory_iterator()), 3);
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(split_dir.path()), std::filesystem::directory_iterator()), 2);
   // The resumed run's history holds the whole run: the epochs before the resume too.
   const MetricHistory second_history = second.history(), whole_history = whole.history();
   for (const char* metric : {"loss", "accuracy"}) {
@@ -134,7 +92,7 @@ TEST(Learner, CtrlCStopsAfterTheStepWithACheckpointThatResumesExactly) {
   EXPECT_EQ(stopped.stopped_at.epoch, 1);
   EXPECT_EQ(stopped.stopped_at.batch, 3);
   ASSERT_TRUE(stopped.checkpoint.has_value());
-  EXPECT_EQ(stopped.checkpoint->filename(), "epoch-0001-batch-000003.safetensors");
+  EXPECT_EQ(stopped.checkpoint->parent_path().filename(), "epoch-0001-batch-000003");
 
   Learner<Classifier> resumed = make({.epochs = 3, .checkpoint_dir = cut_dir.path()});
   const FitResult r = resumed.fit(train_loader(), &valid_loader());
