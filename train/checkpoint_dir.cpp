@@ -107,8 +107,8 @@ bool is_stale_temporary(std::string_view name) {
 void rename_over(const fs::path& from, const fs::path& to, const fs::path& aside) {
   if (::rename(from.c_str(), to.c_str()) == 0) return;
   if (errno != ENOTEMPTY && errno != EEXIST) {
-    throw Error("CheckpointDir", to.string() + ": cannot rename " + from.filename().string() + " into place: " +
-                                     std::strerror(errno));
+    throw Error("CheckpointDir",
+                to.string() + ": cannot rename " + from.filename().string() + " into place: " + std::strerror(errno));
   }
   if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) == 0) {
     fs::rename(from, aside);
@@ -122,8 +122,8 @@ void rename_over(const fs::path& from, const fs::path& to, const fs::path& aside
 
 fs::path CheckpointDir::commit(Progress at, const Files& files) const {
   const fs::path target = folder_for(at);
-  const std::string temporary_prefix = "." + target.filename().string() + std::string(kTemporaryMark) +
-                                       std::to_string(::getpid()) + "-";
+  const std::string temporary_prefix =
+      "." + target.filename().string() + std::string(kTemporaryMark) + std::to_string(::getpid()) + "-";
   const unsigned n = g_commits.fetch_add(2);
   const fs::path temporary = dir_ / (temporary_prefix + std::to_string(n));
   const fs::path aside = dir_ / (temporary_prefix + std::to_string(n + 1));
@@ -157,7 +157,8 @@ std::vector<std::pair<Progress, fs::path>> CheckpointDir::list() const {
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
     if (entry.is_directory()) {
-      if (const std::optional<Progress> p = parse_name(name, ""); p && fs::is_regular_file(entry.path() / kCheckpointFile))
+      if (const std::optional<Progress> p = parse_name(name, "");
+          p && fs::is_regular_file(entry.path() / kCheckpointFile))
         found.emplace_back(*p, 1, entry.path() / kCheckpointFile);
     } else if (entry.is_regular_file()) {
       if (const std::optional<Progress> p = parse_name(name, kLegacySuffix)) found.emplace_back(*p, 0, entry.path());

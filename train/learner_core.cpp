@@ -69,7 +69,8 @@ std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::
   if (!removed.empty()) {
     std::string names;
     for (const std::string& name : removed) names += (names.empty() ? "" : ", ") + name;
-    messages.push_back("removed what an interrupted checkpoint left in " + checkpoints_->path().string() + ": " + names);
+    messages.push_back("removed what an interrupted checkpoint left in " + checkpoints_->path().string() + ": " +
+                       names);
   }
   const auto all = checkpoints_->list();
   std::vector<std::string> damaged;  // "<file> (<why>)", newest first

@@ -59,9 +59,11 @@ TEST(Learner, ResumeFromACheckpointEqualsAnUninterruptedRun) {
   for (const auto& [at, file] : kept) {
     EXPECT_TRUE(std::filesystem::exists(CheckpointDir::history_for(file))) << file;
     EXPECT_TRUE(std::filesystem::exists(*CheckpointDir::state_for(file))) << file;
-    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(file.parent_path()), std::filesystem::directory_iterator()), 3);
+    const std::filesystem::directory_iterator files(file.parent_path());
+    EXPECT_EQ(std::distance(files, std::filesystem::directory_iterator()), 3);
   }
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(split_dir.path()), std::filesystem::directory_iterator()), 2);
+  const std::filesystem::directory_iterator entries(split_dir.path());
+  EXPECT_EQ(std::distance(entries, std::filesystem::directory_iterator()), 2);
   // The resumed run's history holds the whole run: the epochs before the resume too.
   const MetricHistory second_history = second.history(), whole_history = whole.history();
   for (const char* metric : {"loss", "accuracy"}) {

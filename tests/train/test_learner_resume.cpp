@@ -84,8 +84,8 @@ TEST(LearnerResume, EarlyStoppingKeepsItsBestValueAndPatienceAcrossAResume) {
   // The learning rate falls to nothing after 6 epochs (48 steps): the validation loss stops
   // improving there, and patience 3 stops the run three epochs after its best.
   auto options = [](const fs::path& dir, std::int64_t epochs) {
-    return LearnerOptions{.epochs = epochs, .checkpoint_dir = dir,
-                          .early_stopping = EarlyStopping{.metric = "loss", .patience = 3}};
+    return LearnerOptions{
+        .epochs = epochs, .checkpoint_dir = dir, .early_stopping = EarlyStopping{.metric = "loss", .patience = 3}};
   };
   auto vanishing_lr = [] { return std::make_unique<optim::StepLr>(1e-2, 48, 1e-30); };
   test::ScratchDir whole_dir("whole"), split_dir("split");
@@ -147,7 +147,8 @@ TEST(LearnerResume, AnEpochResumedInItsMiddleReportsTheWholeEpoch) {
   ASSERT_EQ(stopped.stopped_at.batch, 3);
 
   std::string shown;
-  Learner<Classifier> resumed = make({.epochs = 3, .checkpoint_dir = cut_dir.path(), .dashboard = DashboardMode::plain});
+  Learner<Classifier> resumed =
+      make({.epochs = 3, .checkpoint_dir = cut_dir.path(), .dashboard = DashboardMode::plain});
   {
     const CaptureCout capture;
     resumed.fit(train_loader(), &valid_loader());
@@ -198,9 +199,9 @@ TEST(LearnerResume, AKillAtAnyPointOfACommitResumesExactly) {
                             CommitPoint::state_written, CommitPoint::renamed}) {
     SCOPED_TRACE("killed at commit point " + std::to_string(static_cast<int>(point)));
     test::ScratchDir dir("killed");
-    const pid_t child = test::spawn_child_test("LearnerResumeChild.DISABLED_DiesWhileWritingACheckpoint",
-                                               {{kKillDir, dir.path().string()},
-                                                {kKillPoint, std::to_string(static_cast<int>(point))}});
+    const pid_t child = test::spawn_child_test(
+        "LearnerResumeChild.DISABLED_DiesWhileWritingACheckpoint",
+        {{kKillDir, dir.path().string()}, {kKillPoint, std::to_string(static_cast<int>(point))}});
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == kKilledStatus) << "status " << status;
@@ -281,14 +282,13 @@ TEST(LearnerResume, CleanUpRemovesWhatInterruptedWritesLeft) {
   if (gone == 0) ::_exit(0);
   ASSERT_GT(gone, 0);
   ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
-  const std::string dead = std::to_string(gone), self = std::to_string(::getpid()),
-                    alive = std::to_string(::getppid());
+  const std::string dead = std::to_string(gone), self = std::to_string(::getpid()), alive = std::to_string(::getppid());
 
   auto touch = [&](const std::string& name) { std::ofstream(dir / name) << "x"; };
   touch(".epoch-0003.safetensors.tmp-" + dead + "-0");  // an older run's checkpoint file, half written
-  touch("epoch-0002.history.json.tmp");                  // an older run's history, half written
-  touch("epoch-0001.history.json");                      // an older run's history without its checkpoint
-  touch("epoch-0002.safetensors");                       // an older run's checkpoint with its history: kept
+  touch("epoch-0002.history.json.tmp");                 // an older run's history, half written
+  touch("epoch-0001.history.json");                     // an older run's history without its checkpoint
+  touch("epoch-0002.safetensors");                      // an older run's checkpoint with its history: kept
   touch("epoch-0002.history.json");
   fs::create_directory(dir / (".epoch-0004.tmp-" + self + "-7"));  // a commit of this process, cut off
   touch(".epoch-0004.tmp-" + self + "-7/checkpoint.safetensors");
@@ -298,8 +298,9 @@ TEST(LearnerResume, CleanUpRemovesWhatInterruptedWritesLeft) {
 
   const CheckpointDir checkpoints(dir, 2);
   const std::vector<std::string> removed = checkpoints.clean_up();
-  const std::vector<std::string> expected{".epoch-0003.safetensors.tmp-" + dead + "-0", ".epoch-0004.tmp-" + self + "-7",
-                                          "epoch-0001.history.json", "epoch-0002.history.json.tmp"};
+  const std::vector<std::string> expected{".epoch-0003.safetensors.tmp-" + dead + "-0",
+                                          ".epoch-0004.tmp-" + self + "-7", "epoch-0001.history.json",
+                                          "epoch-0002.history.json.tmp"};
   EXPECT_EQ(removed, expected);
   EXPECT_EQ(entries_in(dir), 4);
   EXPECT_TRUE(fs::exists(dir / "epoch-0002.safetensors"));
