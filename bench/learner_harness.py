@@ -10,7 +10,8 @@ Prints one JSON line per run to stdout:
    "first_frame_s": 0.4, "max_gap_s": 0.31, "p99_gap_s": 0.26, "interrupt_to_exit_s": 0.42}
 - frames: writes to the terminal (the live view writes each frame in one write);
   first_frame_s: start to the first progress frame; max_gap_s / p99_gap_s: the longest and the
-  99th-percentile time between frames, the first 2 s (start-up) left out.
+  99th-percentile time between frames, the first 2 s (start-up) left out; gaps_over_0.5s: when
+  each longer gap began and how long it was.
 - interrupt_to_exit_s (with --interrupt-at): SIGINT sent at that time, to the process's exit
   (it finishes its step, writes a checkpoint and exits).
 - peak_rss_mib: the process's peak resident memory (getrusage of the child).
@@ -62,7 +63,7 @@ def run_in_terminal(argv, env, interrupt_at=None):
 
 
 def frame_stats(writes):
-    times = [t for t, chunk in writes if b"%" in chunk]  # progress frames carry the percentage
+    times = [t for t, chunk in writes if b"elapsed" in chunk]  # each live frame's header says so
     if not times:
         return {}
     steady = [t for t in times if t >= 2.0]
@@ -71,6 +72,7 @@ def frame_stats(writes):
     if gaps:
         out["max_gap_s"] = round(gaps[-1], 3)
         out["p99_gap_s"] = round(gaps[min(len(gaps) - 1, int(0.99 * len(gaps)))], 3)
+        out["gaps_over_0.5s"] = [[round(a, 1), round(b - a, 2)] for a, b in zip(steady, steady[1:]) if b - a > 0.5]
     return out
 
 

@@ -101,7 +101,7 @@ void Dashboard::begin_phase(Split split, std::int64_t total_batches) {
   s.split = split;
   s.in_phase = true;
   s.total_batches = total_batches;
-  s.batches_done = s.items_done = 0;
+  s.batches_done = s.items_done = s.point_batches = 0;
   s.current.clear();
   renderer_->phase_began(s);
 }
@@ -116,19 +116,48 @@ void Dashboard::update(std::int64_t batches_done, std::int64_t items_done, const
   if (!s.in_phase) return;
   s.now = now();
   // Train points for the charts, points_per_epoch of them evenly spread over the epoch: a point
-  // is kept when the update crosses into the next slot. Validation is charted by epoch summaries.
+  // is kept when the values' batch crosses into the next slot after the last point's. Validation
+  // is charted by epoch summaries.
   if (s.split == Split::train && s.total_batches > 0) {
     const auto slot = [&](std::int64_t batch) { return batch * options_.points_per_epoch / s.total_batches; };
-    if (batches_done > s.batches_done && slot(batches_done) > slot(s.batches_done)) {
+    if (batches_done > s.point_batches && slot(batches_done) > slot(s.point_batches)) {
       const double x =
           (s.epoch - 1) + std::min(1.0, static_cast<double>(batches_done) / static_cast<double>(s.total_batches));
       for (const MetricValue& m : current) s.history.record_point(m.name, Split::train, x, m.value);
+      s.point_batches = batches_done;
     }
   }
-  s.batches_done = batches_done;
-  s.items_done = items_done;
+  s.batches_done = std::max(s.batches_done, batches_done);
+  s.items_done = std::max(s.items_done, items_done);
   s.current = current;
   renderer_->progressed(s);
+}
+
+void Dashboard::progress(std::int64_t batches_done, std::int64_t items_done) {
+  KILN_CHECK(batches_done >= 0 && items_done >= 0, "Dashboard::progress",
+             "batch and item counts must not be negative (got " + std::to_string(batches_done) + " batches, " +
+                 std::to_string(items_done) + " items)");
+  std::lock_guard lock(mutex_);
+  detail::DashboardState& s = *state_;
+  if (!s.in_phase) return;
+  s.now = now();
+  s.batches_done = std::max(s.batches_done, batches_done);
+  s.items_done = std::max(s.items_done, items_done);
+  renderer_->progressed(s);
+}
+
+void Dashboard::tick() {
+  std::lock_guard lock(mutex_);
+  detail::DashboardState& s = *state_;
+  if (!s.in_phase || s.ended) return;
+  s.now = now();
+  renderer_->progressed(s);
+}
+
+void Dashboard::set_memory(double resident_mib, double pool_mib) {
+  std::lock_guard lock(mutex_);
+  state_->resident_mib = resident_mib;
+  state_->pool_mib = pool_mib;
 }
 
 void Dashboard::end_phase(const MetricValues& summary) {

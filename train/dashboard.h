@@ -82,7 +82,19 @@ class Dashboard {
   // batches_done and items_done count from the phase's start; `current` holds the running
   // values. Cheap: it records, and draws only when a frame or line is due. An update that comes
   // after end_phase (a worker racing the main thread) is dropped.
+  // `current` are the values as of batch `batches_done`; a caller that reads them without
+  // waiting (the Learner) may pass them a few batches late: the counts shown never go back.
   void update(std::int64_t batches_done, std::int64_t items_done, const MetricValues& current);
+  // Counts only, the running values kept: what a loop reports every step while its values are
+  // still being computed. As cheap as update().
+  void progress(std::int64_t batches_done, std::int64_t items_done);
+  // Redraws when a frame is due, with nothing new but the time (elapsed, ETA): called a few
+  // times a second from another thread, it keeps the view alive while the loop waits (a long
+  // step, a checkpoint being written).
+  void tick();
+  // What the view shows beside the counts: the process's resident memory and the memory the
+  // model's device pool holds, in MiB (the Learner reports them with each reading).
+  void set_memory(double resident_mib, double pool_mib);
   // The phase's summary values (epoch means) become the epoch's entries in the history.
   void end_phase(const MetricValues& summary);
   // A line of text shown above the live view (or as its own plain line): early stopping,

@@ -26,7 +26,12 @@ constexpr int kMinChartWidth = 36;
 std::string header_line(const DashboardState& state, int width, bool color) {
   std::string left = state.run.title.empty() ? std::string("kiln") : state.run.title;
   if (!state.run.device.empty()) left += " · " + state.run.device;
-  std::string right = state.epoch_label() + " · " + format_duration(state.run_seconds()) + " elapsed";
+  std::string right = state.epoch_label();
+  if (const std::optional<std::int64_t> step = state.train_step()) right += " · step " + std::to_string(*step);
+  if (state.resident_mib)
+    right += concat({" · mem ", std::to_string(std::llround(*state.resident_mib)), " MiB (pool ",
+                     std::to_string(std::llround(state.pool_mib.value_or(0))), ")"});
+  right += " · " + format_duration(state.run_seconds()) + " elapsed";
   if (const std::optional<double> eta = state.run_eta_seconds()) right += concat({" · ETA ", format_duration(*eta)});
   if (state.ended) right += " · done";
   const int room = std::max(0, width - display_width(right) - 1);

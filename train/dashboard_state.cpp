@@ -43,6 +43,11 @@ std::optional<double> DashboardState::run_eta_seconds() const {
   return std::max(0.0, per_epoch * (epochs - epoch + 1) - in_this_epoch);
 }
 
+std::optional<std::int64_t> DashboardState::train_step() const {
+  if (!in_phase || split != Split::train || total_batches <= 0 || epoch < 1) return std::nullopt;
+  return (epoch - 1) * total_batches + batches_done;
+}
+
 std::string DashboardState::epoch_label() const {
   if (epoch == 0) return "starting";
   std::string label = concat({"epoch ", std::to_string(epoch)});

@@ -27,7 +27,9 @@ struct DashboardState {
   TimePoint now{}, run_start{}, epoch_start{}, phase_start{}, phase_end{};
   int finished_epochs = 0;
   double finished_epochs_seconds = 0;
+  std::int64_t point_batches = 0;  // the batch of the last train point kept for the charts
   MetricValues current{};  // the phase's running values, in the Learner's order
+  std::optional<double> resident_mib{}, pool_mib{};  // set_memory; shown in the header
   MetricHistory history{};
   bool ended = false;  // end_run was called
 
@@ -41,6 +43,9 @@ struct DashboardState {
   std::optional<double> run_eta_seconds() const;
   // "epoch 3/10", or "epoch 3" when the total is unknown.
   std::string epoch_label() const;
+  // Training steps of the run so far (finished epochs' batches plus this epoch's): while a
+  // training phase runs, none otherwise.
+  std::optional<std::int64_t> train_step() const;
   // Metric names in display order: the current values' order, then any others in the history.
   std::vector<std::string> metric_names() const;
   // The value a table shows for a split: the running value while that phase runs, else the last

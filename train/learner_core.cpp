@@ -7,6 +7,7 @@
 #include "train/html_report.h"
 #include "train/metric_format.h"
 #include "train/metric_history_file.h"
+#include "train/process_memory.h"
 #include "ops/error.h"
 
 namespace kiln::train {
@@ -14,9 +15,11 @@ namespace kiln::train {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// How often the running metric values are read for the dashboard: reading waits for the
-// device, so it happens a few times a second, not every step.
+// How often the running metric values are read for the dashboard: a few times a second, not
+// every step (each read is a message, and a cut in the step's batch).
 constexpr auto kReadInterval = std::chrono::milliseconds(250);
+// How often the view is redrawn while the training thread waits (DashboardTicker).
+constexpr auto kTickInterval = std::chrono::milliseconds(200);
 
 }  // namespace
 
@@ -27,6 +30,13 @@ struct LearnerCore::PhaseState {
   std::vector<std::unique_ptr<Metric>> metrics;
   std::int64_t batches = 0, items = 0;
   Clock::time_point started{}, last_read{};
+  // A reading of the running values under way: each metric's, and the counts they are as of.
+  struct Reading {
+    std::vector<std::pair<std::string, MetricReading>> values;
+    double lr = 0;
+    std::int64_t batches = 0, items = 0;
+  };
+  std::optional<Reading> reading;
   // What a resumed phase carried over from its checkpoint: the dashboard's items per second count
   // this run's items only, the summary's the whole phase's.
   std::int64_t items_before = 0;
@@ -145,6 +155,7 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
   if (checkpoints_) run.settings.emplace_back("checkpoints", checkpoints_->path().string());
   // begin_run keeps the history the resume restored: the curves of the run so far.
   dashboard_->begin_run(run);
+  if (dashboard_->mode() != DashboardMode::off) ticker_ = std::make_unique<DashboardTicker>(*dashboard_, kTickInterval);
   for (const std::string& m : messages) dashboard_->message(m);
   if (at.epoch > 0 || at.batch > 0)
     dashboard_->message("resumed from " + result_.checkpoint->string() + " (epoch " + std::to_string(at.epoch + 1) +
@@ -193,14 +204,38 @@ MetricValues LearnerCore::current_values(const PhaseState& phase) const {
 }
 
 void LearnerCore::update_metrics(const StepOutput& out) {
-  for (const auto& m : phase_->metrics) m->update(out);
-  ++phase_->batches;
-  phase_->items += out.items;
-  const Clock::time_point now = Clock::now();
-  if (now - phase_->last_read < kReadInterval) return;
-  phase_->last_read = now;
+  PhaseState& phase = *phase_;
+  for (const auto& m : phase.metrics) m->update(out);
+  ++phase.batches;
+  phase.items += out.items;
+  show_reading_if_ready(phase);
+  if (!phase.reading && Clock::now() - phase.last_read >= kReadInterval) start_reading(phase);
+  // Every step moves the progress bar; the values follow when their reading is in.
   // (The dashboard shows items per second itself, from the counts.)
-  dashboard_->update(phase_->batches, phase_->items - phase_->items_before, current_values(*phase_));
+  dashboard_->progress(phase.batches, phase.items - phase.items_before);
+}
+
+void LearnerCore::start_reading(PhaseState& phase) {
+  phase.last_read = Clock::now();
+  PhaseState::Reading r;
+  for (const auto& m : phase.metrics) r.values.emplace_back(m->name(), m->read());
+  r.lr = schedule_->lr();
+  r.batches = phase.batches;
+  r.items = phase.items - phase.items_before;
+  phase.reading = std::move(r);
+}
+
+void LearnerCore::show_reading_if_ready(PhaseState& phase) {
+  if (!phase.reading) return;
+  for (auto& [name, value] : phase.reading->values)
+    if (!value.ready()) return;
+  MetricValues values;
+  for (auto& [name, value] : phase.reading->values) values.push_back({name, value.get()});
+  if (phase.phase == Phase::train) values.push_back({"lr", phase.reading->lr});
+  dashboard_->update(phase.reading->batches, phase.reading->items, values);
+  dashboard_->set_memory(resident_mib().value_or(0),
+                         static_cast<double>(memory_stats(device_).bytes_in_use) / (1 << 20));
+  phase.reading.reset();
 }
 
 void LearnerCore::bound_run_ahead() {
@@ -235,6 +270,8 @@ void LearnerCore::end_phase() {
     summary.push_back({"lr", schedule_->lr()});
     const MemoryStats mem = memory_stats(device_);  // the model's device
     summary.push_back({"memory MiB", static_cast<double>(mem.peak_in_use) / (1 << 20)});
+    // The process's peak as the system counts it (loader, host copies, code): what `top` shows.
+    if (const std::optional<double> rss = peak_resident_mib()) summary.push_back({"peak rss MiB", *rss});
   }
   if (seconds > 0) summary.push_back({"items/s", static_cast<double>(phase_->items) / seconds});
   dashboard_->end_phase(summary);
@@ -338,6 +375,7 @@ FitResult LearnerCore::finish(const nn::Module&, Progress at) {
     write_html_report(options_.report, dashboard_->run(), outcome, dashboard_->history());
     result_.report = options_.report;
   }
+  ticker_.reset();
   interrupt_.reset();
   phase_.reset();
   finished_train_.reset();

@@ -17,6 +17,7 @@
 #include "optim/optimizer.h"
 #include "train/checkpoint_dir.h"
 #include "train/dashboard.h"
+#include "train/dashboard_ticker.h"
 #include "train/interrupt.h"
 #include "train/learner_state.h"
 #include "train/metric_history.h"
@@ -101,6 +102,10 @@ class LearnerCore {
  private:
   struct PhaseState;
   void update_metrics(const StepOutput& out);
+  // The running values for the dashboard, read without waiting: a reading is started every
+  // kReadInterval and shown once the device has computed it.
+  void start_reading(PhaseState& phase);
+  void show_reading_if_ready(PhaseState& phase);
   // Marks the end of a step's submission and waits for the step steps_ahead before it.
   void bound_run_ahead();
   // Loads the newest readable checkpoint into `model` and the optimizer and schedule; returns
@@ -135,6 +140,7 @@ class LearnerCore {
   std::int64_t since_best_ = 0;
   std::chrono::steady_clock::time_point started_{};
   std::deque<Future<void>> steps_in_flight_;  // a sync after each step not yet waited for
+  std::unique_ptr<DashboardTicker> ticker_;    // while a run is on, with a dashboard
 };
 
 }  // namespace kiln::train

@@ -21,6 +21,11 @@ double mean(const Tensor& sum, std::int64_t items) {
   return static_cast<double>(sum.item<float>().get()) / static_cast<double>(items);
 }
 
+MetricReading read_mean(const Tensor& sum, std::int64_t items) {
+  if (!sum.defined() || items == 0) return MetricReading(kNaN);
+  return MetricReading(sum.item<float>(), static_cast<double>(items));
+}
+
 // The state of the built-in metrics: one f32 total (while defined) and one count.
 MetricState total_and_count(const Tensor& total, std::int64_t count) {
   MetricState s;
@@ -39,6 +44,14 @@ void load_total_and_count(const std::string& metric, const MetricState& s, Devic
 }
 }  // namespace
 
+double MetricReading::get() {
+  if (total_) {
+    value_ = static_cast<double>(total_->get()) / divisor_;
+    total_.reset();
+  }
+  return value_;
+}
+
 void Metric::load_state(const MetricState&, Device) {
   throw Error(name(), "this metric saves no state, so it has none to load");
 }
@@ -56,6 +69,7 @@ void LossMetric::update(const StepOutput& step) {
 }
 
 double LossMetric::value() const { return mean(sum_, items_); }
+MetricReading LossMetric::read() const { return read_mean(sum_, items_); }
 
 std::optional<MetricState> LossMetric::state() const { return total_and_count(sum_, items_); }
 
@@ -95,6 +109,7 @@ void TopKAccuracy::update(const StepOutput& step) {
 }
 
 double TopKAccuracy::value() const { return mean(correct_, items_); }
+MetricReading TopKAccuracy::read() const { return read_mean(correct_, items_); }
 
 std::optional<MetricState> TopKAccuracy::state() const { return total_and_count(correct_, items_); }
 
@@ -116,6 +131,7 @@ void LambdaMetric::update(const StepOutput& step) {
 }
 
 double LambdaMetric::value() const { return mean(sum_, items_); }
+MetricReading LambdaMetric::read() const { return read_mean(sum_, items_); }
 
 std::optional<MetricState> LambdaMetric::state() const { return total_and_count(sum_, items_); }
 

@@ -34,6 +34,21 @@ struct MetricState {
   std::vector<std::int64_t> counts{};
 };
 
+// A metric's running value being read: the device computes it while the training thread goes
+// on; ready() says whether it is there, get() returns it (waiting if need be).
+class MetricReading {
+ public:
+  explicit MetricReading(double value) : value_(value) {}  // known already
+  MetricReading(Future<float> total, double divisor) : total_(std::move(total)), divisor_(divisor) {}
+  bool ready() const { return !total_ || total_->ready(); }
+  double get();
+
+ private:
+  std::optional<Future<float>> total_;
+  double divisor_ = 1;
+  double value_ = 0;
+};
+
 class Metric {
  public:
   virtual ~Metric() = default;
@@ -43,6 +58,10 @@ class Metric {
   virtual void update(const StepOutput& step) = 0;
   // NaN before the first update.
   virtual double value() const = 0;
+  // The value without waiting for it: the Learner reads its metrics so for the dashboard. The
+  // default computes value() at once (waiting for the device); the built-in metrics start a
+  // read of their running total and return.
+  virtual MetricReading read() const { return MetricReading(value()); }
   virtual std::unique_ptr<Metric> clone() const = 0;
   // The running totals, or none for a metric that cannot save them (its resumed phase then
   // covers the steps after the resume). load_state puts the totals' tensors on `device`; it
@@ -59,6 +78,7 @@ class LossMetric final : public Metric {
   void reset() override;
   void update(const StepOutput& step) override;
   double value() const override;
+  MetricReading read() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<LossMetric>(); }
   std::optional<MetricState> state() const override;
   void load_state(const MetricState& state, Device device) override;
@@ -77,6 +97,7 @@ class TopKAccuracy final : public Metric {
   void reset() override;
   void update(const StepOutput& step) override;
   double value() const override;
+  MetricReading read() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<TopKAccuracy>(k_); }
   std::optional<MetricState> state() const override;
   void load_state(const MetricState& state, Device device) override;
@@ -100,6 +121,7 @@ class LambdaMetric final : public Metric {
   void reset() override;
   void update(const StepOutput& step) override;
   double value() const override;
+  MetricReading read() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<LambdaMetric>(name_, higher_, fn_); }
   std::optional<MetricState> state() const override;
   void load_state(const MetricState& state, Device device) override;

@@ -242,6 +242,68 @@ TEST(Dashboard, RecordsChartPointsEvenlyAndEpochSummaries) {
   EXPECT_EQ(resumed.history().points("loss", Split::train).size(), 20u);
 }
 
+// The Learner reports progress every step and values when their reading is in, a few batches
+// late: the counts never go back, the values keep until new ones come, and a chart point is
+// kept at the batch the values belong to.
+TEST(LiveDashboard, ProgressEveryStepValuesWhenRead) {
+  std::ostringstream out;
+  FakeClock clock;
+  train::DashboardOptions o = options_for(DashboardMode::live, out, clock);
+  o.points_per_epoch = 100;
+  Dashboard dash(o);
+  dash.begin_run({.title = "t", .device = "cpu"});
+  dash.begin_epoch(1, 1);
+  dash.begin_phase(Split::train, 100);
+  clock.advance(200ms);
+  dash.update(10, 320, {{"loss", 1.5}});
+  clock.advance(200ms);
+  dash.progress(20, 640);
+  std::vector<std::string> frame = last_frame(out.str());
+  ASSERT_GE(frame.size(), 2u);
+  EXPECT_NE(frame[1].find("20/100"), std::string::npos) << frame[1];
+  bool shows_loss = false;
+  for (const std::string& line : frame) shows_loss |= line.find("1.5") != std::string::npos;
+  EXPECT_TRUE(shows_loss);
+  clock.advance(200ms);
+  dash.update(15, 480, {{"loss", 0.75}});  // late: read as of batch 15
+  frame = last_frame(out.str());
+  EXPECT_NE(frame[1].find("20/100"), std::string::npos) << frame[1];
+  const train::MetricHistory h = dash.history();
+  const auto points = h.points("loss", Split::train);
+  ASSERT_EQ(points.size(), 2u);  // progress() keeps none
+  EXPECT_DOUBLE_EQ(points[0].x, 0.10);
+  EXPECT_DOUBLE_EQ(points[1].x, 0.15);
+  EXPECT_DOUBLE_EQ(points[1].value, 0.75);
+}
+
+// tick() redraws with nothing new but the time, when a frame is due, and only in a phase; the
+// header counts the run's training steps and shows the memory reported.
+TEST(LiveDashboard, TicksRedrawTheTimeAndTheHeaderShowsStepAndMemory) {
+  std::ostringstream out;
+  FakeClock clock;
+  Dashboard dash(options_for(DashboardMode::live, out, clock));
+  dash.begin_run({.title = "t", .device = "cpu"});
+  const std::size_t header = out.str().size();
+  clock.advance(1s);
+  dash.tick();  // before any phase: nothing
+  EXPECT_EQ(out.str().size(), header);
+  dash.begin_epoch(2, 3);
+  dash.begin_phase(Split::train, 50);
+  dash.set_memory(612.4, 120.6);
+  clock.advance(150ms);
+  dash.progress(7, 7);
+  const std::size_t before = out.str().size();
+  dash.tick();  // not due yet (the redraw interval is 100 ms)
+  EXPECT_EQ(out.str().size(), before);
+  clock.advance(61s);
+  dash.tick();
+  ASSERT_GT(out.str().size(), before);
+  const std::vector<std::string> frame = last_frame(out.str());
+  EXPECT_NE(frame[0].find("step 57"), std::string::npos) << frame[0];  // 50 of epoch 1, 7 of epoch 2
+  EXPECT_NE(frame[0].find("mem 612 MiB (pool 121)"), std::string::npos) << frame[0];
+  EXPECT_NE(frame[0].find("1:02 elapsed"), std::string::npos) << frame[0];  // 1 s + 150 ms + 61 s
+}
+
 TEST(Dashboard, FillsInTheRunsStartAndEndForTheReport) {
   std::ostringstream out;
   FakeClock clock;
