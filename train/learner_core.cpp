@@ -7,6 +7,7 @@
 #include "train/html_report.h"
 #include "train/metric_format.h"
 #include "train/metric_history_file.h"
+#include "train/named_states.h"
 #include "train/process_memory.h"
 #include "ops/error.h"
 
@@ -48,12 +49,26 @@ struct LearnerCore::PhaseState {
 LearnerCore::LearnerCore(std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> schedule,
                          LearnerOptions options)
     : optimizer_(std::move(optimizer)), schedule_(std::move(schedule)), options_(std::move(options)) {
-  KILN_CHECK(optimizer_ && schedule_, "Learner", "needs an optimizer and a learning-rate schedule");
+  KILN_CHECK(optimizer_ || !schedule_, "Learner",
+             "a schedule without an optimizer: a full-control step steps its own optimizers and schedules");
+  // The optimizer's own learning rate, as the user gave it in its options.
+  if (optimizer_ && !schedule_) schedule_ = std::make_unique<optim::ConstantLr>(optimizer_->lr());
   KILN_CHECK(options_.epochs >= 1, "Learner", "epochs must be at least 1, got " + std::to_string(options_.epochs));
   KILN_CHECK(options_.steps_ahead >= 0, "Learner", "steps_ahead must not be negative, got " + std::to_string(options_.steps_ahead));
   KILN_CHECK(options_.checkpoint_every >= 1, "Learner",
              "checkpoint_every must be at least 1, got " + std::to_string(options_.checkpoint_every));
-  KILN_CHECK(!schedule_->needs_metric() || !options_.schedule_per_batch, "Learner",
+  KILN_CHECK(options_.accumulate_grad_batches >= 1, "Learner",
+             "accumulate_grad_batches must be at least 1, got " + std::to_string(options_.accumulate_grad_batches));
+  KILN_CHECK(!options_.clip_grad_norm || *options_.clip_grad_norm > 0, "Learner",
+             "clip_grad_norm must be positive, got " + std::to_string(options_.clip_grad_norm.value_or(0)));
+  KILN_CHECK(!options_.clip_grad_value || *options_.clip_grad_value > 0, "Learner",
+             "clip_grad_value must be positive, got " + std::to_string(options_.clip_grad_value.value_or(0)));
+  const bool default_update =
+      options_.accumulate_grad_batches == 1 && !options_.clip_grad_norm && !options_.clip_grad_value;
+  KILN_CHECK(optimizer_ || default_update, "Learner",
+             "accumulate_grad_batches and clip_grad_norm/clip_grad_value apply to a step that returns its loss; a "
+             "full-control step accumulates and clips its gradients itself");
+  KILN_CHECK(!schedule_ || !schedule_->needs_metric() || !options_.schedule_per_batch, "Learner",
              schedule_->name() + " steps on a metric: set schedule_per_batch = false (it then gets the validation loss)");
   metrics_.push_back(std::make_unique<LossMetric>());
   DashboardOptions d;
@@ -72,6 +87,61 @@ void LearnerCore::add_metric(std::unique_ptr<Metric> metric) {
     KILN_CHECK(m->name() != metric->name(), "Learner", "add_metric: a metric named '" + metric->name() + "' is there already");
   dashboard_->set_better(metric->name(), metric->higher_is_better() ? Better::higher : Better::lower);
   metrics_.push_back(std::move(metric));
+}
+
+void LearnerCore::on_step_end(std::function<void(const StepEnd&)> fn) {
+  KILN_CHECK(static_cast<bool>(fn), "Learner", "on_step_end: the callback is empty");
+  on_step_end_.push_back(std::move(fn));
+}
+
+void LearnerCore::on_epoch_end(std::function<void(EpochEnd&)> fn) {
+  KILN_CHECK(static_cast<bool>(fn), "Learner", "on_epoch_end: the callback is empty");
+  on_epoch_end_.push_back(std::move(fn));
+}
+
+namespace {
+template <class T>
+std::vector<std::string> names_of(const std::vector<std::pair<std::string, T*>>& saved) {
+  std::vector<std::string> names;
+  for (const auto& [name, state] : saved) names.push_back(name);
+  return names;
+}
+}  // namespace
+
+void LearnerCore::save_state(std::string name, optim::Optimizer& optimizer) {
+  check_state_name(name, names_of(saved_optimizers_));
+  saved_optimizers_.emplace_back(std::move(name), &optimizer);
+}
+
+void LearnerCore::save_state(std::string name, optim::LrScheduler& schedule) {
+  check_state_name(name, names_of(saved_schedules_));
+  saved_schedules_.emplace_back(std::move(name), &schedule);
+}
+
+io::TrainingState LearnerCore::states_to_save(Progress at) const {
+  io::TrainingState s{optimizer_ ? optimizer_->state() : optim::State{},
+                      schedule_ ? schedule_->state() : optim::State{},
+                      at.epoch * train_batches_ + at.batch, default_generator()};
+  for (const auto& [name, optimizer] : saved_optimizers_) add_named_state(s.optimizer, name, optimizer->state());
+  for (const auto& [name, schedule] : saved_schedules_) add_named_state(s.scheduler, name, schedule->state());
+  return s;
+}
+
+void LearnerCore::load_states(const io::TrainingState& saved) {
+  if (optimizer_) optimizer_->load_state(unnamed_state(saved.optimizer, names_of(saved_optimizers_)));
+  if (schedule_) schedule_->load_state(unnamed_state(saved.scheduler, names_of(saved_schedules_)));
+  // An optimizer's state always holds its step count, a schedule's its kind: none is a state the
+  // checkpoint does not have (one saved since the checkpoint was written).
+  for (const auto& [name, optimizer] : saved_optimizers_) {
+    const optim::State part = named_state(saved.optimizer, name);
+    KILN_CHECK(!part.empty(), "Learner", "the checkpoint holds no state for the optimizer '" + name + "'");
+    optimizer->load_state(part);
+  }
+  for (const auto& [name, schedule] : saved_schedules_) {
+    const optim::State part = named_state(saved.scheduler, name);
+    KILN_CHECK(!part.empty(), "Learner", "the checkpoint holds no state for the schedule '" + name + "'");
+    schedule->load_state(part);
+  }
 }
 
 std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::string>& messages) {
@@ -100,8 +170,7 @@ std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::
       const std::filesystem::path history_file = CheckpointDir::history_for(file);
       if (state || std::filesystem::exists(history_file)) history = load_history(history_file);
       s = io::load_checkpoint(file, model);
-      optimizer_->load_state(s.optimizer);
-      schedule_->load_state(s.scheduler);
+      load_states(s);
     } catch (const std::exception& e) {
       damaged.push_back(file.string() + " (" + e.what() + ")");
       continue;
@@ -143,15 +212,30 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
   std::vector<std::string> messages;
   if (checkpoints_ && options_.resume)
     if (const std::optional<Progress> resumed = resume(model, messages)) at = *resumed;
+  updates_ = updates_before(at);
   RunInfo run;
   run.title = options_.name;
   run.device = device_name(device_);
+  // A full-control step's optimizers and schedules by the names they are saved under.
+  std::string optimizers = optimizer_ ? optimizer_->name() : "";
+  for (const auto& [name, optimizer] : saved_optimizers_)
+    optimizers += (optimizers.empty() ? "" : ", ") + name + ": " + optimizer->name();
+  std::string schedules = schedule_ ? schedule_->describe() : "";
+  for (const auto& [name, schedule] : saved_schedules_)
+    schedules += (schedules.empty() ? "" : ", ") + name + ": " + schedule->describe();
   run.settings = {{"model", model.type_name()},
                   {"parameters", std::to_string(model.parameter_count())},
-                  {"optimizer", optimizer_->name()},
-                  {"schedule", schedule_->describe()},
+                  {"optimizer", optimizers.empty() ? "the step's own" : optimizers},
+                  {"schedule", schedules.empty() ? "the step's own" : schedules},
                   {"epochs", std::to_string(options_.epochs)},
                   {"batches per epoch", std::to_string(train_batches)}};
+  if (options_.accumulate_grad_batches > 1)
+    run.settings.emplace_back("gradients accumulated over",
+                              std::to_string(options_.accumulate_grad_batches) + " batches");
+  if (options_.clip_grad_norm)
+    run.settings.emplace_back("gradients clipped to norm", format_metric_value(*options_.clip_grad_norm));
+  if (options_.clip_grad_value)
+    run.settings.emplace_back("gradients clipped to value", format_metric_value(*options_.clip_grad_value));
   if (checkpoints_) run.settings.emplace_back("checkpoints", checkpoints_->path().string());
   // begin_run keeps the history the resume restored: the curves of the run so far.
   dashboard_->begin_run(run);
@@ -199,7 +283,7 @@ void LearnerCore::restore(PhaseState& phase, const PhaseSnapshot& saved) {
 MetricValues LearnerCore::current_values(const PhaseState& phase) const {
   MetricValues values;
   for (const auto& m : phase.metrics) values.push_back({m->name(), m->value()});
-  if (phase.phase == Phase::train) values.push_back({"lr", schedule_->lr()});
+  if (phase.phase == Phase::train && schedule_) values.push_back({"lr", schedule_->lr()});
   return values;
 }
 
@@ -219,7 +303,7 @@ void LearnerCore::start_reading(PhaseState& phase) {
   phase.last_read = Clock::now();
   PhaseState::Reading r;
   for (const auto& m : phase.metrics) r.values.emplace_back(m->name(), m->read());
-  r.lr = schedule_->lr();
+  r.lr = schedule_ ? schedule_->lr() : 0.0;
   r.batches = phase.batches;
   r.items = phase.items - phase.items_before;
   phase.reading = std::move(r);
@@ -231,7 +315,7 @@ void LearnerCore::show_reading_if_ready(PhaseState& phase) {
     if (!value.ready()) return;
   MetricValues values;
   for (auto& [name, value] : phase.reading->values) values.push_back({name, value.get()});
-  if (phase.phase == Phase::train) values.push_back({"lr", phase.reading->lr});
+  if (phase.phase == Phase::train && schedule_) values.push_back({"lr", phase.reading->lr});
   dashboard_->update(phase.reading->batches, phase.reading->items, values);
   dashboard_->set_memory(resident_mib().value_or(0),
                          static_cast<double>(memory_stats(device_).bytes_in_use) / (1 << 20));
@@ -248,10 +332,25 @@ void LearnerCore::bound_run_ahead() {
   }
 }
 
-void LearnerCore::after_train_step(const StepOutput& out) {
+bool LearnerCore::ends_group(std::int64_t batch_index) const {
+  return (batch_index + 1) % options_.accumulate_grad_batches == 0 || batch_index + 1 == train_batches_;
+}
+
+std::int64_t LearnerCore::updates_before(Progress at) const {
+  const std::int64_t n = options_.accumulate_grad_batches;
+  return at.epoch * ((train_batches_ + n - 1) / n) + (at.batch + n - 1) / n;
+}
+
+void LearnerCore::after_train_step(const StepOutput& out, bool updated) {
   bound_run_ahead();
   update_metrics(out);
-  if (options_.schedule_per_batch) schedule_->step();
+  if (updated) {
+    ++updates_;
+    if (options_.schedule_per_batch && schedule_) schedule_->step();
+  }
+  const StepEnd end{.epoch = phase_->epoch + 1, .batch = phase_->batches, .step = updates_, .updated = updated,
+                    .output = out};
+  for (const auto& fn : on_step_end_) fn(end);
 }
 
 void LearnerCore::after_valid_step(const StepOutput& out) {
@@ -267,7 +366,7 @@ void LearnerCore::end_phase() {
   dashboard_->update(phase_->batches, phase_->items - phase_->items_before, summary);
   const double seconds = phase_->seconds();
   if (phase_->phase == Phase::train) {
-    summary.push_back({"lr", schedule_->lr()});
+    if (schedule_) summary.push_back({"lr", schedule_->lr()});
     const MemoryStats mem = memory_stats(device_);  // the model's device
     summary.push_back({"memory MiB", static_cast<double>(mem.peak_in_use) / (1 << 20)});
     // The process's peak as the system counts it (loader, host copies, code): what `top` shows.
@@ -291,9 +390,16 @@ bool LearnerCore::end_epoch(const nn::Module& model, Progress done) {
       if (v.name == name) return v.value;
     return std::nullopt;
   };
-  if (!options_.schedule_per_batch) schedule_->step(find("loss").value_or(0.0));
+  if (!options_.schedule_per_batch && schedule_) schedule_->step(find("loss").value_or(0.0));
   // Decided before the checkpoint, which keeps the best value and the count it leaves.
-  const bool stop = options_.early_stopping && should_stop_early(find(options_.early_stopping->metric), on_valid);
+  bool stop = options_.early_stopping && should_stop_early(find(options_.early_stopping->metric), on_valid);
+  EpochEnd end{.epoch = done.epoch, .step = updates_, .train = summaries[0], .valid = summaries[1]};
+  for (const auto& fn : on_epoch_end_) fn(end);
+  if (end.stop && !stop) {
+    result_.stopped_by_callback = true;
+    dashboard_->message("stopped by an on_epoch_end callback after epoch " + std::to_string(done.epoch));
+  }
+  stop = stop || end.stop;
   if (checkpoints_ && done.epoch % options_.checkpoint_every == 0)
     result_.checkpoint = write_checkpoint(model, done, nullptr);
   return stop;
@@ -331,8 +437,7 @@ std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Mod
   const std::filesystem::path file = checkpoints_->commit(
       at, {.checkpoint =
                [&](const std::filesystem::path& f) {
-                 io::save_checkpoint(f, model, {optimizer_->state(), schedule_->state(),
-                                                at.epoch * train_batches_ + at.batch, default_generator()});
+                 io::save_checkpoint(f, model, states_to_save(at));
                  record_size(f);
                },
            .history =
@@ -368,7 +473,8 @@ FitResult LearnerCore::finish(const nn::Module&, Progress at) {
   RunOutcome outcome;
   outcome.status = result_.interrupted ? "interrupted at epoch " + std::to_string(at.epoch + 1) + ", batch " + std::to_string(at.batch)
                    : result_.stopped_early ? "stopped early after epoch " + std::to_string(at.epoch)
-                                           : "completed";
+                   : result_.stopped_by_callback ? "stopped by a callback after epoch " + std::to_string(at.epoch)
+                                                 : "completed";
   outcome = dashboard_->end_run(outcome);
   if (!options_.report.empty()) {
     if (options_.report.has_parent_path()) std::filesystem::create_directories(options_.report.parent_path());

@@ -1,17 +1,19 @@
 // The type-free half of the Learner (train/learner.h): options, metrics, history, dashboard,
-// checkpoints, resume, early stopping and Ctrl-C. The template half runs the loops over the
-// model's own type and calls in here between steps.
+// checkpoints, resume, early stopping, callbacks and Ctrl-C. The template half runs the loops over
+// the model's own type and calls in here between steps.
 #pragma once
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "io/checkpoint.h"
 #include "nn/module.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
@@ -22,6 +24,7 @@
 #include "train/learner_state.h"
 #include "train/metric_history.h"
 #include "train/metrics.h"
+#include "train/step.h"
 
 namespace kiln::train {
 
@@ -43,9 +46,20 @@ struct LearnerOptions {
   std::int64_t keep_checkpoints = 2;
   bool resume = true;
   std::optional<EarlyStopping> early_stopping{};
-  // The schedule steps after every batch, or (false) after every epoch, with the validation
-  // loss as its metric (ReduceLrOnPlateau).
+  // The schedule steps after every update (every batch, or every accumulate_grad_batches), or
+  // (false) after every epoch, with the validation loss as its metric (ReduceLrOnPlateau).
   bool schedule_per_batch = true;
+  // The update of a step that returns its loss (a full-control step does its own): the gradients
+  // of this many batches are summed and the optimizer steps once with their mean (see
+  // train/gradient_update.h); the optimizer and a per-batch schedule step once per group, and the
+  // epoch's last group may be shorter. A Ctrl-C finishes the group it comes in.
+  std::int64_t accumulate_grad_batches = 1;
+  // Clipping of the (accumulated) gradients before each step: by their total norm
+  // (optim::clip_grad_norm with clip_norm_type), by value (optim::clip_grad_value), or both (value
+  // first).
+  std::optional<double> clip_grad_norm{};
+  double clip_norm_type = 2.0;
+  std::optional<double> clip_grad_value{};
   std::filesystem::path report{};  // the HTML report written when the run ends (empty: none)
   std::string name = "training";
   DashboardMode dashboard = DashboardMode::automatic;
@@ -62,12 +76,15 @@ struct FitResult {
   Progress stopped_at;          // epochs (and batches) done
   bool interrupted = false;     // by Ctrl-C (a checkpoint was written when there is a folder)
   bool stopped_early = false;   // by EarlyStopping
+  bool stopped_by_callback = false;  // an on_epoch_end callback set EpochEnd::stop
   std::optional<std::filesystem::path> checkpoint{};  // the last one written
   std::optional<std::filesystem::path> report{};
 };
 
 class LearnerCore {
  public:
+  // Without a schedule, a constant one at the optimizer's own learning rate. Without an optimizer
+  // (the full-control step's form), neither: the step updates the model itself.
   LearnerCore(std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> schedule,
               LearnerOptions options);
   ~LearnerCore();
@@ -75,6 +92,14 @@ class LearnerCore {
   LearnerCore& operator=(LearnerCore&&) noexcept;
 
   void add_metric(std::unique_ptr<Metric> metric);
+  void on_step_end(std::function<void(const StepEnd&)> fn);
+  void on_epoch_end(std::function<void(EpochEnd&)> fn);
+  // States the checkpoints save and a resume loads beside the Learner's own (a full-control
+  // step's optimizers), under "<name>/". They must outlive the Learner's runs.
+  void save_state(std::string name, optim::Optimizer& optimizer);
+  void save_state(std::string name, optim::LrScheduler& schedule);
+  // The loss-returning form's (the full-control form has none).
+  bool has_optimizer() const { return optimizer_ != nullptr; }
   optim::Optimizer& optimizer() { return *optimizer_; }
   optim::LrScheduler& schedule() { return *schedule_; }
   const LearnerOptions& options() const { return options_; }
@@ -87,7 +112,11 @@ class LearnerCore {
   // end (schedule, early stopping) are still to come.
   Progress begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches);
   void begin_phase(Phase phase, std::int64_t epoch);
-  void after_train_step(const StepOutput& out);
+  // Whether the training batch at `batch_index` (0-based in its epoch) ends a group of
+  // accumulate_grad_batches: the optimizer steps after it.
+  bool ends_group(std::int64_t batch_index) const;
+  // `updated`: the batch ended an update (the optimizer and a per-batch schedule step).
+  void after_train_step(const StepOutput& out, bool updated);
   void after_valid_step(const StepOutput& out);
   void end_phase();
   // After an epoch: schedule (per epoch), early stopping, checkpoint. True: stop.
@@ -117,11 +146,22 @@ class LearnerCore {
   // `train`: the epoch's training so far, for a checkpoint within an epoch.
   std::optional<std::filesystem::path> write_checkpoint(const nn::Module& model, Progress at, const PhaseState* train);
   bool should_stop_early(std::optional<double> value, bool on_valid);
+  // The run's updates before `at`: a group per accumulate_grad_batches batches of each epoch.
+  std::int64_t updates_before(Progress at) const;
+  // The states of the optimizers and schedules (the Learner's own and save_state's), as a
+  // checkpoint holds them; load_states throws kiln::Error when one is missing or wrong.
+  io::TrainingState states_to_save(Progress at) const;
+  void load_states(const io::TrainingState& saved);
   FitResult finish(const nn::Module& model, Progress at);
 
-  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::Optimizer> optimizer_;  // none for a full-control step
   std::unique_ptr<optim::LrScheduler> schedule_;
   LearnerOptions options_;
+  std::vector<std::pair<std::string, optim::Optimizer*>> saved_optimizers_;
+  std::vector<std::pair<std::string, optim::LrScheduler*>> saved_schedules_;
+  std::vector<std::function<void(const StepEnd&)>> on_step_end_;
+  std::vector<std::function<void(EpochEnd&)>> on_epoch_end_;
+  std::int64_t updates_ = 0;  // the run's optimizer steps so far
   std::vector<std::unique_ptr<Metric>> metrics_;  // loss first
   std::unique_ptr<Dashboard> dashboard_;
   std::optional<CheckpointDir> checkpoints_;

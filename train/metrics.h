@@ -4,7 +4,11 @@
 // Learner once at the end of a phase).
 //
 // Built in: Loss (the mean of the steps' losses, weighted by their items), Accuracy, TopKAccuracy.
-// A user metric derives from Metric (or wraps a function with LambdaMetric).
+// A user metric derives from Metric or wraps a function of the step with LambdaMetric, which may
+// read the step's extra tensors (StepOutput::extra) by name:
+//
+//   learner.add_metric(std::make_unique<train::LambdaMetric>("mae", /*higher_is_better=*/false,
+//       [](const train::StepOutput& s) { return mean(abs(sub(s.get("prediction"), s.get("target")))); }));
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -14,17 +18,9 @@
 #include <vector>
 
 #include "engine/kiln.h"
+#include "train/step.h"
 
 namespace kiln::train {
-
-// What one step reports. `loss` is 0-d; `outputs` [B, C] (logits or scores) and `labels` [B]
-// (class indices) feed the classification metrics; `items` counts the examples (B).
-struct StepOutput {
-  Tensor loss;
-  Tensor outputs;
-  Tensor labels;
-  std::int64_t items = 0;
-};
 
 // A metric's running totals as plain numbers: a checkpoint written mid-phase keeps them, so
 // that the resumed phase's value covers the whole phase, not only the steps after the resume.
