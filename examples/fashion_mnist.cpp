@@ -101,8 +101,7 @@ int main(int argc, char** argv) try {
   const data::DataLoader test_loader(test_set, {.batch_size = 1000, .workers = args.workers, .device = args.device});
 
   train::Learner learner(
-      SmallCNN(args.device), std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-3}),
-      std::make_unique<optim::ConstantLr>(1e-3),
+      SmallCNN(args.device), std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-3}),  // a constant lr
       [](const SmallCNN& model, const data::Batch& batch) {
         Tensor logits = model(batch.inputs);
         return train::StepOutput{nn::cross_entropy(logits, batch.labels), logits, batch.labels, batch.size()};
