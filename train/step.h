@@ -54,7 +54,8 @@ struct StepEnd {
 
 // Told after every epoch (on_epoch_end): its training and validation summaries (empty without a
 // validation loader) as the dashboard shows them. Set `stop` to end the run after this epoch
-// (after its checkpoint), as early stopping does.
+// (after its checkpoint), as early stopping does; the checkpoint does not record it, so a run
+// resumed from there goes on unless the callback stops it again.
 struct EpochEnd {
   std::int64_t epoch = 0;  // 1-based: epochs done
   std::int64_t step = 0;   // optimizer steps of the run so far

@@ -75,7 +75,7 @@ TEST(LearnerUpdate, AccumulatingNBatchesEqualsOneBatchNTimesAsLarge) {
   for (const auto& [small, groups, large] : {std::tuple{16, 4, 64}, std::tuple{16, 5, 80}}) {
     SCOPED_TRACE("batches of " + std::to_string(small) + " in groups of " + std::to_string(groups));
     const Trained accumulated = train_mlp(small, groups), reference = train_mlp(large, 1);
-    EXPECT_LT(max_difference(accumulated.weights, reference.weights), 2e-5f);
+    EXPECT_LT(max_difference(accumulated.weights, reference.weights), 1e-6f);  // measured: 6e-8
     // Without accumulation the small batches train to other weights: the comparison can tell.
     EXPECT_GT(max_difference(train_mlp(small, 1).weights, reference.weights), 1e-2f);
     // The schedule stepped once per group: the learning rates are the same numbers.
