@@ -103,6 +103,10 @@ def kiln_lines(path, device):
             lines[wid][field] = rounded(value)
             lines[wid].update({f"{field}_{k}": v for k, v in extras.items()})
             lines[wid]["vs_" + field] = advantage(lines[wid]["better"], lines[wid]["kiln"], value)
+    # The Learner's epoch beside the bare loop's of the same run: what the Learner itself costs.
+    learner, bare = lines.get("fashion_mnist_learner_epoch"), lines.get("fashion_mnist_epoch")
+    if learner and bare and bare["kiln"]:
+        learner["per_bare_epoch"] = rounded(learner["kiln"] / bare["kiln"])
     return lines
 
 
