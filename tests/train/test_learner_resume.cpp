@@ -163,7 +163,8 @@ TEST(LearnerResume, AnEpochResumedInItsMiddleReportsTheWholeEpoch) {
   const std::string summary = shown.substr(line, shown.find('\n', line) - line);
   EXPECT_NE(summary.find("[8 batches in"), std::string::npos) << summary;
   bool point_at_resume = false;
-  for (const MetricPoint& p : resumed.history().points("loss", Split::train)) point_at_resume |= p.x == 1.375;
+  const MetricHistory history = resumed.history();  // points() is a view into it
+  for (const MetricPoint& p : history.points("loss", Split::train)) point_at_resume |= p.x == 1.375;
   EXPECT_TRUE(point_at_resume);
 }
 
