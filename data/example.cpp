@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/submit.h"
+#include "engine/bytes.h"
 
 namespace kiln::data {
 
@@ -45,7 +45,7 @@ Tensor upload(const std::vector<Example>& examples, std::size_t per_example, con
     if (per_example) std::memcpy(out, values, per_example * sizeof(T));
     out += per_example * sizeof(T);
   }
-  return kiln::detail::submit_upload(std::move(bytes), shape, dtype, device);
+  return from_bytes(std::move(bytes), shape, dtype, device);
 }
 
 }  // namespace

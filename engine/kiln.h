@@ -7,6 +7,7 @@
 //   engine   — sync, memory statistics and limits, scheduler counters
 #pragma once
 
+#include "engine/bytes.h"
 #include "engine/conv.h"
 #include "engine/creation.h"
 #include "engine/device.h"

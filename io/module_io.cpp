@@ -28,8 +28,6 @@ bool same_shape(const TensorInfo& t, const Shape& shape) {
   return true;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
 struct Match {
   const TensorInfo* info = nullptr;
   const detail::ModuleSlot* slot = nullptr;
@@ -40,10 +38,10 @@ class LoadPlan {
   LoadPlan(const SafeTensorsFile& file, const std::vector<detail::ModuleSlot>& slots, const LoadOptions& options)
       : options_(options), slots_(slots), claimed_(slots.size(), nullptr) {
     for (std::size_t i = 0; i < slots.size(); ++i)
-      if (starts_with(slots[i].path, options.module_prefix)) by_path_.emplace(slots[i].path, i);
+      if (slots[i].path.starts_with(options.module_prefix)) by_path_.emplace(slots[i].path, i);
     for (const TensorInfo& t : file.tensors()) match(t);
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (claimed_[i] || !starts_with(slots[i].path, options.module_prefix)) continue;
+      if (claimed_[i] || !slots[i].path.starts_with(options.module_prefix)) continue;
       report.missing.push_back(slots[i].path);
       if (options.strict)
         problems_.push_back("missing: " + detail::in_quotes(slots[i].path) + " (" + dtype_name(slots[i].value.dtype()) +
@@ -69,7 +67,7 @@ class LoadPlan {
   // The module path a file tensor loads into (prefixes, then the name map), or nothing when the
   // options leave it out.
   std::optional<std::string> target_path(const std::string& file_name) const {
-    if (!starts_with(file_name, options_.file_prefix)) return std::nullopt;
+    if (!file_name.starts_with(options_.file_prefix)) return std::nullopt;
     std::string name = file_name.substr(options_.file_prefix.size());
     if (options_.rename) {
       std::optional<std::string> renamed = options_.rename(name);

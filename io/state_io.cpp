@@ -15,8 +15,6 @@ namespace {
 
 constexpr const char* kStateFormat = "kiln.optim.State";
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
 }  // namespace
 
 namespace detail {
@@ -49,7 +47,7 @@ optim::State read_state(const SafeTensorsFile& file, const std::string& prefix,
                         const std::vector<std::string>& reserved, Device device, const char* op) {
   optim::State state;
   for (const auto& [key, text] : file.metadata()) {
-    if (!starts_with(key, prefix) || std::find(reserved.begin(), reserved.end(), key) != reserved.end()) continue;
+    if (!key.starts_with(prefix) || std::find(reserved.begin(), reserved.end(), key) != reserved.end()) continue;
     const std::optional<double> value = parse_number(text);
     KILN_CHECK(value.has_value(), op,
                file.path().string() + ": metadata " + in_quotes(key) + " holds " + in_quotes(text) + ", not a number");
@@ -57,7 +55,7 @@ optim::State read_state(const SafeTensorsFile& file, const std::string& prefix,
   }
   const TensorLoadOptions options{device};
   for (const TensorInfo& t : file.tensors()) {
-    if (!starts_with(t.name, prefix)) continue;
+    if (!t.name.starts_with(prefix)) continue;
     const std::optional<DType> dtype = SafeTensorsFile::load_dtype(t, options);
     KILN_CHECK(
         dtype.has_value(), op,
