@@ -85,10 +85,6 @@ std::optional<Progress> parse_name(std::string_view s, std::string_view suffix) 
   return p;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // A temporary name (".<name>.tmp-<pid>-<n>") of a process that cannot be writing it any more:
 // one that is gone, or this one, which cleans up only as a run starts.
 bool is_stale_temporary(std::string_view name) {
@@ -209,7 +205,7 @@ std::vector<std::string> CheckpointDir::clean_up() const {
   std::vector<std::string> removed;
   for (const fs::directory_entry& entry : entries) {
     const std::string name = entry.path().filename().string();
-    bool stale = is_stale_temporary(name) || ends_with(name, ".history.json.tmp");
+    bool stale = is_stale_temporary(name) || name.ends_with(".history.json.tmp");
     // An older run's history whose checkpoint is gone (killed between the two renames, or pruned).
     if (!stale && entry.is_regular_file() && parse_name(name, kLegacyHistorySuffix)) {
       const std::string stem = name.substr(0, name.size() - kLegacyHistorySuffix.size());

@@ -8,9 +8,8 @@ namespace kiln::train {
 
 namespace {
 std::string prefix_of(const std::string& name) { return name + "/"; }
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 bool in_any(const std::string& key, const std::vector<std::string>& names) {
-  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return starts_with(key, prefix_of(n)); });
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return key.starts_with(prefix_of(n)); });
 }
 }  // namespace
 
@@ -24,9 +23,9 @@ optim::State named_state(const optim::State& merged, const std::string& name) {
   const std::string prefix = prefix_of(name);
   optim::State part;
   for (const nn::NamedTensor& t : merged.tensors)
-    if (starts_with(t.name, prefix)) part.tensors.push_back({t.name.substr(prefix.size()), t.tensor});
+    if (t.name.starts_with(prefix)) part.tensors.push_back({t.name.substr(prefix.size()), t.tensor});
   for (const auto& [key, value] : merged.numbers)
-    if (starts_with(key, prefix)) part.numbers[key.substr(prefix.size())] = value;
+    if (key.starts_with(prefix)) part.numbers[key.substr(prefix.size())] = value;
   return part;
 }
 
