@@ -25,6 +25,10 @@ struct FlowControlCounters {
 
 class FlowControl {
  public:
+  // `submitted`: the stream's count of messages numbered so far (its next sequence number), which
+  // is the count of messages submitted; flow control keeps no second one.
+  explicit FlowControl(const std::atomic<std::uint64_t>& submitted) : submitted_ops_(submitted) {}
+
   // A name for errors and logs ("cpu", "vulkan:0").
   void set_name(std::string name) { name_ = std::move(name); }
 
@@ -36,9 +40,8 @@ class FlowControl {
     hold_back(bytes, op, [](void* f) { (*static_cast<const Flush*>(f))(); }, const_cast<Flush*>(&flush));
   }
 
-  // Submission side, once the message is numbered.
+  // Submission side, once the message is numbered: its outputs' bytes.
   void submitted(std::uint64_t bytes) {
-    submitted_ops_.fetch_add(1, std::memory_order_relaxed);
     if (bytes) submitted_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
   // Scheduler side, after a batch ran: `ops` messages with `bytes` of outputs are done.
@@ -61,7 +64,8 @@ class FlowControl {
 
   static thread_local int depth_;
   std::string name_ = "stream";
-  std::atomic<std::uint64_t> submitted_ops_{0}, submitted_bytes_{0};
+  const std::atomic<std::uint64_t>& submitted_ops_;
+  std::atomic<std::uint64_t> submitted_bytes_{0};
   std::atomic<std::uint64_t> ran_ops_{0}, ran_bytes_{0};
   std::atomic<std::uint32_t> progress_{0};  // bumped after each batch; held threads sleep on it
   std::atomic<std::uint32_t> sleepers_{0};

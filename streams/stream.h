@@ -110,7 +110,7 @@ class Stream {
   std::function<void()> wake_;
   std::function<void()> help_;
   bool readers_run_ = false;
-  FlowControl flow_;
+  FlowControl flow_{next_seq_};
   std::atomic<bool> flush_requested_{false};
   std::atomic<std::uint64_t> last_batch_ns_{UINT64_MAX};  // none yet: the first reader wakes the scheduler
   std::atomic<std::size_t> last_batch_messages_{0};
