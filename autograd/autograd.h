@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

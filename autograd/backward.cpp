@@ -5,9 +5,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "autograd/graph.h"
-#include "ops/registry.h"
-#include "ops/trace.h"
+#include "kiln/autograd/graph.h"
+#include "kiln/ops/registry.h"
+#include "kiln/base/trace.h"
 
 namespace kiln {
 

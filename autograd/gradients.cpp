@@ -2,8 +2,8 @@
 // sum two (several batches, several threads), and take out the ones of a module.
 #include <string>
 
-#include "autograd/autograd.h"
-#include "engine/kiln.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln {
 

@@ -12,9 +12,9 @@
 #include <memory>
 #include <vector>
 
-#include "autograd/autograd.h"
-#include "autograd/rules.h"
-#include "engine/submit.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/autograd/rules.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln::detail {
 

@@ -2,8 +2,8 @@
 // leaves (require_grad), detach, and the thread-local modes (no-grad, checkpoint policy).
 #include <atomic>
 
-#include "autograd/graph.h"
-#include "ops/registry.h"
+#include "kiln/autograd/graph.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

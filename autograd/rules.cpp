@@ -1,4 +1,4 @@
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 
 namespace kiln::autograd {
 

@@ -6,7 +6,7 @@
 #include <array>
 #include <vector>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::autograd {
 

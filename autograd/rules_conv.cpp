@@ -10,8 +10,8 @@
 // conv's are conv_input_grad(dy, w) and conv_weight_grad(dy, x) (and dy summed over all but the
 // channel dim for the bias). The weight gradient reads x again rather than keeping columns.
 // The gradients append to the forward's ints the size they cannot infer (ops/op_list.def).
-#include "autograd/rules.h"
-#include "engine/submit.h"
+#include "kiln/autograd/rules.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln::autograd {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 
 namespace kiln::autograd {
 

@@ -6,7 +6,7 @@
 // 0 and the exponent >= 0 (NaN for a negative base), remainder's divisor gets -floor(a / b).
 #include <cmath>
 
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 
 namespace kiln::autograd {
 

@@ -3,7 +3,7 @@
 // zeroed in x), sort and topk send each value's gradient to the place its index names. The
 // rules save the index tensors they need (an input, or the indices output of sort and topk),
 // never x's values. one_hot has integer output and no rule.
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 
 namespace kiln::autograd {
 

@@ -2,7 +2,7 @@
 // each gradient is the gradient of the output moved back: a reshape, the inverse permutation, a
 // sum over what expand or repeat duplicated, zeros where slice or pad dropped an element. None
 // of them needs the forward's values; they read only the shapes and attributes of the record.
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 
 namespace kiln::autograd {
 

@@ -3,7 +3,7 @@
 // given back the dims the forward removed; then dA = dC·Bᵀ and dB = Aᵀ·dC, each summed over the
 // batch dims its operand was broadcast along and reshaped to the operand's own shape. An
 // operand that entered transposed (MatmulOptions) gets its gradient from transposed reads too.
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 
 namespace kiln::autograd {
 

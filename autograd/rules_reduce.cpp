@@ -3,7 +3,7 @@
 // empty only for a 0-d input), so a rule reshapes the incoming gradient to the keepdim shape and
 // lets broadcasting spread it over the reduced dims. cumsum, softmax and log_softmax carry a
 // non-negative attrs.dim. argmax, argmin, any and all are not differentiable (no rule).
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 
 namespace kiln::autograd {
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 #include "bench/bench_common.h"
 
 namespace kiln::bench {

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::bench {
 

@@ -11,12 +11,12 @@
 // twin's loop with the same metrics kept and read.
 #include <filesystem>
 
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 #include "bench/bench_common.h"
-#include "data/data.h"
+#include "kiln/data/data.h"
 #include "examples/fashion_mnist_model.h"
-#include "optim/optim.h"
-#include "train/learner.h"
+#include "kiln/optim/optim.h"
+#include "kiln/train/learner.h"
 
 namespace kiln::bench {
 namespace {

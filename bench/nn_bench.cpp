@@ -3,9 +3,9 @@
 // gradients (each iteration runs the forward that backward needs, in kiln and in the twin);
 // resnet_block, conv-bn-relu-conv-bn + residual add, relu, forward and backward in training
 // mode, as nn modules; on a GPU also conv2d_f16. torch_twin.py runs the same in PyTorch.
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 #include "bench/bench_common.h"
-#include "nn/nn.h"
+#include "kiln/nn/nn.h"
 
 namespace kiln::bench {
 namespace {

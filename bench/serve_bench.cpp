@@ -12,11 +12,11 @@
 #include <chrono>
 #include <thread>
 
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 #include "bench/bench_common.h"
 #include "bench/serving_mlp.h"
-#include "nn/nn.h"
-#include "serve/serve.h"
+#include "kiln/nn/nn.h"
+#include "kiln/serve/serve.h"
 
 namespace kiln::bench {
 namespace {

@@ -3,9 +3,9 @@
 #pragma once
 #include <vector>
 
-#include "autograd/autograd.h"
-#include "engine/kiln.h"
-#include "nn/nn.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/nn/nn.h"
 
 namespace kiln::bench {
 

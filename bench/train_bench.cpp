@@ -4,10 +4,10 @@
 // a fixed target, AdamW. One iteration is forward, backward and the optimizer step, with the
 // module handed over (`model = opt.step(std::move(model), grads)`) as a training loop does.
 // torch_twin.py runs the same steps in PyTorch (zero_grad, forward, backward, step).
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 #include "bench/bench_common.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
+#include "kiln/nn/nn.h"
+#include "kiln/optim/optim.h"
 
 namespace kiln::bench {
 namespace {

@@ -8,13 +8,15 @@ if(KILN_NATIVE)
   message(FATAL_ERROR "KILN_HWCAPS_V4 builds on the x86-64-v3 baseline: set KILN_NATIVE=OFF")
 endif()
 
-get_target_property(KILN_V4_SOURCES kiln_objects SOURCES)
+get_property(KILN_V4_SOURCES GLOBAL PROPERTY KILN_LAYER_SOURCES)
 add_library(kiln_objects_v4 OBJECT ${KILN_V4_SOURCES})
 set_target_properties(kiln_objects_v4 PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_precompile_headers(kiln_objects_v4 PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cmake/precompiled_library.h)
 # Not kiln_options: its -march=x86-64-v3 would come after this target's own -march.
 target_compile_options(kiln_objects_v4 PRIVATE -march=x86-64-v4)
-target_include_directories(kiln_objects_v4 PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+foreach(layer IN LISTS KILN_LAYERS)
+  target_include_directories(kiln_objects_v4 PRIVATE ${KILN_VIEWS_DIR}/${layer})
+endforeach()
 target_link_libraries(kiln_objects_v4 PRIVATE spdlog::spdlog TBB::tbb nlohmann_json::nlohmann_json
                       ${KILN_PRIVATE_DEPS})
 

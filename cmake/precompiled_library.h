@@ -1,5 +1,5 @@
 // The headers most of the library's sources include, parsed once per build into a precompiled
-// header (CMakeLists.txt: target_precompile_headers on kiln_objects). Parsing them was half the
+// header (CMakeLists.txt: cmake/layers.cmake: target_precompile_headers on kiln_core, reused by the other layers). Parsing them was half the
 // compile time of a typical source at the sanitizers' -O1, and CI builds the library three times.
 // Not installed, not seen by consumers; every source still includes what it uses, so it compiles
 // without this.
@@ -14,6 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/kiln.h"
-#include "ops/error.h"
-#include "ops/registry.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/base/error.h"
+#include "kiln/ops/registry.h"

@@ -1,7 +1,7 @@
 // One mutex guards the hand-over; batches are built outside it. Workers claim batch indices in
 // order, so with a window of `ahead` batches the consumer's wait is short whenever the workers
 // keep up, and memory stays bounded by `ahead` batches whatever the consumer does.
-#include "data/batch_pipeline.h"
+#include "kiln/data/batch_pipeline.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::data::detail {
 

@@ -1,4 +1,4 @@
-#include "data/composed.h"
+#include "kiln/data/composed.h"
 
 #include <cmath>
 #include <numeric>

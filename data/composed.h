@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
+#include "kiln/data/dataset.h"
 
 namespace kiln::data {
 

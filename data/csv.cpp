@@ -1,10 +1,10 @@
-#include "data/csv.h"
+#include "kiln/data/csv.h"
 
 #include <charconv>
 #include <string_view>
 #include <system_error>
 
-#include "data/file_source.h"
+#include "kiln/data/file_source.h"
 
 namespace kiln::data {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
-#include "data/example.h"
+#include "kiln/data/dataset.h"
+#include "kiln/data/example.h"
 
 namespace kiln::data {
 

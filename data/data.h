@@ -14,13 +14,13 @@
 //   for (data::Batch& b : loader.epoch(0)) model_step(b.inputs, b.labels);
 #pragma once
 
-#include "data/composed.h"
-#include "data/csv.h"
-#include "data/dataset.h"
-#include "data/example.h"
-#include "data/idx.h"
-#include "data/loader.h"
-#include "data/mapped.h"
-#include "data/mnist.h"
-#include "data/random.h"
-#include "data/transforms.h"
+#include "kiln/data/composed.h"
+#include "kiln/data/csv.h"
+#include "kiln/data/dataset.h"
+#include "kiln/data/example.h"
+#include "kiln/data/idx.h"
+#include "kiln/data/loader.h"
+#include "kiln/data/mapped.h"
+#include "kiln/data/mnist.h"
+#include "kiln/data/random.h"
+#include "kiln/data/transforms.h"

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "data/random.h"
-#include "ops/error.h"
+#include "kiln/data/random.h"
+#include "kiln/base/error.h"
 
 namespace kiln::data {
 

@@ -1,12 +1,12 @@
 // The examples are copied once, straight into the byte buffers the uploads take over (the path
 // from_vector takes after its own copy), so a batch costs one memcpy per example and tensor.
-#include "data/example.h"
+#include "kiln/data/example.h"
 
 #include <cstring>
 #include <memory>
 #include <string>
 
-#include "engine/bytes.h"
+#include "kiln/engine/bytes.h"
 
 namespace kiln::data {
 

@@ -1,6 +1,6 @@
 // Plain files are mapped with kiln::MappedFile (engine/mapped_file.h); gzip files are inflated
 // through zlib piece by piece.
-#include "data/file_source.h"
+#include "kiln/data/file_source.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <climits>
 #include <cstring>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::data::detail {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/mapped_file.h"
+#include "kiln/engine/mapped_file.h"
 
 namespace kiln::data::detail {
 

@@ -1,12 +1,12 @@
-#include "data/idx.h"
+#include "kiln/data/idx.h"
 
 #include <bit>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
 
-#include "data/file_source.h"
-#include "ops/error.h"
+#include "kiln/data/file_source.h"
+#include "kiln/base/error.h"
 
 namespace kiln::data {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/shape.h"
+#include "kiln/ops/shape.h"
 
 namespace kiln::data {
 

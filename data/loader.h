@@ -20,9 +20,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "data/batch_pipeline.h"
-#include "data/dataset.h"
-#include "data/example.h"
+#include "kiln/data/batch_pipeline.h"
+#include "kiln/data/dataset.h"
+#include "kiln/data/example.h"
 
 namespace kiln::data {
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "data/dataset.h"
+#include "kiln/data/dataset.h"
 
 namespace kiln::data {
 

@@ -1,9 +1,9 @@
-#include "data/mnist.h"
+#include "kiln/data/mnist.h"
 
 #include <memory>
 #include <string>
 
-#include "data/idx.h"
+#include "kiln/data/idx.h"
 
 namespace kiln::data {
 

@@ -7,8 +7,8 @@
 #pragma once
 #include <filesystem>
 
-#include "data/dataset.h"
-#include "data/example.h"
+#include "kiln/data/dataset.h"
+#include "kiln/data/example.h"
 
 namespace kiln::data {
 

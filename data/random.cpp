@@ -1,10 +1,10 @@
-#include "data/random.h"
+#include "kiln/data/random.h"
 
 #include <numeric>
 #include <string>
 #include <utility>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::data {
 

@@ -1,9 +1,9 @@
-#include "data/transforms.h"
+#include "kiln/data/transforms.h"
 
 #include <algorithm>
 #include <string>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::data {
 

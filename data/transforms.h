@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/example.h"
-#include "data/random.h"
+#include "kiln/data/example.h"
+#include "kiln/data/random.h"
 
 namespace kiln::data {
 

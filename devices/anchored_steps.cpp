@@ -1,4 +1,4 @@
-#include "devices/anchored_steps.h"
+#include "kiln/devices/anchored_steps.h"
 
 #include <vector>
 

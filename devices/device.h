@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "memory/memory.h"
-#include "ops/error.h"
-#include "ops/fused_expr.h"
-#include "ops/ir.h"
+#include "kiln/memory/memory.h"
+#include "kiln/base/error.h"
+#include "kiln/ops/fused_expr.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln {
 

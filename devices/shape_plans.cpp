@@ -1,4 +1,4 @@
-#include "devices/shape_plans.h"
+#include "kiln/devices/shape_plans.h"
 
 namespace kiln {
 

@@ -8,9 +8,9 @@
 
 #include <string>
 
-#include "ops/ir.h"
-#include "ops/registry.h"
-#include "ops/shape.h"
+#include "kiln/ops/ir.h"
+#include "kiln/ops/registry.h"
+#include "kiln/ops/shape.h"
 
 namespace kiln {
 

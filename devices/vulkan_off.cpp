@@ -1,5 +1,5 @@
 // Built instead of devices/vulkan/ when CMake's KILN_VULKAN option is OFF.
-#include "devices/device.h"
+#include "kiln/devices/device.h"
 
 namespace kiln {
 

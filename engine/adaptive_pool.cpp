@@ -6,14 +6,14 @@
 // last element, which can never be chosen over the same element earlier in the window).
 #include <algorithm>
 
-#include "engine/creation.h"
-#include "engine/elementwise.h"
-#include "engine/index.h"
-#include "engine/layout.h"
-#include "engine/linalg.h"
-#include "engine/pool.h"
-#include "engine/reduce.h"
-#include "engine/window_args.h"
+#include "kiln/engine/creation.h"
+#include "kiln/engine/elementwise.h"
+#include "kiln/engine/index.h"
+#include "kiln/engine/layout.h"
+#include "kiln/engine/linalg.h"
+#include "kiln/engine/pool.h"
+#include "kiln/engine/reduce.h"
+#include "kiln/engine/window_args.h"
 
 namespace kiln {
 

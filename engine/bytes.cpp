@@ -1,9 +1,9 @@
 // The read is the message Tensor::to_vector sends (submit_read), with a completion that keeps
 // the bytes as they are; the upload is the message from_vector sends.
-#include "engine/bytes.h"
+#include "kiln/engine/bytes.h"
 
-#include "engine/runtime.h"
-#include "engine/submit.h"
+#include "kiln/engine/runtime.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln {
 

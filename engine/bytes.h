@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/future.h"
-#include "engine/tensor.h"
+#include "kiln/engine/future.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

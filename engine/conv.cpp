@@ -2,15 +2,15 @@
 // convolution as one matmul + fold, on the CPU one conv_input_grad op instead. Every check
 // happens here, on the caller's thread, so that errors name the conv op and its operands rather
 // than the ops it submits.
-#include "engine/conv.h"
+#include "kiln/engine/conv.h"
 
 #include <algorithm>
 
-#include "engine/elementwise.h"
-#include "engine/layout.h"
-#include "engine/linalg.h"
-#include "engine/submit.h"
-#include "engine/window_args.h"
+#include "kiln/engine/elementwise.h"
+#include "kiln/engine/layout.h"
+#include "kiln/engine/linalg.h"
+#include "kiln/engine/submit.h"
+#include "kiln/engine/window_args.h"
 
 namespace kiln {
 

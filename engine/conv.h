@@ -9,7 +9,7 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/unfold.h"
+#include "kiln/engine/unfold.h"
 
 namespace kiln {
 

@@ -1,8 +1,8 @@
-#include "engine/creation.h"
+#include "kiln/engine/creation.h"
 
 #include <cmath>
 
-#include "engine/submit.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "engine/describe.h"
+#include "kiln/engine/describe.h"
 
 namespace kiln::detail {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/future.h"
+#include "kiln/engine/future.h"
 
 namespace kiln {
 

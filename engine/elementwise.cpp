@@ -1,8 +1,8 @@
-#include "engine/elementwise.h"
+#include "kiln/engine/elementwise.h"
 
-#include "engine/creation.h"
-#include "engine/submit.h"
-#include "ops/elementwise_rules.h"
+#include "kiln/engine/creation.h"
+#include "kiln/engine/submit.h"
+#include "kiln/ops/elementwise_rules.h"
 
 namespace kiln {
 

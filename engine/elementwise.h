@@ -7,7 +7,7 @@
 #pragma once
 #include <optional>
 
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/tensor.h"
-#include "memory/memory.h"
+#include "kiln/engine/tensor.h"
+#include "kiln/memory/memory.h"
 
 namespace kiln {
 

@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "ops/nap.h"
-#include "ops/trace.h"
+#include "kiln/base/nap.h"
+#include "kiln/base/trace.h"
 
 namespace kiln {
 
@@ -49,7 +49,7 @@ class CompletionSignal {
 struct FutureHelper {
   void (*run)(void*) = nullptr;
   void* stream = nullptr;
-  bool nap = false;  // a GPU's work: nap between polls before sleeping (ops/nap.h)
+  bool nap = false;  // a GPU's work: nap between polls before sleeping (base/nap.h)
   // Poll before sleeping (below). Off where many waiters would poll for results that other
   // threads compute on the same cores: serve::Batcher's clients (8 on 2 cores spent their
   // polls yielding to each other; asleep, the batches came out full: 7.9 requests, not 7.0).

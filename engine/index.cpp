@@ -1,6 +1,6 @@
-#include "engine/index.h"
+#include "kiln/engine/index.h"
 
-#include "engine/submit.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

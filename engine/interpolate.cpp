@@ -3,16 +3,16 @@
 // Source indices and lambdas are computed on the host in f32, exactly as torch's upsample
 // kernels compute them (its compute_scales_value, area_pixel_compute_source_index, and the
 // shortcuts for out == in and, for nearest, out == 2 in).
-#include "engine/interpolate.h"
+#include "kiln/engine/interpolate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
-#include "engine/creation.h"
-#include "engine/elementwise.h"
-#include "engine/index.h"
-#include "engine/window_args.h"
+#include "kiln/engine/creation.h"
+#include "kiln/engine/elementwise.h"
+#include "kiln/engine/index.h"
+#include "kiln/engine/window_args.h"
 
 namespace kiln {
 

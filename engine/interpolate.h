@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "engine/unfold.h"
+#include "kiln/engine/unfold.h"
 
 namespace kiln {
 

@@ -3,13 +3,13 @@
 // on reshape; transpose on permute; narrow, split, chunk on slice; stack on cat) never reach a
 // device as themselves. An op that would return its input unchanged returns the same handle:
 // tensors are values, so sharing the entity is indistinguishable from a copy and costs nothing.
-#include "engine/layout.h"
+#include "kiln/engine/layout.h"
 
 #include <algorithm>
 #include <string>
 
-#include "engine/describe.h"
-#include "engine/submit.h"
+#include "kiln/engine/describe.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln {
 

@@ -1,8 +1,8 @@
-#include "engine/linalg.h"
+#include "kiln/engine/linalg.h"
 
-#include "engine/layout.h"
-#include "engine/submit.h"
-#include "ops/error.h"
+#include "kiln/engine/layout.h"
+#include "kiln/engine/submit.h"
+#include "kiln/base/error.h"
 
 namespace kiln {
 

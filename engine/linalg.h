@@ -1,7 +1,7 @@
 // Matrix products, with torch.matmul's rules: 1-D operands are promoted and the added dim
 // removed again; batch dims broadcast.
 #pragma once
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

@@ -2,7 +2,7 @@
 // parser reports it as too short. The mapping is private and read-only; if another process
 // truncates the file while it is mapped, reading the lost pages raises SIGBUS — the same
 // contract as every mmap-based reader, safetensors' included.
-#include "engine/mapped_file.h"
+#include "kiln/engine/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <utility>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln {
 

@@ -1,15 +1,15 @@
 // Max and average pooling over the windows of unfold: [N, C, *spatial] -> [N, C * kk, L] seen as
 // [N, C, kk, L], then a max or a sum over the kernel offsets. Output sizes, ceil_mode and the
 // average's divisors follow torch's pooling_output_shape and avg_pool2d kernels.
-#include "engine/pool.h"
+#include "kiln/engine/pool.h"
 
 #include <limits>
 
-#include "engine/creation.h"
-#include "engine/elementwise.h"
-#include "engine/layout.h"
-#include "engine/reduce.h"
-#include "engine/window_args.h"
+#include "kiln/engine/creation.h"
+#include "kiln/engine/elementwise.h"
+#include "kiln/engine/layout.h"
+#include "kiln/engine/reduce.h"
+#include "kiln/engine/window_args.h"
 
 namespace kiln {
 

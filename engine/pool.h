@@ -4,7 +4,7 @@
 // (engine/unfold.h), reductions and index ops; gradients come from their backward rules (max
 // pooling's goes to the chosen element only, the first maximum of its window, as in torch).
 #pragma once
-#include "engine/unfold.h"
+#include "kiln/engine/unfold.h"
 
 namespace kiln {
 

@@ -1,10 +1,10 @@
-#include "engine/recorded_pass.h"
+#include "kiln/engine/recorded_pass.h"
 
 #include <unordered_set>
 
-#include "engine/creation.h"
-#include "engine/recorder.h"
-#include "engine/runtime.h"
+#include "kiln/engine/creation.h"
+#include "kiln/engine/recorder.h"
+#include "kiln/engine/runtime.h"
 
 namespace kiln {
 

@@ -19,7 +19,7 @@
 #include <functional>
 #include <memory>
 
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

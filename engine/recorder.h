@@ -6,7 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/submit.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln::detail {
 

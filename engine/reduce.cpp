@@ -1,10 +1,10 @@
 // The reduce family's API: normalizes dims here, on the caller's thread, so that the message
 // carries the canonical form the kernels expect (ops/reduce_rules.h).
-#include "engine/reduce.h"
+#include "kiln/engine/reduce.h"
 
-#include "engine/submit.h"
-#include "ops/reduce_rules.h"
-#include "ops/registry.h"
+#include "kiln/engine/submit.h"
+#include "kiln/ops/reduce_rules.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

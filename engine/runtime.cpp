@@ -1,14 +1,14 @@
-#include "engine/runtime.h"
+#include "kiln/engine/runtime.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
-#include "engine/engine.h"
-#include "engine/submit.h"
-#include "ops/log.h"
-#include "streams/runtime_settings.h"
+#include "kiln/engine/engine.h"
+#include "kiln/engine/submit.h"
+#include "kiln/base/log.h"
+#include "kiln/streams/runtime_settings.h"
 
 namespace kiln {
 

@@ -9,12 +9,12 @@
 #include <mutex>
 #include <vector>
 
-#include "devices/device.h"
-#include "engine/device.h"
-#include "engine/future.h"
-#include "scheduler/executor.h"
-#include "scheduler/scheduler.h"
-#include "streams/stream.h"
+#include "kiln/devices/device.h"
+#include "kiln/engine/device.h"
+#include "kiln/engine/future.h"
+#include "kiln/scheduler/executor.h"
+#include "kiln/scheduler/scheduler.h"
+#include "kiln/streams/stream.h"
 
 namespace kiln {
 

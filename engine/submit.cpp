@@ -1,10 +1,10 @@
-#include "engine/submit.h"
+#include "kiln/engine/submit.h"
 
 #include <atomic>
 
-#include "engine/recorder.h"
-#include "engine/runtime.h"
-#include "ops/registry.h"
+#include "kiln/engine/recorder.h"
+#include "kiln/engine/runtime.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::detail {
 

@@ -1,10 +1,10 @@
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 #include <iomanip>
 #include <ostream>
 #include <sstream>
 
-#include "engine/submit.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln {
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/device.h"
-#include "engine/future.h"
-#include "ops/dtype.h"
-#include "ops/error.h"
-#include "ops/ir.h"
-#include "ops/shape.h"
+#include "kiln/engine/device.h"
+#include "kiln/engine/future.h"
+#include "kiln/ops/dtype.h"
+#include "kiln/base/error.h"
+#include "kiln/ops/ir.h"
+#include "kiln/ops/shape.h"
 
 namespace kiln {
 

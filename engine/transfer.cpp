@@ -8,12 +8,12 @@
 // stream. (Each blocked
 // upload holds one of the scheduler's workers; the arena has at least one per stream, so the
 // stream of that read always finds a worker.)
-#include "engine/transfer.h"
+#include "kiln/engine/transfer.h"
 
 #include <future>
 
-#include "engine/runtime.h"
-#include "engine/submit.h"
+#include "kiln/engine/runtime.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln {
 

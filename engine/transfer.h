@@ -1,6 +1,6 @@
 // Moving tensors between devices.
 #pragma once
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

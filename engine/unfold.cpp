@@ -1,11 +1,11 @@
 // unfold and fold: each window parameter expanded to one value per spatial dim on the caller's
 // thread, then one message each (ops/op_list.def documents the attrs; ops/conv.cpp checks them).
-#include "engine/unfold.h"
+#include "kiln/engine/unfold.h"
 
 #include <string>
 
-#include "engine/describe.h"
-#include "engine/submit.h"
+#include "kiln/engine/describe.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln {
 

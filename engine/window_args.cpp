@@ -1,10 +1,10 @@
-#include "engine/window_args.h"
+#include "kiln/engine/window_args.h"
 
-#include "engine/creation.h"
-#include "engine/elementwise.h"
-#include "engine/index.h"
-#include "engine/layout.h"
-#include "engine/reduce.h"
+#include "kiln/engine/creation.h"
+#include "kiln/engine/elementwise.h"
+#include "kiln/engine/index.h"
+#include "kiln/engine/layout.h"
+#include "kiln/engine/reduce.h"
 
 namespace kiln::detail {
 

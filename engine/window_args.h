@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/describe.h"
-#include "engine/pool.h"
-#include "engine/unfold.h"
+#include "kiln/engine/describe.h"
+#include "kiln/engine/pool.h"
+#include "kiln/engine/unfold.h"
 
 namespace kiln::detail {
 

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "engine/kiln.h"
+#include <kiln/core.h>
 
 using namespace kiln;
 using Clock = std::chrono::steady_clock;

@@ -20,10 +20,10 @@
 #include <sstream>
 #include <string>
 
-#include "data/data.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
-#include "train/learner.h"
+#include <kiln/data.h>
+#include <kiln/nn.h>
+#include <kiln/optim.h>
+#include <kiln/train.h>
 
 using namespace kiln;
 

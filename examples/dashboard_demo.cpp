@@ -10,8 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "train/dashboard.h"
-#include "train/html_report.h"
+#include <kiln/train.h>
 
 using namespace kiln;
 

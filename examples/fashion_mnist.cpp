@@ -13,12 +13,12 @@
 #include <filesystem>
 #include <string>
 
-#include "data/data.h"
+#include <kiln/data.h>
 #include "examples/fashion_mnist_model.h"
-#include "io/io.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
-#include "train/learner.h"
+#include <kiln/io.h>
+#include <kiln/nn.h>
+#include <kiln/optim.h>
+#include <kiln/train.h>
 
 using namespace kiln;
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "nn/nn.h"
+#include <kiln/nn.h>
 
 // The same layers as the PyTorch twin: three conv-bn-relu blocks, the last two of stride 2
 // (28 -> 14 -> 7; strided convolutions rather than max pooling, which is a composite of

@@ -5,8 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/autograd.h"
-#include "engine/kiln.h"
+#include <kiln/core.h>
 
 using namespace kiln;
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "nn/nn.h"
+#include <kiln/nn.h>
 
 using namespace kiln;
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "io/io.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
+#include <kiln/io.h>
+#include <kiln/nn.h>
+#include <kiln/optim.h>
 
 using namespace kiln;
 

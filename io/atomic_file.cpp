@@ -1,6 +1,6 @@
 // POSIX calls, each checked: write() may write less than asked or be interrupted, and close()
 // can report a deferred write error (NFS), so both are looped or checked before the rename.
-#include "io/atomic_file.h"
+#include "kiln/io/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <utility>
 
-#include "ops/error.h"
-#include "ops/log.h"
+#include "kiln/base/error.h"
+#include "kiln/base/log.h"
 
 namespace kiln::io::detail {
 

@@ -1,11 +1,11 @@
 // A checkpoint is a plain safetensors file (any safetensors reader can open it); what makes it a
 // checkpoint is its metadata: "format": "kiln.checkpoint" and the keys below.
-#include "io/checkpoint.h"
+#include "kiln/io/checkpoint.h"
 
 #include <charconv>
 
-#include "io/header_json.h"
-#include "io/state_io.h"
+#include "kiln/io/header_json.h"
+#include "kiln/io/state_io.h"
 
 namespace kiln::io {
 

@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <optional>
 
-#include "engine/creation.h"
-#include "io/module_io.h"
-#include "optim/state.h"
+#include "kiln/engine/creation.h"
+#include "kiln/io/module_io.h"
+#include "kiln/optim/state.h"
 
 namespace kiln::io {
 

@@ -1,13 +1,13 @@
 // Host-side element conversions. Each element is decoded into a wide type (double for floats,
 // int64 for integers) and encoded again, so every pair of dtypes shares one decoder and one
 // encoder; files are small next to what a model does with them, so this loop is not hot.
-#include "io/dtype_conversion.h"
+#include "kiln/io/dtype_conversion.h"
 
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
-#include "ops/half.h"
+#include "kiln/ops/half.h"
 
 namespace kiln::io {
 

@@ -7,8 +7,8 @@
 #include <optional>
 #include <span>
 
-#include "io/safetensors_header.h"
-#include "ops/dtype.h"
+#include "kiln/io/safetensors_header.h"
+#include "kiln/ops/dtype.h"
 
 namespace kiln::io {
 

@@ -1,13 +1,13 @@
 // A state machine over nlohmann's SAX events: each state says which event may come next, and
 // any other event ends the parse with a message saying what was expected and what came.
-#include "io/header_json.h"
+#include "kiln/io/header_json.h"
 
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::io::detail {
 

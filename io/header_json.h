@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "io/safetensors_header.h"
+#include "kiln/io/safetensors_header.h"
 
 namespace kiln::io::detail {
 

@@ -9,9 +9,9 @@
 //   save_checkpoint, load_checkpoint       — all of a run in one file, written atomically (checkpoint.h)
 #pragma once
 
-#include "io/checkpoint.h"
-#include "io/module_io.h"
-#include "io/safetensors_file.h"
-#include "io/safetensors_header.h"
-#include "io/safetensors_writer.h"
-#include "io/state_io.h"
+#include "kiln/io/checkpoint.h"
+#include "kiln/io/module_io.h"
+#include "kiln/io/safetensors_file.h"
+#include "kiln/io/safetensors_header.h"
+#include "kiln/io/safetensors_writer.h"
+#include "kiln/io/state_io.h"

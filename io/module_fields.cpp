@@ -1,4 +1,4 @@
-#include "io/module_fields.h"
+#include "kiln/io/module_fields.h"
 
 namespace kiln::io::detail {
 

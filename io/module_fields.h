@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::io::detail {
 

@@ -1,13 +1,13 @@
 // Loading is two passes: match every file tensor to a module tensor and check it (collecting
 // every problem), then — only when nothing is wrong — make all the new tensors, and only once
 // all exist set them. A failure anywhere before the last step leaves the module untouched.
-#include "io/module_io.h"
+#include "kiln/io/module_io.h"
 
 #include <unordered_map>
 
-#include "io/dtype_conversion.h"
-#include "io/header_json.h"
-#include "io/module_fields.h"
+#include "kiln/io/dtype_conversion.h"
+#include "kiln/io/header_json.h"
+#include "kiln/io/module_fields.h"
 
 namespace kiln::io {
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "io/safetensors_file.h"
-#include "io/safetensors_writer.h"
-#include "nn/module.h"
+#include "kiln/io/safetensors_file.h"
+#include "kiln/io/safetensors_writer.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::io {
 

@@ -1,13 +1,13 @@
 // The file stays mapped for the life of the SafeTensorsFile (shared by its copies); a tensor's
 // bytes are copied once, from the mapping into the buffer its upload hands to the device.
-#include "io/safetensors_file.h"
+#include "kiln/io/safetensors_file.h"
 
 #include <unordered_map>
 
-#include "io/dtype_conversion.h"
-#include "io/header_json.h"
-#include "engine/mapped_file.h"
-#include "io/tensor_bytes.h"
+#include "kiln/io/dtype_conversion.h"
+#include "kiln/io/header_json.h"
+#include "kiln/engine/mapped_file.h"
+#include "kiln/io/tensor_bytes.h"
 
 namespace kiln::io {
 

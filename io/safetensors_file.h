@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "io/safetensors_header.h"
-#include "nn/module.h"
+#include "kiln/io/safetensors_header.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::io {
 

@@ -1,6 +1,6 @@
 // The length prefix and the data layout of a safetensors file; the JSON itself is read in
 // io/header_json.cpp. All arithmetic on numbers from the file is checked for overflow.
-#include "io/safetensors_header.h"
+#include "kiln/io/safetensors_header.h"
 
 #include <algorithm>
 #include <array>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <limits>
 
-#include "io/header_json.h"
-#include "ops/error.h"
+#include "kiln/io/header_json.h"
+#include "kiln/base/error.h"
 
 namespace kiln::io {
 

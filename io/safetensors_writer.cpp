@@ -1,17 +1,17 @@
 // The header is built from the tensors' shapes and dtypes alone, so it is written first and
 // each tensor's bytes follow as soon as its value is read: one tensor is in host memory at a
 // time, whatever the size of the model.
-#include "io/safetensors_writer.h"
+#include "kiln/io/safetensors_writer.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "io/atomic_file.h"
-#include "io/dtype_conversion.h"
-#include "io/header_json.h"
-#include "io/safetensors_header.h"
-#include "io/tensor_bytes.h"
+#include "kiln/io/atomic_file.h"
+#include "kiln/io/dtype_conversion.h"
+#include "kiln/io/header_json.h"
+#include "kiln/io/safetensors_header.h"
+#include "kiln/io/tensor_bytes.h"
 
 namespace kiln::io {
 

@@ -1,13 +1,13 @@
 // Numbers are written with std::to_chars (shortest round-trip form, independent of the C
 // locale, unlike printf's "%.17g" under a locale with a decimal comma) and read with
 // std::from_chars, which must consume the whole string.
-#include "io/state_io.h"
+#include "kiln/io/state_io.h"
 
 #include <algorithm>
 #include <charconv>
 
-#include "io/header_json.h"
-#include "io/safetensors_writer.h"
+#include "kiln/io/header_json.h"
+#include "kiln/io/safetensors_writer.h"
 
 namespace kiln::io {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "io/safetensors_file.h"
-#include "optim/state.h"
+#include "kiln/io/safetensors_file.h"
+#include "kiln/optim/state.h"
 
 namespace kiln::io {
 

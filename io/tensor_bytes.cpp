@@ -1,8 +1,8 @@
 // Files' bytes in and out of tensors, through the engine's public calls (engine/bytes.h) with
 // the errors named after the file operation that asked.
-#include "io/tensor_bytes.h"
+#include "kiln/io/tensor_bytes.h"
 
-#include "engine/bytes.h"
+#include "kiln/engine/bytes.h"
 
 namespace kiln::io::detail {
 

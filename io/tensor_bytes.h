@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln::io::detail {
 

@@ -2,7 +2,7 @@
 #include <bit>
 #include <utility>
 
-#include "memory/memory.h"
+#include "kiln/memory/memory.h"
 
 namespace kiln {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "nn/functional.h"
-#include "nn/functional_detail.h"
+#include "kiln/nn/functional.h"
+#include "kiln/nn/functional_detail.h"
 
 namespace kiln::nn {
 

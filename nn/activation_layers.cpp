@@ -1,6 +1,6 @@
-#include "nn/activation_layers.h"
+#include "kiln/nn/activation_layers.h"
 
-#include "nn/functional.h"
+#include "kiln/nn/functional.h"
 
 namespace kiln::nn {
 

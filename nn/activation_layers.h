@@ -4,7 +4,7 @@
 #include <atomic>
 #include <optional>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

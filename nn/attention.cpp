@@ -1,13 +1,13 @@
 // Scaled dot-product attention and MultiHeadAttention, written with kiln's public ops: the
 // products are matmuls, and the scaling, the masks and the softmax fuse into one kernel
 // (softmax takes the elementwise ops before it as its prologue).
-#include "nn/attention.h"
+#include "kiln/nn/attention.h"
 
 #include <cmath>
 #include <limits>
 
-#include "nn/functional.h"
-#include "nn/init.h"
+#include "kiln/nn/functional.h"
+#include "kiln/nn/init.h"
 
 namespace kiln::nn {
 

@@ -13,9 +13,9 @@
 #pragma once
 #include <optional>
 
-#include "nn/activation_layers.h"
-#include "nn/linear.h"
-#include "nn/module.h"
+#include "kiln/nn/activation_layers.h"
+#include "kiln/nn/linear.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <stdexcept>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

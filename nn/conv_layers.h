@@ -2,8 +2,8 @@
 // (weight, bias), weight layouts ([out, in / groups, *kernel]; transposed: [in, out / groups,
 // *kernel]) and default initialization. forward is engine/conv.h's op of the same name.
 #pragma once
-#include "engine/conv.h"
-#include "nn/module.h"
+#include "kiln/engine/conv.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::nn {
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <string>
 
-#include "engine/kiln.h"
-#include "nn/loss.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/nn/loss.h"
 
 namespace kiln::nn::detail {
 

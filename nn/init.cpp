@@ -1,6 +1,6 @@
 // Initializers: torch.nn.init's bounds and standard deviations over kiln's random creation ops;
 // orthogonal() does its QR on the host, once, when a layer is built.
-#include "nn/init.h"
+#include "kiln/nn/init.h"
 
 #include <cmath>
 #include <string>

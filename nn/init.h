@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::nn {
 

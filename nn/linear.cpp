@@ -1,8 +1,8 @@
-#include "nn/linear.h"
+#include "kiln/nn/linear.h"
 
 #include <cmath>
 
-#include "nn/functional.h"
+#include "kiln/nn/functional.h"
 
 namespace kiln::nn {
 

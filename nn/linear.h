@@ -7,7 +7,7 @@
 #include <mutex>
 #include <optional>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

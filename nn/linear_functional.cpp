@@ -2,9 +2,9 @@
 // matmul and index_select so that the weight's gradient comes from their backward rules.
 #include <string>
 
-#include "autograd/autograd.h"
-#include "nn/functional.h"
-#include "nn/functional_detail.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/nn/functional.h"
+#include "kiln/nn/functional_detail.h"
 
 namespace kiln::nn {
 

@@ -2,11 +2,11 @@
 // the reduction (cross_entropy and nll_loss: loss_classification.cpp). Branches are chosen with
 // `where` on the distance, and each branch stays finite where it is not taken, so gradients
 // have no NaN from the unused side.
-#include "nn/loss.h"
+#include "kiln/nn/loss.h"
 
 #include <string>
 
-#include "nn/functional_detail.h"
+#include "kiln/nn/functional_detail.h"
 
 namespace kiln::nn {
 namespace {

@@ -9,7 +9,7 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::nn {
 

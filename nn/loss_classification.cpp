@@ -4,8 +4,8 @@
 // turn the loss or its gradient into NaN.
 #include <string>
 
-#include "nn/functional_detail.h"
-#include "nn/loss.h"
+#include "kiln/nn/functional_detail.h"
+#include "kiln/nn/loss.h"
 
 namespace kiln::nn {
 namespace {

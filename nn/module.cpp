@@ -1,5 +1,5 @@
 // The tree operations every module shares, each one walk over the fields (nn/module.h).
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 #include <cstdio>
 #include <sstream>

@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "nn/parameter.h"
+#include "kiln/nn/parameter.h"
 
 namespace kiln::nn {
 

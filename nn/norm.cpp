@@ -1,6 +1,6 @@
-#include "nn/norm.h"
+#include "kiln/nn/norm.h"
 
-#include "nn/functional.h"
+#include "kiln/nn/functional.h"
 
 namespace kiln::nn {
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <optional>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

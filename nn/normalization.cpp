@@ -4,9 +4,9 @@
 #include <cfloat>
 #include <string>
 
-#include "autograd/autograd.h"
-#include "nn/functional.h"
-#include "nn/functional_detail.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/nn/functional.h"
+#include "kiln/nn/functional_detail.h"
 
 namespace kiln::nn {
 namespace {

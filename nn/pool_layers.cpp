@@ -1,4 +1,4 @@
-#include "nn/pool_layers.h"
+#include "kiln/nn/pool_layers.h"
 
 namespace kiln::nn {
 

@@ -2,9 +2,9 @@
 // AdaptiveMaxPool2d and Upsample. They hold no parameters; forward is engine/conv.h's op of
 // the same name (engine/pool.h, engine/interpolate.h).
 #pragma once
-#include "engine/interpolate.h"
-#include "engine/pool.h"
-#include "nn/module.h"
+#include "kiln/engine/interpolate.h"
+#include "kiln/engine/pool.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/positional.h"
+#include "kiln/nn/positional.h"
 
 #include <cmath>
 

@@ -9,7 +9,7 @@
 // token at a time after `offset` earlier ones).
 #pragma once
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

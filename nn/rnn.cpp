@@ -1,11 +1,11 @@
 // LSTM and GRU: the cells' step math, the parameters under torch's names, and the walk over
 // layers, directions and time.
-#include "nn/rnn.h"
+#include "kiln/nn/rnn.h"
 
 #include <cmath>
 #include <string>
 
-#include "nn/functional.h"
+#include "kiln/nn/functional.h"
 
 namespace kiln::nn {
 

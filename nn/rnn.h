@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::nn {
 

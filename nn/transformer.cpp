@@ -1,7 +1,7 @@
 // The transformer layers as torch 1.13 computes them (its non-fused path: the fast path it takes
 // in eval mode gives the same values): attention and feed-forward blocks with residual adds,
 // layer norms after them (post-norm) or before them (norm_first).
-#include "nn/transformer.h"
+#include "kiln/nn/transformer.h"
 
 namespace kiln::nn {
 

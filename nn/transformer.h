@@ -11,9 +11,9 @@
 #pragma once
 #include <optional>
 
-#include "nn/attention.h"
-#include "nn/containers.h"
-#include "nn/norm.h"
+#include "kiln/nn/attention.h"
+#include "kiln/nn/containers.h"
+#include "kiln/nn/norm.h"
 
 namespace kiln::nn {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "ops/registry.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

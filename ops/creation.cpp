@@ -1,7 +1,7 @@
 // Shape rules of the creation family: the output shape comes from attrs.ints, the dtype from
 // attrs.dtype (any: f16 and bf16 exist on some Vulkan devices only, and the submission rejects
 // them on the others, naming the device).
-#include "ops/registry.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

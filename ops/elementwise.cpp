@@ -5,8 +5,8 @@
 // the others (engine/submit.cpp), naming the device.
 #include <cmath>
 
-#include "ops/elementwise_rules.h"
-#include "ops/registry.h"
+#include "kiln/ops/elementwise_rules.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

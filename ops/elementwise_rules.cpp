@@ -1,8 +1,8 @@
-#include "ops/elementwise_rules.h"
+#include "kiln/ops/elementwise_rules.h"
 
 #include <cmath>
 
-#include "ops/registry.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

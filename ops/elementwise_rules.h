@@ -12,7 +12,7 @@
 #pragma once
 #include <span>
 
-#include "ops/ir.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln {
 

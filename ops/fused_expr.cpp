@@ -1,7 +1,7 @@
-#include "ops/fused_expr.h"
+#include "kiln/ops/fused_expr.h"
 
-#include "ops/elementwise_rules.h"
-#include "ops/registry.h"
+#include "kiln/ops/elementwise_rules.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/ir.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln {
 

@@ -3,7 +3,7 @@
 // device, so an index out of range is the kernel's to report.
 #include <cmath>
 
-#include "ops/registry.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

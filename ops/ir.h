@@ -8,15 +8,15 @@
 #include <memory>
 #include <vector>
 
-#include "ops/dtype.h"
-#include "ops/shape.h"
-#include "ops/small_vector.h"
+#include "kiln/ops/dtype.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/small_vector.h"
 
 namespace kiln {
 
 enum class OpKind : std::uint16_t {
 #define KILN_OP(name, family) name,
-#include "ops/op_list.def"
+#include "kiln/ops/op_list.def"
 #undef KILN_OP
   count_
 };

@@ -3,7 +3,7 @@
 // the dims before the last two are batch dims and broadcast. Operands are f32, or both f16 or
 // both bf16 (the result has their dtype, as in torch); the CPU device is f32 only. On the CPU an
 // operand may enter transposed (attrs), read in place by the kernel.
-#include "ops/registry.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

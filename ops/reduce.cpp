@@ -3,8 +3,8 @@
 // so that a message built elsewhere (autograd, fusion) cannot hand a kernel a bad dim list.
 #include <algorithm>
 
-#include "ops/reduce_rules.h"
-#include "ops/registry.h"
+#include "kiln/ops/reduce_rules.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/ir.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln {
 

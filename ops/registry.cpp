@@ -1,4 +1,4 @@
-#include "ops/registry.h"
+#include "kiln/ops/registry.h"
 
 #include <string>
 
@@ -24,7 +24,7 @@ OpRegistry::OpRegistry() {
 #define KILN_OP(n, f)               \
   at(OpKind::n).name = #n;          \
   at(OpKind::n).family = family_of(#f);
-#include "ops/op_list.def"
+#include "kiln/ops/op_list.def"
 #undef KILN_OP
   register_creation_ops(*this);
   register_elementwise_ops(*this);

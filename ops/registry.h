@@ -5,8 +5,8 @@
 #include <array>
 #include <vector>
 
-#include "ops/error.h"
-#include "ops/ir.h"
+#include "kiln/base/error.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln {
 

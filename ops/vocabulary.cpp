@@ -1,7 +1,7 @@
 // Implementation of the IR vocabulary: dtype names, shapes, broadcasting, errors.
-#include "ops/dtype.h"
-#include "ops/error.h"
-#include "ops/shape.h"
+#include "kiln/ops/dtype.h"
+#include "kiln/base/error.h"
+#include "kiln/ops/shape.h"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 // structure, so it compiles once.
 #include <cmath>
 
-#include "optim/optimizers.h"
+#include "kiln/optim/optimizers.h"
 
 namespace kiln::optim {
 

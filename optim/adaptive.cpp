@@ -2,7 +2,7 @@
 // adagrad.py, adadelta.py, the single-tensor paths); weight decay joins the gradient (L2).
 #include <cmath>
 
-#include "optim/optimizers.h"
+#include "kiln/optim/optimizers.h"
 
 namespace kiln::optim {
 

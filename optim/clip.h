@@ -9,7 +9,7 @@
 #pragma once
 #include <limits>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::optim {
 

@@ -2,7 +2,7 @@
 // m = b2 m + (1 - b2) g. One moment, and every coordinate moves by exactly lr.
 #include <cmath>
 
-#include "optim/optimizers.h"
+#include "kiln/optim/optimizers.h"
 
 namespace kiln::optim {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "optim/state.h"
+#include "kiln/optim/state.h"
 
 namespace kiln::optim::detail {
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "ops/error.h"
-#include "optim/lr_schedule_checks.h"
-#include "optim/lr_scheduler.h"
+#include "kiln/base/error.h"
+#include "kiln/optim/lr_schedule_checks.h"
+#include "kiln/optim/lr_scheduler.h"
 
 // torch rounds every operation; let no multiply-add fuse (GCC contracts them under -march=native),
 // or phase ends and the comparisons made on them move off torch's values. GCC does not apply the

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/error.h"
-#include "optim/lr_schedule_checks.h"
-#include "optim/lr_scheduler.h"
+#include "kiln/base/error.h"
+#include "kiln/optim/lr_schedule_checks.h"
+#include "kiln/optim/lr_scheduler.h"
 
 // torch rounds every operation; let no multiply-add fuse (GCC contracts them under -march=native),
 // or the eps test of a reduction moves off torch's.

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <map>
 
-#include "ops/error.h"
-#include "optim/lr_schedule_checks.h"
-#include "optim/lr_scheduler.h"
+#include "kiln/base/error.h"
+#include "kiln/optim/lr_schedule_checks.h"
+#include "kiln/optim/lr_scheduler.h"
 
 namespace kiln::optim {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "optim/state.h"
+#include "kiln/optim/state.h"
 
 namespace kiln::optim {
 

@@ -2,8 +2,8 @@
 // public API of engine/, autograd/ and nn/. An optimizer step is a value: it takes a module and
 // its gradients and returns the updated module; each parameter's update fuses into one kernel.
 #pragma once
-#include "optim/clip.h"
-#include "optim/lr_scheduler.h"
-#include "optim/optimizer.h"
-#include "optim/optimizers.h"
-#include "optim/state.h"
+#include "kiln/optim/clip.h"
+#include "kiln/optim/lr_scheduler.h"
+#include "kiln/optim/optimizer.h"
+#include "kiln/optim/optimizers.h"
+#include "kiln/optim/state.h"

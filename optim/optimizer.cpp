@@ -1,9 +1,9 @@
-#include "optim/optimizer.h"
+#include "kiln/optim/optimizer.h"
 
 #include <cmath>
 
-#include "autograd/autograd.h"
-#include "ops/error.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/base/error.h"
 
 namespace kiln::optim {
 

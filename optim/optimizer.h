@@ -23,8 +23,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "nn/module.h"
-#include "optim/state.h"
+#include "kiln/nn/module.h"
+#include "kiln/optim/state.h"
 
 namespace kiln::optim {
 

@@ -3,7 +3,7 @@
 // follows its paper (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms").
 // Options are plain structs: `optim::Adam opt({.lr = 3e-4, .weight_decay = 1e-4});`.
 #pragma once
-#include "optim/optimizer.h"
+#include "kiln/optim/optimizer.h"
 
 namespace kiln::optim {
 

@@ -3,7 +3,7 @@
 // buf = momentum * buf + (1 - dampening) * g; Nesterov steps along g + momentum * buf.
 #include <cmath>
 
-#include "optim/optimizers.h"
+#include "kiln/optim/optimizers.h"
 
 namespace kiln::optim {
 

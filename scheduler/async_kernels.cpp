@@ -1,9 +1,9 @@
-#include "scheduler/async_kernels.h"
+#include "kiln/scheduler/async_kernels.h"
 
 #include <tbb/task_group.h>
 
-#include "ops/error.h"
-#include "ops/trace.h"
+#include "kiln/base/error.h"
+#include "kiln/base/trace.h"
 
 namespace kiln {
 

@@ -20,8 +20,8 @@
 #include <mutex>
 #include <vector>
 
-#include "memory/memory.h"
-#include "ops/ir.h"
+#include "kiln/memory/memory.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln {
 

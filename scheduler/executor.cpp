@@ -1,12 +1,12 @@
-#include "scheduler/executor.h"
+#include "kiln/scheduler/executor.h"
 
 #include <algorithm>
 #include <array>
 
-#include "ops/log.h"
-#include "ops/registry.h"
-#include "ops/trace.h"
-#include "streams/runtime_settings.h"
+#include "kiln/base/log.h"
+#include "kiln/ops/registry.h"
+#include "kiln/base/trace.h"
+#include "kiln/streams/runtime_settings.h"
 
 namespace kiln {
 

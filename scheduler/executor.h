@@ -11,11 +11,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "devices/device.h"
-#include "scheduler/async_kernels.h"
-#include "scheduler/fusion_planner.h"
-#include "scheduler/plan_cache.h"
-#include "scheduler/pending_checks.h"
+#include "kiln/devices/device.h"
+#include "kiln/scheduler/async_kernels.h"
+#include "kiln/scheduler/fusion_planner.h"
+#include "kiln/scheduler/plan_cache.h"
+#include "kiln/scheduler/pending_checks.h"
 
 namespace kiln {
 

@@ -1,11 +1,11 @@
-#include "scheduler/fusion_planner.h"
+#include "kiln/scheduler/fusion_planner.h"
 
 #include <algorithm>
 #include <iterator>
 
-#include "ops/elementwise_rules.h"
-#include "ops/log.h"
-#include "ops/registry.h"
+#include "kiln/ops/elementwise_rules.h"
+#include "kiln/base/log.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/fused_expr.h"
+#include "kiln/ops/fused_expr.h"
 
 namespace kiln {
 

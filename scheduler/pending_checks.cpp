@@ -1,4 +1,4 @@
-#include "scheduler/pending_checks.h"
+#include "kiln/scheduler/pending_checks.h"
 
 #include <algorithm>
 

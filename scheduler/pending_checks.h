@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "devices/device.h"
+#include "kiln/devices/device.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "scheduler/plan_cache.h"
+#include "kiln/scheduler/plan_cache.h"
 
 #include <algorithm>
 #include <bit>

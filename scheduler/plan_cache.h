@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "scheduler/fusion_planner.h"
+#include "kiln/scheduler/fusion_planner.h"
 
 namespace kiln {
 

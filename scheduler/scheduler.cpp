@@ -1,4 +1,4 @@
-#include "scheduler/scheduler.h"
+#include "kiln/scheduler/scheduler.h"
 
 #include <tbb/flow_graph.h>
 #include <tbb/global_control.h>
@@ -10,8 +10,8 @@
 #include <optional>
 #include <thread>
 
-#include "ops/log.h"
-#include "streams/runtime_settings.h"
+#include "kiln/base/log.h"
+#include "kiln/streams/runtime_settings.h"
 
 namespace kiln {
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "scheduler/executor.h"
-#include "streams/stream.h"
+#include "kiln/scheduler/executor.h"
+#include "kiln/streams/stream.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "serve/batcher.h"
+#include "kiln/serve/batcher.h"
 
 #include <algorithm>
 #include <atomic>
@@ -8,9 +8,9 @@
 #include <string>
 #include <thread>
 
-#include "autograd/autograd.h"
-#include "engine/creation.h"
-#include "serve/warm_up.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/creation.h"
+#include "kiln/serve/warm_up.h"
 
 namespace kiln::serve {
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "kiln/engine/tensor.h"
 
 namespace kiln::serve {
 

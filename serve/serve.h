@@ -2,5 +2,5 @@
 // requests from many threads into batched forward passes) and warm_up (compiles everything a
 // model needs before the first request).
 #pragma once
-#include "serve/batcher.h"
-#include "serve/warm_up.h"
+#include "kiln/serve/batcher.h"
+#include "kiln/serve/warm_up.h"

@@ -1,8 +1,8 @@
-#include "serve/warm_up.h"
+#include "kiln/serve/warm_up.h"
 
-#include "autograd/autograd.h"
-#include "engine/creation.h"
-#include "ops/log.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/creation.h"
+#include "kiln/base/log.h"
 
 namespace kiln::serve {
 

@@ -1,11 +1,11 @@
-#include "streams/flow_control.h"
+#include "kiln/streams/flow_control.h"
 
 #include <chrono>
 
-#include "ops/error.h"
-#include "ops/log.h"
-#include "ops/trace.h"
-#include "streams/runtime_settings.h"
+#include "kiln/base/error.h"
+#include "kiln/base/log.h"
+#include "kiln/base/trace.h"
+#include "kiln/streams/runtime_settings.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "streams/runtime_settings.h"
+#include "kiln/streams/runtime_settings.h"
 
 #include <cstdlib>
 #include <string>

@@ -1,8 +1,8 @@
-#include "streams/stream.h"
+#include "kiln/streams/stream.h"
 
 #include <iterator>
 
-#include "streams/runtime_settings.h"
+#include "kiln/streams/runtime_settings.h"
 
 namespace kiln {
 

@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "ops/ir.h"
-#include "streams/flow_control.h"
+#include "kiln/ops/ir.h"
+#include "kiln/streams/flow_control.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "train/checkpoint_dir.h"
+#include "kiln/train/checkpoint_dir.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <tuple>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::train {
 

@@ -1,12 +1,12 @@
-#include "train/dashboard.h"
+#include "kiln/train/dashboard.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 
-#include "ops/error.h"
-#include "train/dashboard_state.h"
-#include "train/dashboard_terminal.h"
+#include "kiln/base/error.h"
+#include "kiln/train/dashboard_state.h"
+#include "kiln/train/dashboard_terminal.h"
 
 namespace kiln::train {
 

@@ -31,8 +31,8 @@
 #include <string>
 #include <string_view>
 
-#include "train/metric_history.h"
-#include "train/run_info.h"
+#include "kiln/train/metric_history.h"
+#include "kiln/train/run_info.h"
 
 namespace kiln::train {
 

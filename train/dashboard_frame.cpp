@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "train/dashboard_state.h"
-#include "train/metric_format.h"
-#include "train/terminal_chart.h"
-#include "train/terminal_text.h"
+#include "kiln/train/dashboard_state.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/terminal_chart.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train::detail {
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <ostream>
 
-#include "train/dashboard_state.h"
-#include "train/dashboard_terminal.h"
-#include "train/terminal_text.h"
+#include "kiln/train/dashboard_state.h"
+#include "kiln/train/dashboard_terminal.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train::detail {
 

@@ -3,9 +3,9 @@
 // shows it is alive), a line per phase with its summary, and the run's result.
 #include <ostream>
 
-#include "train/dashboard_state.h"
-#include "train/metric_format.h"
-#include "train/terminal_text.h"
+#include "kiln/train/dashboard_state.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train::detail {
 

@@ -1,10 +1,10 @@
-#include "train/dashboard_state.h"
+#include "kiln/train/dashboard_state.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "train/metric_format.h"
-#include "train/terminal_text.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train::detail {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "train/metric_history.h"
-#include "train/run_info.h"
+#include "kiln/train/metric_history.h"
+#include "kiln/train/run_info.h"
 
 namespace kiln::train::detail {
 

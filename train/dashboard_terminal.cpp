@@ -1,4 +1,4 @@
-#include "train/dashboard_terminal.h"
+#include "kiln/train/dashboard_terminal.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "train/dashboard_ticker.h"
+#include "kiln/train/dashboard_ticker.h"
 
 namespace kiln::train {
 

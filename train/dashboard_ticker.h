@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "train/dashboard.h"
+#include "kiln/train/dashboard.h"
 
 namespace kiln::train {
 

@@ -1,8 +1,8 @@
-#include "train/gradient_update.h"
+#include "kiln/train/gradient_update.h"
 
 #include <utility>
 
-#include "optim/clip.h"
+#include "kiln/optim/clip.h"
 
 namespace kiln::train {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "nn/module.h"
+#include "kiln/nn/module.h"
 
 namespace kiln::train {
 

@@ -1,17 +1,17 @@
 // The report's document. It is written as XHTML-compatible HTML5 — every element closed, every
 // attribute quoted, only XML's own entities — so an XML parser reads it as well as a browser,
 // and tests can check that it is well-formed.
-#include "train/html_report.h"
+#include "kiln/train/html_report.h"
 
 #include <algorithm>
 #include <cmath>
 #include <span>
 
-#include "io/atomic_file.h"
-#include "ops/error.h"
-#include "train/html_report_markup.h"
-#include "train/metric_format.h"
-#include "train/terminal_text.h"
+#include "kiln/io/atomic_file.h"
+#include "kiln/base/error.h"
+#include "kiln/train/html_report_markup.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train {
 

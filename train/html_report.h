@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "train/metric_history.h"
-#include "train/run_info.h"
+#include "kiln/train/metric_history.h"
+#include "kiln/train/run_info.h"
 
 namespace kiln::train {
 

@@ -1,4 +1,4 @@
-#include "train/html_report_markup.h"
+#include "kiln/train/html_report_markup.h"
 
 namespace kiln::train::detail {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "train/metric_history.h"
+#include "kiln/train/metric_history.h"
 
 namespace kiln::train::detail {
 

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "train/html_report_markup.h"
-#include "train/metric_format.h"
-#include "train/terminal_text.h"
+#include "kiln/train/html_report_markup.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train::detail {
 

@@ -1,4 +1,4 @@
-#include "train/interrupt.h"
+#include "kiln/train/interrupt.h"
 
 #include <unistd.h>
 

@@ -1,11 +1,11 @@
-#include "train/json_file.h"
+#include "kiln/train/json_file.h"
 
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <span>
 
-#include "io/atomic_file.h"
+#include "kiln/io/atomic_file.h"
 
 namespace kiln::train {
 

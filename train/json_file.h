@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::train {
 

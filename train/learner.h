@@ -37,11 +37,11 @@
 #include <functional>
 #include <memory>
 
-#include "autograd/autograd.h"
-#include "data/loader.h"
-#include "train/gradient_update.h"
-#include "train/learner_core.h"
-#include "train/step.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/data/loader.h"
+#include "kiln/train/gradient_update.h"
+#include "kiln/train/learner_core.h"
+#include "kiln/train/step.h"
 
 namespace kiln::train {
 

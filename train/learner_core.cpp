@@ -1,15 +1,15 @@
-#include "train/learner_core.h"
+#include "kiln/train/learner_core.h"
 
 #include <cmath>
 #include <utility>
 
-#include "io/io.h"
-#include "train/html_report.h"
-#include "train/metric_format.h"
-#include "train/metric_history_file.h"
-#include "train/named_states.h"
-#include "train/process_memory.h"
-#include "ops/error.h"
+#include "kiln/io/io.h"
+#include "kiln/train/html_report.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/metric_history_file.h"
+#include "kiln/train/named_states.h"
+#include "kiln/train/process_memory.h"
+#include "kiln/base/error.h"
 
 namespace kiln::train {
 

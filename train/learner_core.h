@@ -13,18 +13,18 @@
 #include <string>
 #include <vector>
 
-#include "io/checkpoint.h"
-#include "nn/module.h"
-#include "optim/lr_scheduler.h"
-#include "optim/optimizer.h"
-#include "train/checkpoint_dir.h"
-#include "train/dashboard.h"
-#include "train/dashboard_ticker.h"
-#include "train/interrupt.h"
-#include "train/learner_state.h"
-#include "train/metric_history.h"
-#include "train/metrics.h"
-#include "train/step.h"
+#include "kiln/io/checkpoint.h"
+#include "kiln/nn/module.h"
+#include "kiln/optim/lr_scheduler.h"
+#include "kiln/optim/optimizer.h"
+#include "kiln/train/checkpoint_dir.h"
+#include "kiln/train/dashboard.h"
+#include "kiln/train/dashboard_ticker.h"
+#include "kiln/train/interrupt.h"
+#include "kiln/train/learner_state.h"
+#include "kiln/train/metric_history.h"
+#include "kiln/train/metrics.h"
+#include "kiln/train/step.h"
 
 namespace kiln::train {
 

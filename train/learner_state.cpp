@@ -1,7 +1,7 @@
-#include "train/learner_state.h"
+#include "kiln/train/learner_state.h"
 
-#include "ops/error.h"
-#include "train/json_file.h"
+#include "kiln/base/error.h"
+#include "kiln/train/json_file.h"
 
 namespace kiln::train {
 

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "train/checkpoint_dir.h"
-#include "train/metrics.h"
+#include "kiln/train/checkpoint_dir.h"
+#include "kiln/train/metrics.h"
 
 namespace kiln::train {
 

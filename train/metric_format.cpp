@@ -1,4 +1,4 @@
-#include "train/metric_format.h"
+#include "kiln/train/metric_format.h"
 
 #include <charconv>
 #include <cmath>

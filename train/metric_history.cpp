@@ -1,10 +1,10 @@
-#include "train/metric_history.h"
+#include "kiln/train/metric_history.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::train {
 

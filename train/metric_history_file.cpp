@@ -1,7 +1,7 @@
-#include "train/metric_history_file.h"
+#include "kiln/train/metric_history_file.h"
 
-#include "ops/error.h"
-#include "train/json_file.h"
+#include "kiln/base/error.h"
+#include "kiln/train/json_file.h"
 
 namespace kiln::train {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <filesystem>
 
-#include "train/metric_history.h"
+#include "kiln/train/metric_history.h"
 
 namespace kiln::train {
 

@@ -1,8 +1,8 @@
-#include "train/metrics.h"
+#include "kiln/train/metrics.h"
 
 #include <limits>
 
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 
 namespace kiln::train {
 

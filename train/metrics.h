@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/kiln.h"
-#include "train/step.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/train/step.h"
 
 namespace kiln::train {
 

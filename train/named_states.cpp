@@ -1,8 +1,8 @@
-#include "train/named_states.h"
+#include "kiln/train/named_states.h"
 
 #include <algorithm>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::train {
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "optim/state.h"
+#include "kiln/optim/state.h"
 
 namespace kiln::train {
 

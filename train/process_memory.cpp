@@ -1,4 +1,4 @@
-#include "train/process_memory.h"
+#include "kiln/train/process_memory.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-#include "train/step.h"
+#include "kiln/train/step.h"
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::train {
 

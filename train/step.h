@@ -13,8 +13,8 @@
 #include <optional>
 #include <string>
 
-#include "engine/kiln.h"
-#include "train/run_info.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/train/run_info.h"
 
 namespace kiln::train {
 

@@ -1,12 +1,12 @@
-#include "train/terminal_chart.h"
+#include "kiln/train/terminal_chart.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 
-#include "train/metric_format.h"
-#include "train/terminal_text.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train {
 

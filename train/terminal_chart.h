@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "train/metric_history.h"
+#include "kiln/train/metric_history.h"
 
 namespace kiln::train {
 

@@ -1,4 +1,4 @@
-#include "train/terminal_text.h"
+#include "kiln/train/terminal_text.h"
 
 namespace kiln::train::detail {
 

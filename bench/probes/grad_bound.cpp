@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/probes/pinned_threads.h"
-#include "devices/cpu/blas_core.h"
+#include "kiln/devices/cpu/blas_core.h"
 
 extern "C" void openblas_set_num_threads(int);
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace {
 

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_commands.h"
-#include "devices/vulkan/vk_shader.h"
-#include "engine/kiln.h"
+#include "kiln/devices/vulkan/vk_commands.h"
+#include "kiln/devices/vulkan/vk_shader.h"
+#include "kiln/engine/kiln.h"
 
 namespace {
 

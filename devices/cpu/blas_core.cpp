@@ -1,4 +1,4 @@
-#include "devices/cpu/blas_core.h"
+#include "kiln/devices/cpu/blas_core.h"
 
 #include <cblas.h>
 
@@ -7,7 +7,7 @@
 #include <iterator>
 #include <cstdlib>
 
-#include "ops/log.h"
+#include "kiln/base/log.h"
 
 // OpenBLAS's own selection (driver/others/dynamic.c), exported by DYNAMIC_ARCH builds only:
 // weak, so that a build against another OpenBLAS links and keeps its kernels.

@@ -1,12 +1,12 @@
 // What the direct convolution kernels share: the geometry read from the op, the taps along each
 // dim, the window planes a task reads its B operand from, and how outputs split into tasks
 // (devices/cpu/conv_gemm.h).
-#include "devices/cpu/conv_gemm.h"
+#include "kiln/devices/cpu/conv_gemm.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu::conv_detail {
 

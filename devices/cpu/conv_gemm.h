@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
 
 namespace kiln::cpu {
 

@@ -7,19 +7,15 @@
 // stride-1 3x3 convolutions with enough channels to Winograd's algorithm (conv_winograd.cpp).
 #include <algorithm>
 
-#include "devices/cpu/conv_gemm.h"
-#include "devices/cpu/conv_tile.h"
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/conv_gemm.h"
+#include "kiln/devices/cpu/conv_tile.h"
+#include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu {
 namespace {
 
 using conv_detail::AxisTaps;
 using conv_detail::ConvGeometry;
-using conv_detail::kRows;
-using conv_detail::kTile;
-using conv_detail::kTileProducts;
-using conv_detail::kVectors;
 using conv_detail::OutputRange;
 using conv_detail::PackedWeights;
 using conv_detail::PlaneSource;
@@ -41,8 +37,8 @@ struct Segment {
 int tile_segments(std::int64_t q0, const WindowPlanes& p, const OutputBlock& o, Segment* out) {
   int n = 0;
   std::int64_t r = q0 / p.width, w = q0 % p.width;
-  for (std::int64_t j = 0; j < kTile && r < o.rows; r += 1, w = 0) {
-    const std::int64_t run = std::min(kTile - j, p.width - w);
+  for (std::int64_t j = 0; j < conv_detail::kTile && r < o.rows; r += 1, w = 0) {
+    const std::int64_t run = std::min(conv_detail::kTile - j, p.width - w);
     if (w < o.columns) out[n++] = {j, std::min(run, o.columns - w), r * o.row_stride + w * o.column_stride};
     j += run;
   }
@@ -50,19 +46,19 @@ int tile_segments(std::int64_t q0, const WindowPlanes& p, const OutputBlock& o, 
 }
 
 void run_block(const PackedWeights& a, const WindowPlanes& p, const OutputBlock& o) {
-  alignas(64) float tile[kRows * kTile];
-  Segment segments[kTile];
+  alignas(64) float tile[conv_detail::kRows * conv_detail::kTile];
+  Segment segments[conv_detail::kTile];
   const std::int64_t positions = o.rows * p.width;
-  for (std::int64_t q0 = 0; q0 < positions; q0 += kTile) {
+  for (std::int64_t q0 = 0; q0 < positions; q0 += conv_detail::kTile) {
     const int n = tile_segments(q0, p, o, segments);
     for (std::int64_t b = 0; b < a.blocks(); ++b) {
       const int rows = a.rows_of(b);
-      kTileProducts[static_cast<std::size_t>(rows - 1)][kVectors - 1](a.block(b), p.data + q0, p.offsets.data(),
-                                                                      a.depth, tile, kTile);
+      conv_detail::kTileProducts[static_cast<std::size_t>(rows - 1)][conv_detail::kVectors - 1](a.block(b), p.data + q0, p.offsets.data(),
+                                                                      a.depth, tile, conv_detail::kTile);
       for (int i = 0; i < rows; ++i) {
-        const std::int64_t channel = b * kRows + i;
+        const std::int64_t channel = b * conv_detail::kRows + i;
         const float* bias = o.bias ? o.bias + channel : nullptr;
-        const float* from = tile + i * kTile;
+        const float* from = tile + i * conv_detail::kTile;
         float* to = o.base + channel * o.channel_stride;
         for (int s = 0; s < n; ++s) {
           const Segment& g = segments[s];
@@ -143,7 +139,7 @@ void conv_kernel(const OpIr& op, const KernelArgs& args) {
         src.slices[static_cast<std::size_t>(k)] = id >= 0 && id < g.in[0] ? id : -1;
       }
       const OutputRange r = blocks.range(block, g.out[1], g.out[2]);
-      conv_detail::build_planes(src, h, wt, r, kTile + r.columns() + wt.halo(), storage, p);
+      conv_detail::build_planes(src, h, wt, r, conv_detail::kTile + r.columns() + wt.halo(), storage, p);
       OutputBlock o;
       o.base = out + (n * g.out_channels + grp * kg) * g.out_volume() + (od * g.out[1] + r.u0) * g.out[2] + r.w0;
       o.channel_stride = g.out_volume();
@@ -265,7 +261,7 @@ void conv_input_grad_kernel(const OpIr& op, const KernelArgs& args) {
         const bool hit = e % g.stride[0] == 0 && e >= 0 && e / g.stride[0] < g.out[0];
         src.slices[static_cast<std::size_t>(k)] = hit ? e / g.stride[0] : -1;
       }
-      conv_detail::build_planes(src, p.taps_h, p.taps_w, r, kTile + r.columns() + p.taps_w.halo(), storage, planes);
+      conv_detail::build_planes(src, p.taps_h, p.taps_w, r, conv_detail::kTile + r.columns() + p.taps_w.halo(), storage, planes);
       OutputBlock o;
       o.base = out + (n * g.channels + grp * cg) * g.in_volume() + (id * g.in[1] + r.u0 * g.stride[1] + p.h) * g.in[2] +
                r.w0 * g.stride[2] + p.w;

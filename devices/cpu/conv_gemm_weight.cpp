@@ -14,9 +14,9 @@
 #include <memory>
 #include <utility>
 
-#include "devices/cpu/conv_gemm.h"
-#include "devices/cpu/parallel.h"
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/conv_gemm.h"
+#include "kiln/devices/cpu/parallel.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu {
 namespace {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <utility>
 
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu::conv_detail {
 

@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "devices/cpu/conv_gemm.h"
-#include "devices/cpu/conv_tile.h"
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/conv_gemm.h"
+#include "kiln/devices/cpu/conv_tile.h"
+#include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu::conv_detail {
 

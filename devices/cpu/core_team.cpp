@@ -1,4 +1,4 @@
-#include "devices/cpu/core_team.h"
+#include "kiln/devices/cpu/core_team.h"
 
 #include <immintrin.h>
 

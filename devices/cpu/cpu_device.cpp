@@ -4,10 +4,10 @@
 
 #include <unistd.h>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/fused_anchor.h"
-#include "devices/cpu/fused_program.h"
-#include "devices/cpu/packed_weights.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/fused_anchor.h"
+#include "kiln/devices/cpu/fused_program.h"
+#include "kiln/devices/cpu/packed_weights.h"
 
 namespace kiln {
 namespace {

@@ -5,8 +5,8 @@
 #include <array>
 #include <span>
 
-#include "devices/device.h"
-#include "ops/registry.h"
+#include "kiln/devices/device.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::cpu {
 

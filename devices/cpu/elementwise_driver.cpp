@@ -1,12 +1,12 @@
-#include "devices/cpu/elementwise_driver.h"
+#include "kiln/devices/cpu/elementwise_driver.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "devices/cpu/parallel.h"
-#include "ops/error.h"
+#include "kiln/devices/cpu/parallel.h"
+#include "kiln/base/error.h"
 
 namespace kiln::cpu {
 

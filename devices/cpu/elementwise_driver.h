@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <span>
 
-#include "devices/cpu/elementwise_math.h"
-#include "ops/ir.h"
+#include "kiln/devices/cpu/elementwise_math.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln::cpu {
 

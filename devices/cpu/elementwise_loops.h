@@ -12,8 +12,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "devices/cpu/elementwise_math.h"
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/elementwise_math.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu::loops {
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/ir.h"
+#include "kiln/ops/ir.h"
 
 namespace kiln::cpu {
 

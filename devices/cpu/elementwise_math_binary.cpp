@@ -5,9 +5,9 @@
 #include <cstring>
 #include <limits>
 
-#include "devices/cpu/elementwise_loops.h"
-#include "devices/cpu/elementwise_math.h"
-#include "ops/error.h"
+#include "kiln/devices/cpu/elementwise_loops.h"
+#include "kiln/devices/cpu/elementwise_math.h"
+#include "kiln/base/error.h"
 
 namespace kiln::cpu {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "devices/cpu/elementwise_math.h"
+#include "kiln/devices/cpu/elementwise_math.h"
 
 namespace kiln::cpu {
 

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <limits>
 
-#include "devices/cpu/elementwise_loops.h"
-#include "devices/cpu/elementwise_math.h"
-#include "devices/cpu/fast_erf.h"
-#include "devices/cpu/fast_exp.h"
+#include "kiln/devices/cpu/elementwise_loops.h"
+#include "kiln/devices/cpu/elementwise_math.h"
+#include "kiln/devices/cpu/fast_erf.h"
+#include "kiln/devices/cpu/fast_exp.h"
 
 namespace kiln::cpu {
 

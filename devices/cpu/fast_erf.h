@@ -6,7 +6,7 @@
 // Beyond 3.92, erf(x) rounds to 1 in f32. The tables come from devices/cpu/fast_math_fit.py, which
 // explains the form of the polynomials.
 #pragma once
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu::simd {
 

@@ -5,7 +5,7 @@
 // |r| <= ln 2 / 2 (Cody-Waite: ln 2 in two parts, so r is nearly exact), and exp(r) = 1 + r(1 + r
 // Q(r)) with Q a degree-4 minimax fit (relative error 0.05 ulp; devices/cpu/fast_math_fit.py).
 #pragma once
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu::simd {
 

@@ -1,10 +1,10 @@
-#include "devices/cpu/fused_anchor.h"
+#include "kiln/devices/cpu/fused_anchor.h"
 
 #include <array>
 #include <optional>
 #include <utility>
 
-#include "devices/cpu/reduce_ops.h"
+#include "kiln/devices/cpu/reduce_ops.h"
 
 namespace kiln::cpu {
 

@@ -6,8 +6,8 @@
 #pragma once
 #include <optional>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/fused_program.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/fused_program.h"
 
 namespace kiln::cpu {
 

@@ -1,12 +1,12 @@
-#include "devices/cpu/fused_program.h"
+#include "kiln/devices/cpu/fused_program.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/elementwise_driver.h"
-#include "ops/elementwise_rules.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/elementwise_driver.h"
+#include "kiln/ops/elementwise_rules.h"
 
 namespace kiln::cpu {
 

@@ -9,9 +9,9 @@
 #include <span>
 #include <vector>
 
-#include "devices/cpu/elementwise_driver.h"
-#include "devices/cpu/elementwise_math.h"
-#include "devices/device.h"
+#include "kiln/devices/cpu/elementwise_driver.h"
+#include "kiln/devices/cpu/elementwise_math.h"
+#include "kiln/devices/device.h"
 
 namespace kiln::cpu {
 

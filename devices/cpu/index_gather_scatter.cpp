@@ -7,8 +7,8 @@
 #include <cstring>
 #include <memory>
 
-#include "devices/cpu/index_kernels.h"
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/index_kernels.h"
+#include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu::index {
 namespace {

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/shape_plans.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/shape_plans.h"
 
 namespace kiln::cpu::index {
 

@@ -1,8 +1,8 @@
 // index_select, masked_fill and one_hot: row copies and selects with contiguous inner loops.
 #include <cstring>
 
-#include "devices/cpu/index_kernels.h"
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/index_kernels.h"
+#include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu::index {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "devices/cpu/index_kernels.h"
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/index_kernels.h"
+#include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu::index {
 namespace {

@@ -11,10 +11,10 @@
 #include <immintrin.h>
 #endif
 
-#include "devices/cpu/conv_gemm.h"
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/parallel.h"
-#include "devices/shape_plans.h"
+#include "kiln/devices/cpu/conv_gemm.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/parallel.h"
+#include "kiln/devices/shape_plans.h"
 
 namespace kiln::cpu {
 namespace {

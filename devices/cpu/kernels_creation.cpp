@@ -3,8 +3,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu {
 namespace {

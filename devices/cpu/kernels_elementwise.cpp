@@ -2,9 +2,9 @@
 // (devices/cpu/elementwise_math.h) and hands it to the tile walker (elementwise_driver.h).
 #include <cstring>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/elementwise_driver.h"
-#include "ops/elementwise_rules.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/elementwise_driver.h"
+#include "kiln/ops/elementwise_rules.h"
 
 namespace kiln::cpu {
 

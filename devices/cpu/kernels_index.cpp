@@ -1,5 +1,5 @@
 // CPU kernels of the index family: registration (the kernels are in index_*.cpp).
-#include "devices/cpu/index_kernels.h"
+#include "kiln/devices/cpu/index_kernels.h"
 
 namespace kiln::cpu {
 

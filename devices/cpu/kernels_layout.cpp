@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/layout_strided_copy.h"
-#include "devices/cpu/parallel.h"
-#include "devices/shape_plans.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/layout_strided_copy.h"
+#include "kiln/devices/cpu/parallel.h"
+#include "kiln/devices/shape_plans.h"
 
 namespace kiln::cpu {
 namespace {

@@ -13,11 +13,11 @@
 #include <string>
 #include <thread>
 
-#include "devices/cpu/blas_core.h"
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/packed_weights.h"
-#include "devices/cpu/parallel.h"
-#include "devices/cpu/skinny_gemm.h"
+#include "kiln/devices/cpu/blas_core.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/packed_weights.h"
+#include "kiln/devices/cpu/parallel.h"
+#include "kiln/devices/cpu/skinny_gemm.h"
 
 namespace kiln::cpu {
 namespace {

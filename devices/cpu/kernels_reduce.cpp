@@ -1,8 +1,8 @@
 // CPU kernels of the plain reductions (sum, mean, prod, max, min, any, all): one reducer each
 // on the shared drivers. The statistics (var, std, logsumexp), argmax/argmin, cumsum and
 // softmax live in the other reduce_*.cpp files.
-#include "devices/cpu/reduce_driver.h"
-#include "devices/cpu/reduce_ops.h"
+#include "kiln/devices/cpu/reduce_driver.h"
+#include "kiln/devices/cpu/reduce_ops.h"
 
 namespace kiln::cpu {
 

@@ -4,14 +4,14 @@
 // order is then cut into chunks for oneTBB; a chunk walks whole or partial inner rows, each row
 // being one tight loop chosen by its strides. A box whose source-contiguous dim is not the
 // innermost one (a transpose) takes the cache-blocked path of layout_transpose.cpp instead.
-#include "devices/cpu/layout_strided_copy.h"
+#include "kiln/devices/cpu/layout_strided_copy.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "devices/cpu/layout_transpose.h"
-#include "devices/cpu/parallel.h"
-#include "ops/error.h"
+#include "kiln/devices/cpu/layout_transpose.h"
+#include "kiln/devices/cpu/parallel.h"
+#include "kiln/base/error.h"
 
 namespace kiln::cpu {
 

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "devices/shape_plans.h"
-#include "ops/shape.h"
+#include "kiln/devices/shape_plans.h"
+#include "kiln/ops/shape.h"
 
 namespace kiln::cpu {
 

@@ -1,9 +1,9 @@
-#include "devices/cpu/layout_transpose.h"
+#include "kiln/devices/cpu/layout_transpose.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/parallel.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>

@@ -3,7 +3,7 @@
 // contiguous in the destination. Walking it element by element reads one cache line per element;
 // square tiles with 8 x 8 register transposes read and write whole vectors instead.
 #pragma once
-#include "devices/cpu/layout_strided_copy.h"
+#include "kiln/devices/cpu/layout_strided_copy.h"
 
 namespace kiln::cpu::detail {
 

@@ -1,4 +1,4 @@
-#include "devices/cpu/packed_weights.h"
+#include "kiln/devices/cpu/packed_weights.h"
 
 #include <algorithm>
 #include <atomic>
@@ -8,8 +8,8 @@
 #include <new>
 #include <string_view>
 
-#include "devices/cpu/core_team.h"
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/core_team.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu {
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "memory/memory.h"
+#include "kiln/memory/memory.h"
 
 namespace kiln::cpu {
 

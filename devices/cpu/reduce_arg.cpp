@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "devices/cpu/reduce_driver.h"
-#include "devices/cpu/reduce_ops.h"
+#include "kiln/devices/cpu/reduce_driver.h"
+#include "kiln/devices/cpu/reduce_ops.h"
 
 namespace kiln::cpu {
 namespace {

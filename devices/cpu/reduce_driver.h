@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "devices/cpu/elementwise_math.h"
-#include "devices/cpu/parallel.h"
+#include "kiln/devices/cpu/elementwise_math.h"
+#include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu {
 

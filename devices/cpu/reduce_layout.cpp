@@ -1,6 +1,6 @@
-#include "devices/cpu/reduce_layout.h"
+#include "kiln/devices/cpu/reduce_layout.h"
 
-#include "devices/shape_plans.h"
+#include "kiln/devices/shape_plans.h"
 
 namespace kiln::cpu {
 

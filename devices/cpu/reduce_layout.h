@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "devices/cpu/reduce_driver.h"
-#include "ops/shape.h"
+#include "kiln/devices/cpu/reduce_driver.h"
+#include "kiln/ops/shape.h"
 
 namespace kiln::cpu {
 

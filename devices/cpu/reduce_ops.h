@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "devices/cpu/cpu_kernels.h"
-#include "devices/cpu/reduce_layout.h"
+#include "kiln/devices/cpu/cpu_kernels.h"
+#include "kiln/devices/cpu/reduce_layout.h"
 
 namespace kiln::cpu {
 

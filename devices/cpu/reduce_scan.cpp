@@ -4,8 +4,8 @@
 // is read before it is written.
 #include <algorithm>
 
-#include "devices/cpu/reduce_driver.h"
-#include "devices/cpu/reduce_ops.h"
+#include "kiln/devices/cpu/reduce_driver.h"
+#include "kiln/devices/cpu/reduce_ops.h"
 
 namespace kiln::cpu {
 namespace {

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "devices/cpu/elementwise_driver.h"
-#include "devices/cpu/reduce_driver.h"
-#include "devices/cpu/reduce_ops.h"
-#include "devices/cpu/reduce_vector_math.h"
+#include "kiln/devices/cpu/elementwise_driver.h"
+#include "kiln/devices/cpu/reduce_driver.h"
+#include "kiln/devices/cpu/reduce_ops.h"
+#include "kiln/devices/cpu/reduce_vector_math.h"
 
 namespace kiln::cpu {
 namespace {

@@ -4,9 +4,9 @@
 // pull their values from it: the prologue is evaluated twice instead of stored.
 #include <algorithm>
 
-#include "devices/cpu/reduce_driver.h"
-#include "devices/cpu/reduce_ops.h"
-#include "devices/cpu/reduce_vector_math.h"
+#include "kiln/devices/cpu/reduce_driver.h"
+#include "kiln/devices/cpu/reduce_ops.h"
+#include "kiln/devices/cpu/reduce_vector_math.h"
 
 namespace kiln::cpu {
 namespace {

@@ -1,10 +1,10 @@
-#include "devices/cpu/reduce_vector_math.h"
+#include "kiln/devices/cpu/reduce_vector_math.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "devices/cpu/elementwise_loops.h"
-#include "devices/cpu/fast_exp.h"
+#include "kiln/devices/cpu/elementwise_loops.h"
+#include "kiln/devices/cpu/fast_exp.h"
 
 namespace kiln::cpu {
 

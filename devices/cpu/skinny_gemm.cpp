@@ -1,11 +1,11 @@
-#include "devices/cpu/skinny_gemm.h"
+#include "kiln/devices/cpu/skinny_gemm.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "devices/cpu/core_team.h"
-#include "devices/cpu/simd.h"
+#include "kiln/devices/cpu/core_team.h"
+#include "kiln/devices/cpu/simd.h"
 
 namespace kiln::cpu {
 

@@ -3,19 +3,19 @@
 // their parameters follow the anchor kernel's own in the argument block, prologue first. The
 // kernels are cached under the expression's structure key, per reduction mode and per matmul
 // configuration.
-#include "devices/vulkan/vk_anchor.h"
+#include "kiln/devices/vulkan/vk_anchor.h"
 
 #include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "devices/anchored_steps.h"
-#include "devices/vulkan/vk_conv_gemm.h"
-#include "devices/vulkan/vk_fused_glsl.h"
-#include "devices/vulkan/vk_matmul.h"
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/anchored_steps.h"
+#include "kiln/devices/vulkan/vk_conv_gemm.h"
+#include "kiln/devices/vulkan/vk_fused_glsl.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <memory>
 
-#include "devices/device.h"
+#include "kiln/devices/device.h"
 
 namespace kiln::vk {
 

@@ -1,12 +1,12 @@
-#include "devices/vulkan/vk_autotune.h"
+#include "kiln/devices/vulkan/vk_autotune.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "devices/vulkan/vk_cache_file.h"
-#include "ops/log.h"
+#include "kiln/devices/vulkan/vk_cache_file.h"
+#include "kiln/base/log.h"
 
 namespace kiln::vk {
 

@@ -1,4 +1,4 @@
-#include "devices/vulkan/vk_cache_file.h"
+#include "kiln/devices/vulkan/vk_cache_file.h"
 
 #include <unistd.h>
 

@@ -1,11 +1,11 @@
-#include "devices/vulkan/vk_commands.h"
+#include "kiln/devices/vulkan/vk_commands.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
 
-#include "ops/nap.h"
+#include "kiln/base/nap.h"
 
 namespace kiln::vk {
 
@@ -164,7 +164,7 @@ void CommandStream::submit() {
 
 void CommandStream::wait(Frame& frame) {
   const VkFence fence = frame.fence.get();
-  // Polls for kPollWindow, then naps between polls (ops/nap.h) up to kNapWindow, and only then
+  // Polls for kPollWindow, then naps between polls (base/nap.h) up to kNapWindow, and only then
   // blocks in the driver, where waking late costs under 1% of the wait. Not on a CPU device
   // (lavapipe): there polling would take a core from the work itself.
   VkResult r = vkGetFenceStatus(ctx_.device(), fence);

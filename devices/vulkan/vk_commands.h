@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "devices/vulkan/vk_memory.h"
+#include "kiln/devices/vulkan/vk_memory.h"
 
 namespace kiln::vk {
 

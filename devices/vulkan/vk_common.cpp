@@ -1,4 +1,4 @@
-#include "devices/vulkan/vk_common.h"
+#include "kiln/devices/vulkan/vk_common.h"
 
 
 namespace kiln::vk {

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::vk {
 

@@ -1,12 +1,12 @@
-#include "devices/vulkan/vk_context.h"
+#include "kiln/devices/vulkan/vk_context.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
 
-#include "devices/vulkan/vk_coop_api.h"
-#include "ops/log.h"
+#include "kiln/devices/vulkan/vk_coop_api.h"
+#include "kiln/base/log.h"
 
 namespace kiln::vk {
 

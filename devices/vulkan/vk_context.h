@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_common.h"
+#include "kiln/devices/vulkan/vk_common.h"
 
 namespace kiln::vk {
 

@@ -6,15 +6,15 @@
 // elements, the column elements of every kernel offset whose window covers it, in kernel-offset
 // order, into an f32 sum that it rounds once to the dtype: no atomics, and the same order (so,
 // for f32, the same bits) as the CPU.
-#include "devices/vulkan/vk_conv.h"
+#include "kiln/devices/vulkan/vk_conv.h"
 
 #include <algorithm>
 #include <string>
 
-#include "devices/shape_plans.h"
-#include "devices/vulkan/vk_conv_gemm.h"
-#include "devices/vulkan/vk_layout_copy.h"
-#include "ops/registry.h"
+#include "kiln/devices/shape_plans.h"
+#include "kiln/devices/vulkan/vk_conv_gemm.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 namespace {

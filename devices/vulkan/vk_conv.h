@@ -6,8 +6,8 @@
 #pragma once
 #include <cstdint>
 
-#include "devices/shape_plans.h"
-#include "devices/vulkan/vk_kernels.h"
+#include "kiln/devices/shape_plans.h"
+#include "kiln/devices/vulkan/vk_kernels.h"
 
 namespace kiln::vk {
 

@@ -17,7 +17,7 @@
 // then per dim size, A stride, B stride), then 18 words of the convolution: bias address (0:
 // none), image plane, divisors by kk, kernel width, kernel height, output width, output height,
 // the window (vk_conv.h); then an epilogue's parameters (kConvEpilogueBase).
-#include "devices/vulkan/vk_conv_gemm.h"
+#include "kiln/devices/vulkan/vk_conv_gemm.h"
 
 #include <algorithm>
 #include <atomic>
@@ -26,12 +26,12 @@
 #include <optional>
 #include <string>
 
-#include "devices/vulkan/vk_autotune.h"
-#include "devices/vulkan/vk_conv.h"
-#include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_layout_copy.h"
-#include "ops/log.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_autotune.h"
+#include "kiln/devices/vulkan/vk_conv.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
+#include "kiln/base/log.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

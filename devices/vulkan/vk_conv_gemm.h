@@ -13,7 +13,7 @@
 #include <initializer_list>
 #include <utility>
 
-#include "devices/vulkan/vk_matmul.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
 
 namespace kiln::vk {
 

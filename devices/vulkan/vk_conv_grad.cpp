@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <string>
 
-#include "devices/vulkan/vk_conv_gemm.h"
-#include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_layout_copy.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_conv_gemm.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

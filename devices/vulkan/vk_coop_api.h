@@ -2,7 +2,7 @@
 // (and VK_KHR_shader_bfloat16) that kiln uses, declared here because Debian 12's Vulkan headers (1.3.239) predate both.
 // Values and layouts are those of the Vulkan registry.
 #pragma once
-#include "devices/vulkan/vk_common.h"
+#include "kiln/devices/vulkan/vk_common.h"
 
 namespace kiln::vk {
 

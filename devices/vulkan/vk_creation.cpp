@@ -4,8 +4,8 @@
 // 53 as a double, so values agree in distribution and seed-determinism, not bit for bit.
 #include <cmath>
 
-#include "devices/vulkan/vk_device.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

@@ -1,11 +1,11 @@
-#include "devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_device.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
-#include "ops/log.h"
-#include "ops/registry.h"
+#include "kiln/base/log.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "devices/vulkan/vk_commands.h"
-#include "devices/vulkan/vk_host_flags.h"
-#include "devices/vulkan/vk_kernels.h"
-#include "devices/vulkan/vk_pipeline_cache.h"
+#include "kiln/devices/vulkan/vk_commands.h"
+#include "kiln/devices/vulkan/vk_host_flags.h"
+#include "kiln/devices/vulkan/vk_kernels.h"
+#include "kiln/devices/vulkan/vk_pipeline_cache.h"
 
 namespace kiln::vk {
 

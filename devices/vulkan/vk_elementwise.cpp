@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_anchor.h"
-#include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_fused_glsl.h"
-#include "ops/elementwise_rules.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_anchor.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_fused_glsl.h"
+#include "kiln/ops/elementwise_rules.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

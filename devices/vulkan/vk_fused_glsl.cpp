@@ -1,14 +1,14 @@
 // GLSL of FusedExpr nodes (see vk_fused_glsl.h): each node becomes one GLSL expression with
 // PyTorch's semantics (the kiln_* math of vk_prelude.cpp), its operands converted to the dtype
 // the op computes in.
-#include "devices/vulkan/vk_fused_glsl.h"
+#include "kiln/devices/vulkan/vk_fused_glsl.h"
 
 #include <cmath>
 #include <cstdint>
 
-#include "devices/vulkan/vk_device.h"
-#include "ops/elementwise_rules.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/ops/elementwise_rules.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::fused {
 

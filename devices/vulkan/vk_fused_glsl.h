@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_kernels.h"
-#include "ops/fused_expr.h"
+#include "kiln/devices/vulkan/vk_kernels.h"
+#include "kiln/ops/fused_expr.h"
 
 namespace kiln::vk::fused {
 

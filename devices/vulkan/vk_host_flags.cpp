@@ -1,4 +1,4 @@
-#include "devices/vulkan/vk_host_flags.h"
+#include "kiln/devices/vulkan/vk_host_flags.h"
 
 namespace kiln::vk {
 

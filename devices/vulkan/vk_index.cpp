@@ -1,10 +1,10 @@
 // Index kernels on Vulkan: registration, torch's view of ranks and the range check of index
 // values that the index_*.cpp kernels share (see vk_index.h for why the check is deferred).
-#include "devices/vulkan/vk_index.h"
+#include "kiln/devices/vulkan/vk_index.h"
 
 #include <vector>
 
-#include "ops/registry.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "devices/shape_plans.h"
-#include "devices/vulkan/vk_layout_copy.h"
+#include "kiln/devices/shape_plans.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
 
 namespace kiln::vk::index {
 

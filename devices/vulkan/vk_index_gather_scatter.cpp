@@ -6,8 +6,8 @@
 // last write wins; scatter_add: the sum in index order, for 16-bit floats each partial sum
 // rounded to their dtype). Neighbouring threads take neighbouring
 // columns, so accesses stay coalesced unless `dim` is the last dim.
-#include "devices/vulkan/vk_index.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_index.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::index {
 namespace {

@@ -2,8 +2,8 @@
 // by multiply-high division, elements moved as raw words (one kernel per element size).
 #include <algorithm>
 
-#include "devices/vulkan/vk_index.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_index.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::index {
 namespace {

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <bit>
 
-#include "devices/vulkan/vk_index.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_index.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::index {
 namespace {

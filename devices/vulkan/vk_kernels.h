@@ -46,7 +46,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/device.h"
+#include "kiln/devices/device.h"
 
 namespace kiln::vk {
 

@@ -6,9 +6,9 @@
 // a masked copy of their own.
 #include <algorithm>
 
-#include "devices/shape_plans.h"
-#include "devices/vulkan/vk_layout_copy.h"
-#include "ops/registry.h"
+#include "kiln/devices/shape_plans.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 namespace {

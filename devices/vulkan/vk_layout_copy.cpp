@@ -4,14 +4,14 @@
 // thread turns its flat index into coordinates with multiply-high divisions by the sizes (no
 // hardware division per element) and all offsets are 32-bit: strides wrap as unsigned
 // integers, which is exact as long as every real offset fits, which the host checks.
-#include "devices/vulkan/vk_layout_copy.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 
-#include "ops/half.h"
-#include "ops/registry.h"
+#include "kiln/ops/half.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

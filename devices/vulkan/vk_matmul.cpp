@@ -10,7 +10,7 @@
 // divide M, N, K. Without autotuning, the first
 // cooperative-matrix configuration or a heuristic tiled one. KILN_MATMUL_CONFIG=<name> forces
 // a configuration wherever it applies. KILN_LOG=info prints each autotuning's timings.
-#include "devices/vulkan/vk_matmul.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
 
 #include <algorithm>
 #include <atomic>
@@ -22,11 +22,11 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "devices/vulkan/vk_autotune.h"
-#include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_layout_copy.h"
-#include "ops/log.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_autotune.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
+#include "kiln/base/log.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

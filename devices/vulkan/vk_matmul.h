@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_kernels.h"
-#include "ops/dtype.h"
+#include "kiln/devices/vulkan/vk_kernels.h"
+#include "kiln/ops/dtype.h"
 
 namespace kiln::vk {
 

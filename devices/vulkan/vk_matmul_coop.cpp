@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <string>
 
-#include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_matmul.h"
-#include "devices/vulkan/vk_shader.h"
-#include "ops/log.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
+#include "kiln/devices/vulkan/vk_shader.h"
+#include "kiln/base/log.h"
 
 namespace kiln::vk {
 

@@ -6,9 +6,9 @@
 // per thread and took about 0.1 ms of a padded 4000^3 product on the H200.
 #include <string>
 
-#include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_matmul.h"
-#include "ops/error.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
+#include "kiln/base/error.h"
 
 namespace kiln::vk {
 

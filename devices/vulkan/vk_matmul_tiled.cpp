@@ -14,9 +14,9 @@
 // convolution, vk_conv_gemm.cpp) swaps B's load for its own and adds a bias per row of C.
 #include <string>
 
-#include "devices/vulkan/vk_matmul.h"
-#include "devices/vulkan/vk_shader.h"
-#include "ops/error.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
+#include "kiln/devices/vulkan/vk_shader.h"
+#include "kiln/base/error.h"
 
 namespace kiln::vk {
 

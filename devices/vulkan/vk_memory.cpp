@@ -1,8 +1,8 @@
-#include "devices/vulkan/vk_memory.h"
+#include "kiln/devices/vulkan/vk_memory.h"
 
 #include <algorithm>
 
-#include "ops/log.h"
+#include "kiln/base/log.h"
 
 namespace kiln::vk {
 

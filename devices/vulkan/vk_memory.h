@@ -13,8 +13,8 @@
 #include <mutex>
 #include <vector>
 
-#include "devices/vulkan/vk_context.h"
-#include "memory/memory.h"
+#include "kiln/devices/vulkan/vk_context.h"
+#include "kiln/memory/memory.h"
 
 namespace kiln::vk {
 

@@ -1,4 +1,4 @@
-#include "devices/vulkan/vk_pipeline_cache.h"
+#include "kiln/devices/vulkan/vk_pipeline_cache.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "devices/vulkan/vk_cache_file.h"
-#include "devices/vulkan/vk_shader.h"
-#include "ops/log.h"
+#include "kiln/devices/vulkan/vk_cache_file.h"
+#include "kiln/devices/vulkan/vk_shader.h"
+#include "kiln/base/log.h"
 
 namespace kiln::vk {
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "devices/vulkan/vk_context.h"
-#include "devices/vulkan/vk_shader.h"
+#include "kiln/devices/vulkan/vk_context.h"
+#include "kiln/devices/vulkan/vk_shader.h"
 
 namespace kiln::vk {
 

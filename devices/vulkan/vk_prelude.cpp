@@ -4,7 +4,7 @@
 // test bits and handle those cases explicitly.
 #include <string>
 
-#include "devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_device.h"
 
 namespace kiln::vk {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_device.h"
 
 namespace kiln::vk::reduce {
 

@@ -1,8 +1,8 @@
 // Vulkan kernels of argmax/argmin: the accumulator is a candidate (value, index). A NaN is
 // better than every number; between equal values (NaN included) the smaller index wins, so the
 // merge tree finds the first best element whatever order its partials meet in, like torch.
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::reduce {
 

@@ -23,8 +23,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::reduce {
 

@@ -7,9 +7,9 @@
 // index arithmetic.
 #include <cstdint>
 
-#include "devices/shape_plans.h"
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/shape_plans.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::reduce {
 

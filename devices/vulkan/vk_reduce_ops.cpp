@@ -3,8 +3,8 @@
 // prod of i64 or bool give i64 (wrapping), max/min keep the dtype and a NaN wins, any/all count
 // nonzero (and NaN) as true, mean is the f32 sum divided by the count (an empty extent gives
 // NaN). Also the family's registration.
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 

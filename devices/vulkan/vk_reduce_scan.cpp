@@ -11,8 +11,8 @@
 // tile's barrier, and the passes before the last only read.
 #include <algorithm>
 
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::reduce {
 

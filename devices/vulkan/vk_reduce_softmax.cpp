@@ -5,8 +5,8 @@
 // across workgroups (fold, combine, then a separate write pass), all in the shared driver.
 // The output may be the input's buffer: an element is read before it is written, by the same
 // thread, and every fold precedes every write.
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::reduce {
 

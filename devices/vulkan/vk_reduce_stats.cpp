@@ -7,8 +7,8 @@
 //              of the CPU's max-then-sum); an infinite or NaN max is the answer itself, like torch.
 #include <algorithm>
 
-#include "devices/vulkan/vk_reduce.h"
-#include "ops/registry.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::vk::reduce {
 

@@ -1,4 +1,4 @@
-#include "devices/vulkan/vk_shader.h"
+#include "kiln/devices/vulkan/vk_shader.h"
 
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
@@ -10,9 +10,9 @@
 #include <mutex>
 #include <sstream>
 
-#include "devices/vulkan/vk_spirv_coop.h"
-#include "ops/error.h"
-#include "ops/log.h"
+#include "kiln/devices/vulkan/vk_spirv_coop.h"
+#include "kiln/base/error.h"
+#include "kiln/base/log.h"
 
 namespace kiln::vk {
 

@@ -1,10 +1,10 @@
-#include "devices/vulkan/vk_spirv_coop.h"
+#include "kiln/devices/vulkan/vk_spirv_coop.h"
 
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::vk {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "autograd/autograd.h"
+#include <kiln/core.h>
 #include "examples/serve/classify_api.h"
 
 namespace kiln::examples {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "examples/fashion_mnist_model.h"
-#include "serve/batcher.h"
+#include <kiln/serve.h>
 
 namespace kiln::examples {
 

@@ -12,7 +12,7 @@
 
 #include "examples/serve/classify_server.h"
 #include "examples/serve/stop_signal.h"
-#include "io/io.h"
+#include <kiln/io.h>
 
 using namespace kiln;
 

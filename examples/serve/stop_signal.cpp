@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "ops/error.h"
+#include <kiln/core.h>
 
 namespace kiln::examples {
 

@@ -2,7 +2,7 @@
 // exp, sigmoid, sum, mean, reshape, permute), so that the core is tested independently of the
 // rule families in autograd/rules_<family>.cpp. CoreRules installs them for a test's duration.
 #pragma once
-#include "autograd/graph.h"
+#include "kiln/autograd/graph.h"
 
 namespace kiln::test {
 

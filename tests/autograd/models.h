@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/autograd.h"
-#include "engine/kiln.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/kiln.h"
 #include "support/reference.h"
 
 namespace kiln::test {

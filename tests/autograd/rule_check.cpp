@@ -1,11 +1,11 @@
-#include "autograd/rule_check.h"
+#include "kiln/autograd/rule_check.h"
 
 #include <cmath>
 #include <sstream>
 
 #include "support/reference.h"
-#include "engine/submit.h"
-#include "ops/registry.h"
+#include "kiln/engine/submit.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::test {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/rules.h"
-#include "engine/kiln.h"
+#include "kiln/autograd/rules.h"
+#include "kiln/engine/kiln.h"
 #include "support/reference.h"
 
 namespace kiln::test {

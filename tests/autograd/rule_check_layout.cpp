@@ -1,11 +1,11 @@
-#include "autograd/rule_check_layout.h"
+#include "kiln/autograd/rule_check_layout.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "support/reference.h"
-#include "engine/submit.h"
+#include "kiln/engine/submit.h"
 
 namespace kiln::test {
 

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "autograd/rules.h"
+#include "kiln/autograd/rules.h"
 #include "support/reference.h"
 
 namespace kiln::test {

@@ -4,7 +4,7 @@
 // (tests/data/gen_autograd_core.py).
 #include <gtest/gtest.h>
 
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 #include "core_rules.h"
 #include "models.h"
 #include "support/reference.h"

@@ -4,11 +4,11 @@
 // against finite differences.
 #include <gtest/gtest.h>
 
-#include "autograd/autograd.h"
-#include "autograd/rule_check.h"
-#include "engine/submit.h"
-#include "ops/conv_oracle.h"
-#include "ops/registry.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/autograd/rule_check.h"
+#include "kiln/engine/submit.h"
+#include "kiln/ops/conv_oracle.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 namespace {

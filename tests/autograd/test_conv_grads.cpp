@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "autograd/autograd.h"
-#include "autograd/rule_check.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/autograd/rule_check.h"
 #include "support/conv_calls.h"
 
 namespace kiln {

@@ -4,7 +4,7 @@
 // rules' own tests check those against PyTorch); the skipped products show in the kernel count.
 #include <gtest/gtest.h>
 
-#include "autograd/autograd.h"
+#include "kiln/autograd/autograd.h"
 #include "support/reference.h"
 
 namespace kiln {

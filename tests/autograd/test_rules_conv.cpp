@@ -3,8 +3,8 @@
 // spatial dim; check_rule verifies them against the API), and the forward is the API call.
 #include <gtest/gtest.h>
 
-#include "autograd/autograd.h"
-#include "autograd/rule_check_layout.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/autograd/rule_check_layout.h"
 
 namespace kiln {
 namespace {

@@ -5,8 +5,8 @@
 #include <map>
 #include <optional>
 
-#include "autograd/rule_check.h"
-#include "ops/registry.h"
+#include "kiln/autograd/rule_check.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 namespace {

@@ -3,8 +3,8 @@
 // them), so each case's attrs hold the API's arguments as they are.
 #include <gtest/gtest.h>
 
-#include "autograd/rule_check_layout.h"
-#include "ops/registry.h"  // op_name
+#include "kiln/autograd/rule_check_layout.h"
+#include "kiln/ops/registry.h"  // op_name
 
 namespace kiln {
 namespace {

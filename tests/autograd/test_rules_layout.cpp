@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "autograd/rule_check_layout.h"
-#include "ops/registry.h"  // op_name
+#include "kiln/autograd/rule_check_layout.h"
+#include "kiln/ops/registry.h"  // op_name
 
 namespace kiln {
 namespace {

@@ -2,9 +2,9 @@
 // grad_reduce.json) and against finite differences of the kiln forward op.
 #include <gtest/gtest.h>
 
-#include "autograd/rule_check.h"
-#include "ops/reduce_rules.h"
-#include "ops/registry.h"
+#include "kiln/autograd/rule_check.h"
+#include "kiln/ops/reduce_rules.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 namespace {

@@ -5,7 +5,7 @@
 #include <exception>
 #include <vector>
 
-#include "nn/nn.h"
+#include <kiln/nn.h>
 
 namespace {
 

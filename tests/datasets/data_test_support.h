@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "data/data.h"
-#include "engine/kiln.h"
+#include "kiln/data/data.h"
+#include "kiln/engine/kiln.h"
 #include "support/expect_error.h"
 
 namespace kiln::test {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/cpu/blas_core.h"
-#include "engine/kiln.h"
+#include "kiln/devices/cpu/blas_core.h"
+#include "kiln/engine/kiln.h"
 #include "support/reference.h"
 
 namespace kiln::cpu {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/expect_error.h"
 
 namespace kiln {

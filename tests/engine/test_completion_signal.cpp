@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/future.h"
+#include "kiln/engine/future.h"
 
 namespace kiln {
 namespace {

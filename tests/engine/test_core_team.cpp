@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "devices/cpu/core_team.h"
+#include "kiln/devices/cpu/core_team.h"
 
 namespace kiln::cpu {
 namespace {

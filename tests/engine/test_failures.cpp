@@ -2,7 +2,7 @@
 // the engine goes on serving other work.
 #include <gtest/gtest.h>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/expect_error.h"
 
 namespace kiln {

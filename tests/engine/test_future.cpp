@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/future.h"
+#include "kiln/engine/future.h"
 
 namespace kiln {
 namespace {

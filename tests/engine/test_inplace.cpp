@@ -1,7 +1,7 @@
 // In-place reuse by ownership: an op given the last handle writes into that handle's buffer.
 #include <gtest/gtest.h>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln {
 namespace {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include "engine/kiln.h"
-#include "engine/runtime.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/engine/runtime.h"
 #include "support/child_test.h"
 
 namespace kiln {

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <thread>
 
-#include "autograd/autograd.h"
-#include "engine/kiln.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/kiln.h"
 #include "support/exact_inputs.h"
 #include "support/expect_error.h"
 

@@ -1,4 +1,4 @@
-// The engine's timeline (ops/trace.h, KILN_TRACE): a traced run writes a Chrome trace whose spans
+// The engine's timeline (base/trace.h, KILN_TRACE): a traced run writes a Chrome trace whose spans
 // are the kernels that ran (by op name), the scheduler's batches and the waits on futures, each
 // with a thread and a non-negative duration; nothing is recorded once the trace is written.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
-#include "engine/kiln.h"
-#include "ops/trace.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/base/trace.h"
 
 namespace kiln {
 namespace {

@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
-#include "io/dtype_conversion.h"
-#include "io/safetensors_header.h"
-#include "ops/error.h"
+#include "kiln/io/dtype_conversion.h"
+#include "kiln/io/safetensors_header.h"
+#include "kiln/base/error.h"
 
 namespace {
 

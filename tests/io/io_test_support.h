@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "io/io.h"
-#include "nn/nn.h"
+#include "kiln/io/io.h"
+#include "kiln/nn/nn.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
 #include "support/scratch_dir.h"

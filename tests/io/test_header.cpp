@@ -2,10 +2,10 @@
 // and the element conversions between file dtypes and kiln dtypes.
 #include <cmath>
 
-#include "io/dtype_conversion.h"
-#include "io/safetensors_header.h"
+#include "kiln/io/dtype_conversion.h"
+#include "kiln/io/safetensors_header.h"
 #include "io_test_support.h"
-#include "ops/half.h"
+#include "kiln/ops/half.h"
 
 namespace kiln::test {
 namespace {

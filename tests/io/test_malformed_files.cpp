@@ -3,7 +3,7 @@
 // every reader — and a load that fails leaves the module exactly as it was.
 #include <set>
 
-#include "io/safetensors_header.h"
+#include "kiln/io/safetensors_header.h"
 #include "io_test_support.h"
 
 namespace kiln::test {

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "io/safetensors_header.h"
+#include "kiln/io/safetensors_header.h"
 #include "io_test_support.h"
 
 namespace kiln::test {

@@ -7,7 +7,7 @@
 #include <bit>
 #include <cmath>
 
-#include "io/state_io.h"
+#include "kiln/io/state_io.h"
 #include "io_test_support.h"
 
 namespace kiln::test {

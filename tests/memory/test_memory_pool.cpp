@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "memory/memory.h"
+#include "kiln/memory/memory.h"
 
 namespace kiln {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/autograd.h"
-#include "engine/kiln.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/kiln.h"
 #include "support/reference.h"
 
 namespace kiln::test {

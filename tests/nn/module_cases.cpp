@@ -1,4 +1,4 @@
-#include "nn/module_cases.h"
+#include "kiln/nn/module_cases.h"
 
 #include <fstream>
 #include <mutex>

@@ -3,7 +3,7 @@
 #pragma once
 #include <map>
 
-#include "nn/nn.h"
+#include "kiln/nn/nn.h"
 #include "support/reference.h"
 
 namespace kiln::test {

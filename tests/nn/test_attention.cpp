@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "nn/attention.h"
-#include "nn/attention_cases.h"
+#include "kiln/nn/attention.h"
+#include "kiln/nn/attention_cases.h"
 
 namespace kiln::test {
 

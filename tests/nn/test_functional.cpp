@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "nn/functional.h"
-#include "nn/functional_check.h"
+#include "kiln/nn/functional.h"
+#include "kiln/nn/functional_check.h"
 
 namespace kiln {
 namespace {

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <map>
 
-#include "nn/functional_check.h"
-#include "nn/init.h"
+#include "kiln/nn/functional_check.h"
+#include "kiln/nn/init.h"
 
 namespace kiln {
 namespace {

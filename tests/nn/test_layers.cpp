@@ -7,7 +7,7 @@
 #include <cmath>
 #include <functional>
 
-#include "nn/module_cases.h"
+#include "kiln/nn/module_cases.h"
 
 namespace kiln::test {
 namespace {

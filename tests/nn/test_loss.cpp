@@ -4,8 +4,8 @@
 // errors for bad shapes and options.
 #include <gtest/gtest.h>
 
-#include "nn/functional_check.h"
-#include "nn/loss.h"
+#include "kiln/nn/functional_check.h"
+#include "kiln/nn/loss.h"
 
 namespace kiln {
 namespace {

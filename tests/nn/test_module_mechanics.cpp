@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "nn/module_cases.h"
+#include "kiln/nn/module_cases.h"
 #include "support/fusion_scope.h"
 
 namespace kiln::test {

@@ -4,8 +4,8 @@
 // Hugging Face's LLaMA applies them (outputs and input gradients); errors name the layer.
 #include <gtest/gtest.h>
 
-#include "nn/attention_cases.h"
-#include "nn/positional.h"
+#include "kiln/nn/attention_cases.h"
+#include "kiln/nn/positional.h"
 
 namespace kiln::test {
 namespace {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 
-#include "nn/module_cases.h"
-#include "nn/rnn.h"
+#include "kiln/nn/module_cases.h"
+#include "kiln/nn/rnn.h"
 
 namespace kiln::test {
 namespace {

@@ -4,8 +4,8 @@
 // copies of the layer in the stacks; errors that name the layer's path.
 #include <gtest/gtest.h>
 
-#include "nn/attention_cases.h"
-#include "nn/transformer.h"
+#include "kiln/nn/attention_cases.h"
+#include "kiln/nn/transformer.h"
 
 namespace kiln::test {
 namespace {

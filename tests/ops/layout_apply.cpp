@@ -1,4 +1,4 @@
-#include "ops/layout_apply.h"
+#include "kiln/ops/layout_apply.h"
 
 #include <stdexcept>
 

@@ -2,8 +2,8 @@
 // and the conv ops on every test device (Vulkan's against the oracle: tests/devices/vulkan).
 #include <gtest/gtest.h>
 
-#include "engine/submit.h"
-#include "ops/conv_oracle.h"
+#include "kiln/engine/submit.h"
+#include "kiln/ops/conv_oracle.h"
 #include "support/reference.h"
 
 namespace kiln {

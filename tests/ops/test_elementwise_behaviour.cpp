@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-#include "ops/elementwise_rules.h"
+#include "kiln/ops/elementwise_rules.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
 

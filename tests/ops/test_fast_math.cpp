@@ -10,9 +10,9 @@
 #include <limits>
 #include <vector>
 
-#include "devices/cpu/fast_erf.h"
-#include "devices/cpu/fast_exp.h"
-#include "engine/kiln.h"
+#include "kiln/devices/cpu/fast_erf.h"
+#include "kiln/devices/cpu/fast_exp.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln {
 namespace {

@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
 

@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/reference.h"
 
 namespace kiln {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/expect_error.h"
 #include "support/reduce_cases.h"
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <random>
 
-#include "devices/device.h"
-#include "ops/registry.h"
+#include "kiln/devices/device.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 namespace {

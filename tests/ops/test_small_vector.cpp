@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "ops/small_vector.h"
+#include "kiln/ops/small_vector.h"
 
 namespace kiln {
 namespace {

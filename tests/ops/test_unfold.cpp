@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
 

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <limits>
 
-#include "optim/lr_scheduler.h"
+#include "kiln/optim/lr_scheduler.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
 

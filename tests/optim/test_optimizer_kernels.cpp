@@ -3,8 +3,8 @@
 // counters, on every device.
 #include <gtest/gtest.h>
 
-#include "nn/nn.h"
-#include "optim/optim.h"
+#include "kiln/nn/nn.h"
+#include "kiln/optim/optim.h"
 #include "support/fusion_scope.h"
 #include "support/reference.h"
 

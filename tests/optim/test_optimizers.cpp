@@ -4,8 +4,8 @@
 // resume, value semantics (a copy of the module keeps its values), and misuse.
 #include <gtest/gtest.h>
 
-#include "nn/nn.h"
-#include "optim/optim.h"
+#include "kiln/nn/nn.h"
+#include "kiln/optim/optim.h"
 #include "support/expect_error.h"
 #include "support/reference.h"
 

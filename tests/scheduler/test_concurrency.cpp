@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln {
 namespace {

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <map>
 
-#include "ops/error.h"
-#include "ops/registry.h"
-#include "scheduler/executor.h"
+#include "kiln/base/error.h"
+#include "kiln/ops/registry.h"
+#include "kiln/scheduler/executor.h"
 
 namespace kiln {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/gelu_chain.h"
 #include "support/reference.h"
 #include "support/fusion_scope.h"

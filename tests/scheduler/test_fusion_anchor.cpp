@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/fusion_cases.h"
 #include "support/gelu_chain.h"
 #include "support/reference.h"

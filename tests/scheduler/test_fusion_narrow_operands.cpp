@@ -3,7 +3,7 @@
 // reading (found by autograd's relu rule).
 #include <gtest/gtest.h>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln {
 namespace {

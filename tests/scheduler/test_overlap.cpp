@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/autograd.h"
-#include "engine/kiln.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln {
 namespace {

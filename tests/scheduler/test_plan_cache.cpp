@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/kiln.h"
-#include "ops/registry.h"
-#include "scheduler/plan_cache.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/ops/registry.h"
+#include "kiln/scheduler/plan_cache.h"
 #include "support/fusion_scope.h"
 #include "support/reference.h"
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "data/data.h"
+#include "kiln/data/data.h"
 #include "examples/fashion_mnist_model.h"
-#include "serve/batcher.h"
+#include "kiln/serve/batcher.h"
 
 namespace kiln::test {
 

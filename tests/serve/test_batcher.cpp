@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/kiln.h"
-#include "serve/serve.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/serve/serve.h"
 #include "support/exact_inputs.h"
 #include "support/expect_error.h"
 #include "support/reference.h"

@@ -14,7 +14,7 @@
 
 #include "examples/serve/classify_server.h"
 #include "examples/serve/stop_signal.h"
-#include "io/io.h"
+#include "kiln/io/io.h"
 #include "support/scratch_dir.h"
 #include "tests/serve/serve_test_fixtures.h"
 #include "support/child_test.h"

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 extern char** environ;
 

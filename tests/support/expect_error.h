@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::test {
 

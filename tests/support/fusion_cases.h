@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 #include "support/gelu_chain.h"
 
 namespace kiln::test {

@@ -2,7 +2,7 @@
 // ends, so that ops submitted before the block are planned with the old setting and the block's
 // own ops with the new one.
 #pragma once
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::test {
 

@@ -1,7 +1,7 @@
 // The gelu_fused workload as separate ops: x * (erf(x / sqrt(2)) + 1) / 2, each intermediate
 // handed over to the next op (the fusion tests count its kernels and compare its values).
 #pragma once
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::test {
 

@@ -6,6 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/kiln.h"
-#include "nn/nn.h"
+#include "kiln/engine/kiln.h"
+#include "kiln/nn/nn.h"
 #include "support/reference.h"

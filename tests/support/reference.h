@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/kiln.h"
+#include "kiln/engine/kiln.h"
 
 namespace kiln::test {
 

@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "data/data.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
-#include "train/learner.h"
+#include "kiln/data/data.h"
+#include "kiln/nn/nn.h"
+#include "kiln/optim/optim.h"
+#include "kiln/train/learner.h"
 
 namespace kiln::train::fixture {
 

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "ops/error.h"
-#include "train/dashboard.h"
+#include "kiln/base/error.h"
+#include "kiln/train/dashboard.h"
 #include "train_test_support.h"
 
 namespace kiln::test {

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "ops/error.h"
-#include "train/html_report.h"
+#include "kiln/base/error.h"
+#include "kiln/train/html_report.h"
 #include "xml_checker.h"
 
 namespace kiln::test {

@@ -16,13 +16,13 @@
 #include <fstream>
 #include <thread>
 
-#include "data/data.h"
-#include "io/io.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
+#include "kiln/data/data.h"
+#include "kiln/io/io.h"
+#include "kiln/nn/nn.h"
+#include "kiln/optim/optim.h"
 #include "support/child_test.h"
 #include "support/scratch_dir.h"
-#include "train/learner.h"
+#include "kiln/train/learner.h"
 
 namespace kiln::train {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "io/io.h"
+#include "kiln/io/io.h"
 #include "learner_test_support.h"
 #include "support/expect_error.h"
 #include "support/scratch_dir.h"

@@ -25,7 +25,7 @@
 #include "support/child_test.h"
 #include "support/expect_error.h"
 #include "support/scratch_dir.h"
-#include "train/metric_history_file.h"
+#include "kiln/train/metric_history_file.h"
 
 namespace kiln::train {
 namespace {

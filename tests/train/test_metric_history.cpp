@@ -6,10 +6,10 @@
 #include <fstream>
 #include <limits>
 
-#include "ops/error.h"
-#include "train/metric_format.h"
-#include "train/metric_history.h"
-#include "train/metric_history_file.h"
+#include "kiln/base/error.h"
+#include "kiln/train/metric_format.h"
+#include "kiln/train/metric_history.h"
+#include "kiln/train/metric_history_file.h"
 #include "support/scratch_dir.h"
 
 namespace kiln::test {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "train/terminal_chart.h"
+#include "kiln/train/terminal_chart.h"
 #include "train_test_support.h"
 
 namespace kiln::test {

@@ -7,10 +7,10 @@
 // tests/ops/test_conv.cpp and tests/autograd/test_conv_grads.cpp.
 #include <cstdlib>
 
-#include "autograd/autograd.h"
-#include "devices/vulkan/vk_conv_gemm.h"
-#include "devices/vulkan/vk_matmul.h"
-#include "ops/conv_oracle.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/devices/vulkan/vk_conv_gemm.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
+#include "kiln/ops/conv_oracle.h"
 #include "support/fusion_scope.h"
 #include "vulkan_test_support.h"
 

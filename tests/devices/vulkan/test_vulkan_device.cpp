@@ -5,7 +5,7 @@
 #include <numeric>
 #include <thread>
 
-#include "devices/vulkan/vk_context.h"
+#include "kiln/devices/vulkan/vk_context.h"
 #include "support/exact_inputs.h"
 #include "vulkan_test_support.h"
 

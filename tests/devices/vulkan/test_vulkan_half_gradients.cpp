@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/autograd.h"
-#include "devices/vulkan/vulkan_test_support.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/devices/vulkan/vulkan_test_support.h"
 
 namespace kiln {
 namespace {

@@ -10,13 +10,13 @@
 #include <set>
 #include <utility>
 
-#include "devices/vulkan/vk_autotune.h"
-#include "devices/vulkan/vk_conv_gemm.h"
-#include "devices/vulkan/vk_device.h"
-#include "devices/vulkan/vk_layout_copy.h"
+#include "kiln/devices/vulkan/vk_autotune.h"
+#include "kiln/devices/vulkan/vk_conv_gemm.h"
+#include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/devices/vulkan/vk_layout_copy.h"
 #include "support/fusion_scope.h"
-#include "devices/vulkan/vk_matmul.h"
-#include "devices/vulkan/vk_shader.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
+#include "kiln/devices/vulkan/vk_shader.h"
 #include "vulkan_test_support.h"
 
 namespace kiln::test {

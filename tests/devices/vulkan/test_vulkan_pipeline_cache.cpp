@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "devices/vulkan/vk_pipeline_cache.h"
-#include "devices/vulkan/vk_shader.h"
+#include "kiln/devices/vulkan/vk_pipeline_cache.h"
+#include "kiln/devices/vulkan/vk_shader.h"
 #include "vulkan_test_support.h"
 
 namespace kiln::test {

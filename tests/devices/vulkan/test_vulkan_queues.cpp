@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "autograd/autograd.h"
-#include "devices/vulkan/vk_context.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/devices/vulkan/vk_context.h"
 #include "vulkan_test_support.h"
 
 namespace kiln::test {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_shader.h"
-#include "devices/vulkan/vk_spirv_coop.h"
-#include "ops/error.h"
+#include "kiln/devices/vulkan/vk_shader.h"
+#include "kiln/devices/vulkan/vk_spirv_coop.h"
+#include "kiln/base/error.h"
 
 namespace kiln::test {
 namespace {

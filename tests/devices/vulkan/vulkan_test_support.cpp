@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "devices/vulkan/vk_context.h"
+#include "kiln/devices/vulkan/vk_context.h"
 
 namespace kiln::test {
 

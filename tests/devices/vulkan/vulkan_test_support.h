@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/vulkan/vk_context.h"
-#include "engine/kiln.h"
+#include "kiln/devices/vulkan/vk_context.h"
+#include "kiln/engine/kiln.h"
 #include "support/reference.h"
 
 namespace kiln::test {

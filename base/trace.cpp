@@ -1,4 +1,4 @@
-#include "ops/trace.h"
+#include "kiln/base/trace.h"
 
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/log.h"
+#include "kiln/base/log.h"
 
 namespace kiln::trace::detail {
 

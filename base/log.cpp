@@ -1,4 +1,4 @@
-#include "ops/log.h"
+#include "kiln/base/log.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 

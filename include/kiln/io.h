@@ -1,0 +1,3 @@
+// Weights and checkpoints in safetensors files (kiln_io).
+#pragma once
+#include "kiln/io/io.h"

@@ -1,0 +1,3 @@
+// Optimizers, gradient clipping and learning-rate schedules (kiln_optim).
+#pragma once
+#include "kiln/optim/optim.h"
