@@ -1,11 +1,11 @@
-// Checks that an installed kiln links and computes: a matmul, a relu and an nn::Linear forward,
-// each against values worked out by hand. Exits non-zero on any mismatch.
+// Checks that an installed kiln compiles (every public header, through <kiln/kiln.h>), links and
+// computes: a matmul, a relu and an nn::Linear forward, each against values worked out by hand. Exits non-zero on any mismatch.
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <vector>
 
-#include <kiln/nn.h>
+#include <kiln/kiln.h>  // every public header: each must resolve in the installed tree
 
 namespace {
 
