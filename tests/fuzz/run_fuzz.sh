@@ -18,11 +18,15 @@ if [[ -z "$cxx" ]]; then
   exit 2
 fi
 
-mkdir -p "$work/corpus"
+mkdir -p "$work/corpus" "$work/include/kiln"
+# kiln's headers are spelled "kiln/<folder>/...": a view of the folders, as the build makes one.
+for folder in base ops engine streams scheduler memory devices autograd nn optim io; do
+  ln -sfn "$root/$folder" "$work/include/kiln/$folder"
+done
 binary="$work/fuzz_safetensors_header"
 "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I"$root" \
+  -I"$work/include" \
   "$root/tests/fuzz/fuzz_safetensors_header.cpp" \
   "$root/io/safetensors_header.cpp" "$root/io/header_json.cpp" "$root/io/dtype_conversion.cpp" \
   "$root/ops/vocabulary.cpp" \
