@@ -47,40 +47,62 @@ std::string conv_describe(const Tensor& weight, bool transposed, const Window& s
 
 }  // namespace detail
 
-#define KILN_NN_CONV_LAYER_IMPL(Type, D, call)                                                                \
-  Type::Type(std::int64_t in, std::int64_t out, Window kernel, const ConvLayerOptions& o) {                   \
-    detail::ConvInit init = detail::conv_init(#Type, in, out, kernel, D, o.groups, o.bias, false, o.device);  \
-    weight = Parameter(init.weight);                                                                          \
-    if (o.bias) bias = Parameter(init.bias);                                                                  \
-    options_ = ConvOptions{o.stride, o.padding, o.dilation, o.groups, o.same_padding};                        \
-  }                                                                                                           \
-  Tensor Type::forward(const Tensor& x) const {                                                               \
-    return guarded([&] { return call(x, weight, bias, options_); });                                          \
-  }                                                                                                           \
-  std::string Type::describe() const {                                                                        \
-    return detail::conv_describe(weight, false, options_.stride, options_.padding, options_.groups,           \
-                                 options_.same_padding);                                                      \
-  }
-KILN_NN_CONV_LAYER_IMPL(Conv1d, 1, conv1d)
-KILN_NN_CONV_LAYER_IMPL(Conv2d, 2, conv2d)
-KILN_NN_CONV_LAYER_IMPL(Conv3d, 3, conv3d)
-#undef KILN_NN_CONV_LAYER_IMPL
+namespace {
 
-#define KILN_NN_CONV_TRANSPOSE_LAYER_IMPL(Type, D, call)                                                     \
-  Type::Type(std::int64_t in, std::int64_t out, Window kernel, const ConvTransposeLayerOptions& o) {         \
-    detail::ConvInit init = detail::conv_init(#Type, in, out, kernel, D, o.groups, o.bias, true, o.device);  \
-    weight = Parameter(init.weight);                                                                         \
-    if (o.bias) bias = Parameter(init.bias);                                                                 \
-    options_ = ConvTransposeOptions{o.stride, o.padding, o.output_padding, o.dilation, o.groups};            \
-  }                                                                                                          \
-  Tensor Type::forward(const Tensor& x) const {                                                              \
-    return guarded([&] { return call(x, weight, bias, options_); });                                         \
-  }                                                                                                          \
-  std::string Type::describe() const {                                                                       \
-    return detail::conv_describe(weight, true, options_.stride, options_.padding, options_.groups, false);   \
-  }
-KILN_NN_CONV_TRANSPOSE_LAYER_IMPL(ConvTranspose1d, 1, conv_transpose1d)
-KILN_NN_CONV_TRANSPOSE_LAYER_IMPL(ConvTranspose2d, 2, conv_transpose2d)
-#undef KILN_NN_CONV_TRANSPOSE_LAYER_IMPL
+template <int D> Tensor convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& o) {
+  if constexpr (D == 1) return conv1d(x, weight, bias, o);
+  else if constexpr (D == 2) return conv2d(x, weight, bias, o);
+  else return conv3d(x, weight, bias, o);
+}
+
+template <int D>
+Tensor convolve_transposed(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvTransposeOptions& o) {
+  if constexpr (D == 1) return conv_transpose1d(x, weight, bias, o);
+  else if constexpr (D == 2) return conv_transpose2d(x, weight, bias, o);
+  else return conv_transpose3d(x, weight, bias, o);
+}
+
+}  // namespace
+
+template <int D>
+ConvNd<D>::ConvNd(std::int64_t in, std::int64_t out, Window kernel, const ConvLayerOptions& o) {
+  detail::ConvInit init = detail::conv_init(type_name(), in, out, kernel, D, o.groups, o.bias, false, o.device);
+  weight = Parameter(init.weight);
+  if (o.bias) bias = Parameter(init.bias);
+  options_ = ConvOptions{o.stride, o.padding, o.dilation, o.groups, o.same_padding};
+}
+
+template <int D> Tensor ConvNd<D>::forward(const Tensor& x) const {
+  return guarded([&] { return convolve<D>(x, weight, bias, options_); });
+}
+
+template <int D> std::string ConvNd<D>::describe() const {
+  return detail::conv_describe(weight, false, options_.stride, options_.padding, options_.groups,
+                               options_.same_padding);
+}
+
+template <int D>
+ConvTransposeNd<D>::ConvTransposeNd(std::int64_t in, std::int64_t out, Window kernel,
+                                    const ConvTransposeLayerOptions& o) {
+  detail::ConvInit init = detail::conv_init(type_name(), in, out, kernel, D, o.groups, o.bias, true, o.device);
+  weight = Parameter(init.weight);
+  if (o.bias) bias = Parameter(init.bias);
+  options_ = ConvTransposeOptions{o.stride, o.padding, o.output_padding, o.dilation, o.groups};
+}
+
+template <int D> Tensor ConvTransposeNd<D>::forward(const Tensor& x) const {
+  return guarded([&] { return convolve_transposed<D>(x, weight, bias, options_); });
+}
+
+template <int D> std::string ConvTransposeNd<D>::describe() const {
+  return detail::conv_describe(weight, true, options_.stride, options_.padding, options_.groups, false);
+}
+
+template class ConvNd<1>;
+template class ConvNd<2>;
+template class ConvNd<3>;
+template class ConvTransposeNd<1>;
+template class ConvTransposeNd<2>;
+template class ConvTransposeNd<3>;
 
 }  // namespace kiln::nn

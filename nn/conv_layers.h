@@ -1,6 +1,10 @@
-// Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d, with PyTorch's parameter names
+// Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d, with PyTorch's parameter names
 // (weight, bias), weight layouts ([out, in / groups, *kernel]; transposed: [in, out / groups,
 // *kernel]) and default initialization. forward is engine/conv.h's op of the same name.
+//
+// Each kind is one class template over the number of spatial dims (ConvNd<D>,
+// ConvTransposeNd<D>), so the dims cannot drift apart; Conv2d and the others name its
+// instances, and each instance reports its PyTorch name (summaries, errors).
 #pragma once
 #include "kiln/engine/conv.h"
 #include "kiln/nn/module.h"
@@ -38,41 +42,63 @@ std::string conv_describe(const Tensor& weight, bool transposed, const Window& s
                           std::int64_t groups, bool same);
 }  // namespace detail
 
-#define KILN_NN_CONV_LAYER(Type)                                                                           \
-  class Type : public Module {                                                                             \
-   public:                                                                                                 \
-    Type(std::int64_t in_channels, std::int64_t out_channels, Window kernel_size,                          \
-         const ConvLayerOptions& options = {});                                                            \
-    Tensor forward(const Tensor& x) const;                                                                 \
-    std::string describe() const override;                                                                \
-                                                                                                           \
-    Parameter weight, bias;                                                                                \
-    KILN_MODULE(Type, weight, bias)                                                                        \
-                                                                                                           \
-   private:                                                                                                \
-    ConvOptions options_;                                                                                  \
-  };
-KILN_NN_CONV_LAYER(Conv1d)
-KILN_NN_CONV_LAYER(Conv2d)
-KILN_NN_CONV_LAYER(Conv3d)
-#undef KILN_NN_CONV_LAYER
+// A convolution over D spatial dims: x [N, in_channels, *D] or [in_channels, *D].
+template <int D> class ConvNd : public Module {
+  static_assert(D >= 1 && D <= 3, "convolutions have 1 to 3 spatial dims");
 
-#define KILN_NN_CONV_TRANSPOSE_LAYER(Type)                                                                 \
-  class Type : public Module {                                                                             \
-   public:                                                                                                 \
-    Type(std::int64_t in_channels, std::int64_t out_channels, Window kernel_size,                          \
-         const ConvTransposeLayerOptions& options = {});                                                   \
-    Tensor forward(const Tensor& x) const;                                                                 \
-    std::string describe() const override;                                                                 \
-                                                                                                           \
-    Parameter weight, bias;                                                                                \
-    KILN_MODULE(Type, weight, bias)                                                                        \
-                                                                                                           \
-   private:                                                                                                \
-    ConvTransposeOptions options_;                                                                         \
-  };
-KILN_NN_CONV_TRANSPOSE_LAYER(ConvTranspose1d)
-KILN_NN_CONV_TRANSPOSE_LAYER(ConvTranspose2d)
-#undef KILN_NN_CONV_TRANSPOSE_LAYER
+ public:
+  // kernel_size: one value per spatial dim, or one for all.
+  ConvNd(std::int64_t in_channels, std::int64_t out_channels, Window kernel_size,
+         const ConvLayerOptions& options = {});
+  Tensor forward(const Tensor& x) const;
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  KILN_MODULE(ConvNd, weight, bias)
+
+ private:
+  ConvOptions options_;
+};
+
+// The adjoint of ConvNd over D spatial dims (a "deconvolution").
+template <int D> class ConvTransposeNd : public Module {
+  static_assert(D >= 1 && D <= 3, "transposed convolutions have 1 to 3 spatial dims");
+
+ public:
+  ConvTransposeNd(std::int64_t in_channels, std::int64_t out_channels, Window kernel_size,
+                  const ConvTransposeLayerOptions& options = {});
+  Tensor forward(const Tensor& x) const;
+  std::string describe() const override;
+
+  Parameter weight, bias;
+  KILN_MODULE(ConvTransposeNd, weight, bias)
+
+ private:
+  ConvTransposeOptions options_;
+};
+
+using Conv1d = ConvNd<1>;
+using Conv2d = ConvNd<2>;
+using Conv3d = ConvNd<3>;
+using ConvTranspose1d = ConvTransposeNd<1>;
+using ConvTranspose2d = ConvTransposeNd<2>;
+using ConvTranspose3d = ConvTransposeNd<3>;
+
+namespace detail {
+template <int D> struct ModuleTypeName<ConvNd<D>> {
+  static constexpr const char* value = D == 1 ? "Conv1d" : D == 2 ? "Conv2d" : "Conv3d";
+};
+template <int D> struct ModuleTypeName<ConvTransposeNd<D>> {
+  static constexpr const char* value = D == 1 ? "ConvTranspose1d" : D == 2 ? "ConvTranspose2d" : "ConvTranspose3d";
+};
+}  // namespace detail
+
+// Compiled once, in conv_layers.cpp.
+extern template class ConvNd<1>;
+extern template class ConvNd<2>;
+extern template class ConvNd<3>;
+extern template class ConvTransposeNd<1>;
+extern template class ConvTransposeNd<2>;
+extern template class ConvTransposeNd<3>;
 
 }  // namespace kiln::nn

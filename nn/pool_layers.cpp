@@ -12,19 +12,29 @@ std::string pool_describe(const PoolOptions& o) {
 }
 }  // namespace
 
-#define KILN_NN_POOL_LAYER_IMPL(Type, call, describe_expr)                     \
-  Tensor Type::forward(const Tensor& x) const {                                \
-    return guarded([&] { return call(x, settings_); });                        \
-  }                                                                            \
-  std::string Type::describe() const { return describe_expr; }
-KILN_NN_POOL_LAYER_IMPL(MaxPool1d, max_pool1d, pool_describe(settings_))
-KILN_NN_POOL_LAYER_IMPL(MaxPool2d, max_pool2d, pool_describe(settings_))
-KILN_NN_POOL_LAYER_IMPL(AvgPool1d, avg_pool1d, pool_describe(settings_))
-KILN_NN_POOL_LAYER_IMPL(AvgPool2d, avg_pool2d, pool_describe(settings_))
-KILN_NN_POOL_LAYER_IMPL(AdaptiveAvgPool1d, adaptive_avg_pool1d, "output_size=" + Shape(settings_).str())
-KILN_NN_POOL_LAYER_IMPL(AdaptiveAvgPool2d, adaptive_avg_pool2d, "output_size=" + Shape(settings_).str())
-KILN_NN_POOL_LAYER_IMPL(AdaptiveMaxPool2d, adaptive_max_pool2d, "output_size=" + Shape(settings_).str())
-#undef KILN_NN_POOL_LAYER_IMPL
+template <PoolKind K, int D> Tensor PoolNd<K, D>::forward(const Tensor& x) const {
+  return guarded([&] {
+    if constexpr (K == PoolKind::max) return D == 1 ? max_pool1d(x, settings_) : max_pool2d(x, settings_);
+    else if constexpr (K == PoolKind::avg) return D == 1 ? avg_pool1d(x, settings_) : avg_pool2d(x, settings_);
+    else if constexpr (K == PoolKind::adaptive_avg)
+      return D == 1 ? adaptive_avg_pool1d(x, settings_) : adaptive_avg_pool2d(x, settings_);
+    else return D == 1 ? adaptive_max_pool1d(x, settings_) : adaptive_max_pool2d(x, settings_);
+  });
+}
+
+template <PoolKind K, int D> std::string PoolNd<K, D>::describe() const {
+  if constexpr (adaptive) return "output_size=" + Shape(settings_).str();
+  else return pool_describe(settings_);
+}
+
+template class PoolNd<PoolKind::max, 1>;
+template class PoolNd<PoolKind::max, 2>;
+template class PoolNd<PoolKind::avg, 1>;
+template class PoolNd<PoolKind::avg, 2>;
+template class PoolNd<PoolKind::adaptive_avg, 1>;
+template class PoolNd<PoolKind::adaptive_avg, 2>;
+template class PoolNd<PoolKind::adaptive_max, 1>;
+template class PoolNd<PoolKind::adaptive_max, 2>;
 
 Tensor Upsample::forward(const Tensor& x) const {
   return guarded([&] { return interpolate2d(x, size_, mode_, align_corners_); });

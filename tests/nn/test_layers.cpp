@@ -131,5 +131,26 @@ TEST(LayersLikeTorch, DefaultInitializationRanges) {
   EXPECT_EQ(bn.running_var.get().to_vector<float>().get(), std::vector<float>(4, 1.0f));
 }
 
+// The convolution and pooling layers are class templates over their spatial dims: each
+// instance still reports its PyTorch name, and the 3-d transposed convolution and 1-d adaptive
+// max pooling (no reference case of their own) run the engine's ops of their dims.
+TEST(LayersLikeTorch, TemplateInstancesHaveTheirTorchNames) {
+  EXPECT_STREQ(nn::Conv1d(2, 3, {3}).type_name(), "Conv1d");
+  EXPECT_STREQ(nn::Conv3d(2, 3, {3}).type_name(), "Conv3d");
+  EXPECT_STREQ(nn::ConvTranspose2d(2, 3, {3}).type_name(), "ConvTranspose2d");
+  EXPECT_STREQ(nn::AvgPool1d({.kernel = {2}}).type_name(), "AvgPool1d");
+  EXPECT_STREQ(nn::AdaptiveAvgPool2d({2}).type_name(), "AdaptiveAvgPool2d");
+
+  const nn::ConvTranspose3d deconv(2, 4, {3}, {.stride = {2}});
+  EXPECT_STREQ(deconv.type_name(), "ConvTranspose3d");
+  EXPECT_EQ(deconv.weight.shape(), Shape({2, 4, 3, 3, 3}));
+  EXPECT_EQ(deconv(zeros({1, 2, 2, 3, 4})).shape(), Shape({1, 4, 5, 7, 9}));
+
+  const nn::AdaptiveMaxPool1d pool({3});
+  EXPECT_STREQ(pool.type_name(), "AdaptiveMaxPool1d");
+  EXPECT_EQ(pool(reshape(arange(12.0), {1, 2, 6})).to_vector<float>().get(),
+            (std::vector<float>{1, 3, 5, 7, 9, 11}));
+}
+
 }  // namespace
 }  // namespace kiln::test
