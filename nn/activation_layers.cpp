@@ -19,9 +19,9 @@ Tensor LogSoftmax::forward(const Tensor& x) const {
   return guarded([&] { return log_softmax(x, dim_); });
 }
 
-PReLU::PReLU(std::int64_t n, double init, Device device) {
+PReLU::PReLU(std::int64_t n, const PReLUOptions& o) {
   KILN_CHECK(n > 0, "PReLU", "num_parameters must be positive, got " + std::to_string(n));
-  weight = Parameter(full(Shape{n}, init, TensorOptions{DType::f32, device}));
+  weight = Parameter(full(Shape{n}, o.init, TensorOptions{DType::f32, o.device}));
 }
 
 Tensor PReLU::forward(const Tensor& x) const {
@@ -31,9 +31,8 @@ Tensor PReLU::forward(const Tensor& x) const {
   return guarded([&] { return prelu(x, weight); });
 }
 
-Dropout::Dropout(double p, std::optional<std::uint64_t> seed)
-    : p_(p), seed_(seed ? *seed : default_generator().next_draw()) {
-  KILN_CHECK(p >= 0.0 && p <= 1.0, "Dropout", "p must be in [0, 1], got " + std::to_string(p));
+Dropout::Dropout(const DropoutOptions& o) : p_(o.p), seed_(o.seed ? *o.seed : default_generator().next_draw()) {
+  KILN_CHECK(p_ >= 0.0 && p_ <= 1.0, "Dropout", "p must be in [0, 1], got " + std::to_string(p_));
 }
 
 Tensor Dropout::forward(const Tensor& x) const {

@@ -47,6 +47,7 @@ template <int D> class ConvNd : public Module {
   static_assert(D >= 1 && D <= 3, "convolutions have 1 to 3 spatial dims");
 
  public:
+  using Options = ConvLayerOptions;
   // kernel_size: one value per spatial dim, or one for all.
   ConvNd(std::int64_t in_channels, std::int64_t out_channels, Window kernel_size,
          const ConvLayerOptions& options = {});
@@ -65,6 +66,7 @@ template <int D> class ConvTransposeNd : public Module {
   static_assert(D >= 1 && D <= 3, "transposed convolutions have 1 to 3 spatial dims");
 
  public:
+  using Options = ConvTransposeLayerOptions;
   ConvTransposeNd(std::int64_t in_channels, std::int64_t out_channels, Window kernel_size,
                   const ConvTransposeLayerOptions& options = {});
   Tensor forward(const Tensor& x) const;

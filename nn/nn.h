@@ -5,6 +5,11 @@
 //   Sequential, ModuleList, ModuleDict     — containers (nn/containers.h)
 //   layers                                 — linear, convolution, pooling, normalization, activations
 //   functional, losses, init               — the stateless math the layers call
+//
+// A layer is built from its sizes, then one options struct written with designated initializers,
+// each layer's `Options`: `nn::Conv2d(1, 32, {3}, {.padding = {1}})`, `nn::LayerNorm({512},
+// {.eps = 1e-6})`, `nn::Dropout({.p = 0.1})`. Only sizes (and a required dim, as Softmax's) are
+// positional, so a call reads the same whichever settings it leaves at their defaults.
 #pragma once
 
 #include "kiln/nn/activation_layers.h"

@@ -61,11 +61,17 @@ extern template class PoolNd<PoolKind::adaptive_avg, 2>;
 extern template class PoolNd<PoolKind::adaptive_max, 1>;
 extern template class PoolNd<PoolKind::adaptive_max, 2>;
 
+struct UpsampleOptions {
+  InterpolateMode mode = InterpolateMode::nearest;
+  bool align_corners = false;  // bilinear only, as in torch
+};
+
 // Resizes [N, C, H, W] to `size` (torch.nn.Upsample with size=...).
 class Upsample : public Module {
  public:
-  explicit Upsample(Window size, InterpolateMode mode = InterpolateMode::nearest, bool align_corners = false)
-      : size_(std::move(size)), mode_(mode), align_corners_(align_corners) {}
+  using Options = UpsampleOptions;
+  explicit Upsample(Window size, const UpsampleOptions& options = {})
+      : size_(std::move(size)), mode_(options.mode), align_corners_(options.align_corners) {}
   Tensor forward(const Tensor& x) const;
   std::string describe() const override;
   KILN_MODULE(Upsample)
