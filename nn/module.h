@@ -12,7 +12,10 @@
 // module is cheap (the copy shares the tensor handles). Parameters are values: an optimizer
 // step yields a new module that holds the updated tensors, so a forward pass that is running
 // never sees its tensors change. A field listed in KILN_MODULE must be a Parameter, a Buffer, a
-// module, or a std::optional of one; anything else does not compile.
+// module, or a std::optional of one; anything else does not compile. A field left out of the
+// list cannot be caught at compile time (C++20 cannot list a class's members): it is missing from
+// state_dict(), to(), clone() and optimizer steps. kiln's tests check every layer of the library
+// at run time instead (tests/support/module_fields.h); a model's own test can do the same.
 #pragma once
 #include <atomic>
 #include <concepts>
