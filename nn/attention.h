@@ -13,7 +13,7 @@
 #pragma once
 #include <optional>
 
-#include "kiln/nn/activation_layers.h"
+#include "kiln/nn/activation.h"
 #include "kiln/nn/linear.h"
 #include "kiln/nn/module.h"
 

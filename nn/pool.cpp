@@ -1,4 +1,4 @@
-#include "kiln/nn/pool_layers.h"
+#include "kiln/nn/pool.h"
 
 namespace kiln::nn {
 

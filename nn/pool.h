@@ -51,7 +51,7 @@ template <PoolKind K, int D> struct ModuleTypeName<PoolNd<K, D>> {
 };
 }  // namespace detail
 
-// Compiled once, in pool_layers.cpp.
+// Compiled once, in nn/pool.cpp.
 extern template class PoolNd<PoolKind::max, 1>;
 extern template class PoolNd<PoolKind::max, 2>;
 extern template class PoolNd<PoolKind::avg, 1>;

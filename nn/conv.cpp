@@ -1,4 +1,4 @@
-#include "kiln/nn/conv_layers.h"
+#include "kiln/nn/conv.h"
 
 #include <cmath>
 

@@ -95,7 +95,7 @@ template <int D> struct ModuleTypeName<ConvTransposeNd<D>> {
 };
 }  // namespace detail
 
-// Compiled once, in conv_layers.cpp.
+// Compiled once, in nn/conv.cpp.
 extern template class ConvNd<1>;
 extern template class ConvNd<2>;
 extern template class ConvNd<3>;
