@@ -13,7 +13,7 @@
 #pragma once
 #include <optional>
 
-#include "kiln/nn/activation_layers.h"
+#include "kiln/nn/activation.h"
 #include "kiln/nn/linear.h"
 #include "kiln/nn/module.h"
 
@@ -66,6 +66,7 @@ struct AttentionOutput {
 // biases, out_proj.weight as a Linear's.
 class MultiHeadAttention : public Module {
  public:
+  using Options = MultiHeadAttentionOptions;
   MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, const MultiHeadAttentionOptions& options = {});
   // query [L, N, E], key [S, N, kdim], value [S, N, vdim] (batch_first: N first; unbatched:
   // no N). Passing one tensor as query, key and value (self-attention) takes one projection.

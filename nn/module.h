@@ -12,7 +12,10 @@
 // module is cheap (the copy shares the tensor handles). Parameters are values: an optimizer
 // step yields a new module that holds the updated tensors, so a forward pass that is running
 // never sees its tensors change. A field listed in KILN_MODULE must be a Parameter, a Buffer, a
-// module, or a std::optional of one; anything else does not compile.
+// module, or a std::optional of one; anything else does not compile. A field left out of the
+// list cannot be caught at compile time (C++20 cannot list a class's members): it is missing from
+// state_dict(), to(), clone() and optimizer steps. kiln's tests check every layer of the library
+// at run time instead (tests/support/module_fields.h); a model's own test can do the same.
 #pragma once
 #include <atomic>
 #include <concepts>
@@ -158,6 +161,18 @@ template <class T> void visit_field(FieldVisitor& v, const char* name, std::opti
   if (o) visit_field(v, name, *o);
 }
 
+// The name a module type reports (type_name(): summaries, errors): as KILN_MODULE spells it,
+// unless the type is an instance of a class template that names each instance after its PyTorch
+// twin (ConvNd<2> is "Conv2d"): such a template specializes ModuleTypeName for its instances.
+// A specialization, not a static member, so that a user's class derived from Conv2d keeps its
+// own name.
+template <class M> struct ModuleTypeName {
+  static constexpr const char* value = nullptr;
+};
+template <class M> constexpr const char* module_type_name(const char* spelled) {
+  return ModuleTypeName<M>::value != nullptr ? ModuleTypeName<M>::value : spelled;
+}
+
 // Constructed as a module's last member: its fields exist, so their paths can be set.
 struct ChildNamer {
   explicit ChildNamer(Module* owner) { owner->name_children(); }
@@ -185,7 +200,7 @@ struct ChildNamer {
 // forms of the tree operations. Containers with their own visit_fields use it directly.
 #define KILN_MODULE_COMMON(Type)                                                                    \
  public:                                                                                            \
-  const char* type_name() const override { return #Type; }                                          \
+  const char* type_name() const override { return ::kiln::nn::detail::module_type_name<Type>(#Type); } \
   std::unique_ptr<::kiln::nn::Module> copy_module() const override { return std::make_unique<Type>(*this); } \
   /* A copy on `device` (parameters stay trainable or frozen as they were). */                      \
   Type to(const ::kiln::Device& device) const {                                                     \

@@ -56,12 +56,11 @@ std::string BatchNormBase::describe() const {
          ", momentum=" + format_setting(options_.momentum) + ", affine=" + (weight.defined() ? "true" : "false");
 }
 
-InstanceNormBase::InstanceNormBase(std::int64_t c, double eps, bool affine, Device device)
-    : channels_(c), eps_(eps) {
+InstanceNormBase::InstanceNormBase(std::int64_t c, const InstanceNormOptions& o) : channels_(c), eps_(o.eps) {
   KILN_CHECK(c > 0, "InstanceNorm", "num_features must be positive, got " + std::to_string(c));
-  if (affine) {
-    weight = Parameter(ones(Shape{c}, on(device)));
-    bias = Parameter(zeros(Shape{c}, on(device)));
+  if (o.affine) {
+    weight = Parameter(ones(Shape{c}, on(o.device)));
+    bias = Parameter(zeros(Shape{c}, on(o.device)));
   }
 }
 
@@ -76,12 +75,12 @@ std::string InstanceNormBase::describe() const {
 
 }  // namespace detail
 
-LayerNorm::LayerNorm(std::vector<std::int64_t> shape, double eps, bool affine, bool with_bias, Device device)
-    : shape_(std::move(shape)), eps_(eps) {
+LayerNorm::LayerNorm(std::vector<std::int64_t> shape, const LayerNormOptions& o)
+    : shape_(std::move(shape)), eps_(o.eps) {
   KILN_CHECK(!shape_.empty(), "LayerNorm", "normalized_shape must have at least one dim");
-  if (affine) {
-    weight = Parameter(ones(Shape(shape_), on(device)));
-    if (with_bias) bias = Parameter(zeros(Shape(shape_), on(device)));
+  if (o.elementwise_affine) {
+    weight = Parameter(ones(Shape(shape_), on(o.device)));
+    if (o.bias) bias = Parameter(zeros(Shape(shape_), on(o.device)));
   }
 }
 
@@ -94,14 +93,14 @@ std::string LayerNorm::describe() const {
          (weight.defined() ? "true" : "false");
 }
 
-GroupNorm::GroupNorm(std::int64_t groups, std::int64_t channels, double eps, bool affine, Device device)
-    : groups_(groups), channels_(channels), eps_(eps) {
+GroupNorm::GroupNorm(std::int64_t groups, std::int64_t channels, const GroupNormOptions& o)
+    : groups_(groups), channels_(channels), eps_(o.eps) {
   KILN_CHECK(groups > 0 && channels > 0 && channels % groups == 0, "GroupNorm",
              "num_channels (" + std::to_string(channels) + ") must be divisible by num_groups (" +
                  std::to_string(groups) + ")");
-  if (affine) {
-    weight = Parameter(ones(Shape{channels}, on(device)));
-    bias = Parameter(zeros(Shape{channels}, on(device)));
+  if (o.affine) {
+    weight = Parameter(ones(Shape{channels}, on(o.device)));
+    bias = Parameter(zeros(Shape{channels}, on(o.device)));
   }
 }
 
@@ -114,10 +113,9 @@ std::string GroupNorm::describe() const {
   return std::to_string(groups_) + ", " + std::to_string(channels_) + ", eps=" + format_setting(eps_);
 }
 
-RMSNorm::RMSNorm(std::vector<std::int64_t> shape, std::optional<double> eps, bool affine, Device device)
-    : shape_(std::move(shape)), eps_(eps) {
+RMSNorm::RMSNorm(std::vector<std::int64_t> shape, const RMSNormOptions& o) : shape_(std::move(shape)), eps_(o.eps) {
   KILN_CHECK(!shape_.empty(), "RMSNorm", "normalized_shape must have at least one dim");
-  if (affine) weight = Parameter(ones(Shape(shape_), on(device)));
+  if (o.elementwise_affine) weight = Parameter(ones(Shape(shape_), on(o.device)));
 }
 
 Tensor RMSNorm::forward(const Tensor& x) const {

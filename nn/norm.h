@@ -16,6 +16,32 @@ struct BatchNormOptions {
   Device device = Device::cpu();
 };
 
+struct LayerNormOptions {
+  double eps = 1e-5;
+  bool elementwise_affine = true;  // a weight (and a bias) over normalized_shape
+  bool bias = true;                // the bias, when elementwise_affine
+  Device device = Device::cpu();
+};
+
+struct GroupNormOptions {
+  double eps = 1e-5;
+  bool affine = true;  // a weight and a bias per channel
+  Device device = Device::cpu();
+};
+
+// torch's defaults: no affine parameters, no running statistics (track_running_stats=False).
+struct InstanceNormOptions {
+  double eps = 1e-5;
+  bool affine = false;
+  Device device = Device::cpu();
+};
+
+struct RMSNormOptions {
+  std::optional<double> eps{};     // default: F.rms_norm's (f32's machine epsilon)
+  bool elementwise_affine = true;  // a weight over normalized_shape
+  Device device = Device::cpu();
+};
+
 namespace detail {
 // What BatchNorm1d and BatchNorm2d share; each says which input ranks it takes.
 class BatchNormBase : public Module {
@@ -36,6 +62,7 @@ class BatchNormBase : public Module {
 
 class BatchNorm1d : public detail::BatchNormBase {
  public:
+  using Options = BatchNormOptions;
   explicit BatchNorm1d(std::int64_t num_features, const BatchNormOptions& options = {})
       : BatchNormBase("BatchNorm1d", num_features, options) {}
   Tensor forward(const Tensor& x) const { return run(x, 2, 3, "[N, C] or [N, C, L]"); }
@@ -44,6 +71,7 @@ class BatchNorm1d : public detail::BatchNormBase {
 
 class BatchNorm2d : public detail::BatchNormBase {
  public:
+  using Options = BatchNormOptions;
   explicit BatchNorm2d(std::int64_t num_features, const BatchNormOptions& options = {})
       : BatchNormBase("BatchNorm2d", num_features, options) {}
   Tensor forward(const Tensor& x) const { return run(x, 4, 4, "[N, C, H, W]"); }
@@ -53,8 +81,8 @@ class BatchNorm2d : public detail::BatchNormBase {
 // Normalizes over the trailing dims `normalized_shape`.
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(std::vector<std::int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
-                     bool bias = true, Device device = Device::cpu());
+  using Options = LayerNormOptions;
+  explicit LayerNorm(std::vector<std::int64_t> normalized_shape, const LayerNormOptions& options = {});
   Tensor forward(const Tensor& x) const;
   std::string describe() const override;
 
@@ -68,8 +96,8 @@ class LayerNorm : public Module {
 
 class GroupNorm : public Module {
  public:
-  GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps = 1e-5, bool affine = true,
-            Device device = Device::cpu());
+  using Options = GroupNormOptions;
+  GroupNorm(std::int64_t num_groups, std::int64_t num_channels, const GroupNormOptions& options = {});
   Tensor forward(const Tensor& x) const;  // [N, C, *]
   std::string describe() const override;
 
@@ -90,7 +118,7 @@ class InstanceNormBase : public Module {
   Parameter weight, bias;
 
  protected:
-  InstanceNormBase(std::int64_t num_features, double eps, bool affine, Device device);
+  InstanceNormBase(std::int64_t num_features, const InstanceNormOptions& options);
   Tensor run(const Tensor& x, int rank, const char* expected) const;
 
  private:
@@ -99,22 +127,21 @@ class InstanceNormBase : public Module {
 };
 }  // namespace detail
 
-// Each sample and channel normalized over its own spatial values (no running statistics, as
-// torch's default track_running_stats=False).
+// Each sample and channel normalized over its own spatial values (no running statistics).
 class InstanceNorm1d : public detail::InstanceNormBase {
  public:
-  explicit InstanceNorm1d(std::int64_t num_features, double eps = 1e-5, bool affine = false,
-                          Device device = Device::cpu())
-      : InstanceNormBase(num_features, eps, affine, device) {}
+  using Options = InstanceNormOptions;
+  explicit InstanceNorm1d(std::int64_t num_features, const InstanceNormOptions& options = {})
+      : InstanceNormBase(num_features, options) {}
   Tensor forward(const Tensor& x) const { return run(x, 3, "[N, C, L]"); }
   KILN_MODULE(InstanceNorm1d, weight, bias)
 };
 
 class InstanceNorm2d : public detail::InstanceNormBase {
  public:
-  explicit InstanceNorm2d(std::int64_t num_features, double eps = 1e-5, bool affine = false,
-                          Device device = Device::cpu())
-      : InstanceNormBase(num_features, eps, affine, device) {}
+  using Options = InstanceNormOptions;
+  explicit InstanceNorm2d(std::int64_t num_features, const InstanceNormOptions& options = {})
+      : InstanceNormBase(num_features, options) {}
   Tensor forward(const Tensor& x) const { return run(x, 4, "[N, C, H, W]"); }
   KILN_MODULE(InstanceNorm2d, weight, bias)
 };
@@ -122,8 +149,8 @@ class InstanceNorm2d : public detail::InstanceNormBase {
 // x / sqrt(mean(x², trailing dims) + eps) * weight.
 class RMSNorm : public Module {
  public:
-  explicit RMSNorm(std::vector<std::int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
-                   bool elementwise_affine = true, Device device = Device::cpu());
+  using Options = RMSNormOptions;
+  explicit RMSNorm(std::vector<std::int64_t> normalized_shape, const RMSNormOptions& options = {});
   Tensor forward(const Tensor& x) const;
   std::string describe() const override;
 

@@ -21,7 +21,8 @@ std::int64_t check_positions(const Module& m, const Tensor& x, std::int64_t d, s
 
 }  // namespace
 
-SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(std::int64_t d_model, std::int64_t max_len, Device device) {
+SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(std::int64_t d_model, std::int64_t max_len,
+                                                           const PositionalEncodingOptions& o) {
   KILN_CHECK(d_model > 0 && max_len > 0, "SinusoidalPositionalEncoding",
              "d_model and max_len must be positive, got " + std::to_string(d_model) + " and " +
                  std::to_string(max_len));
@@ -35,7 +36,7 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(std::int64_t d_model,
       if (i + 1 < d_model) row[i + 1] = static_cast<float>(std::cos(angle));
     }
   }
-  pe = Buffer(from_vector(std::move(table), Shape{max_len, d_model}, device));
+  pe = Buffer(from_vector(std::move(table), Shape{max_len, d_model}, o.device));
 }
 
 Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, std::int64_t offset) const {
@@ -49,11 +50,12 @@ std::string SinusoidalPositionalEncoding::describe() const {
   return "d_model=" + std::to_string(s[1]) + ", max_len=" + std::to_string(s[0]);
 }
 
-LearnedPositionalEncoding::LearnedPositionalEncoding(std::int64_t max_len, std::int64_t d_model, Device device) {
+LearnedPositionalEncoding::LearnedPositionalEncoding(std::int64_t max_len, std::int64_t d_model,
+                                                     const PositionalEncodingOptions& o) {
   KILN_CHECK(d_model > 0 && max_len > 0, "LearnedPositionalEncoding",
              "max_len and d_model must be positive, got " + std::to_string(max_len) + " and " +
                  std::to_string(d_model));
-  weight = Parameter(randn(Shape{max_len, d_model}, default_generator(), TensorOptions{DType::f32, device}));
+  weight = Parameter(randn(Shape{max_len, d_model}, default_generator(), TensorOptions{DType::f32, o.device}));
 }
 
 Tensor LearnedPositionalEncoding::forward(const Tensor& x, std::int64_t offset) const {
@@ -66,7 +68,9 @@ std::string LearnedPositionalEncoding::describe() const {
   return "max_len=" + std::to_string(weight.shape()[0]) + ", d_model=" + std::to_string(weight.shape()[1]);
 }
 
-RotaryEmbedding::RotaryEmbedding(std::int64_t head_dim, double base) : head_dim_(head_dim), base_(base) {
+RotaryEmbedding::RotaryEmbedding(std::int64_t head_dim, const RotaryEmbeddingOptions& o)
+    : head_dim_(head_dim), base_(o.base) {
+  const double base = o.base;
   KILN_CHECK(head_dim > 0 && head_dim % 2 == 0, "RotaryEmbedding",
              "head_dim must be positive and even, got " + std::to_string(head_dim));
   KILN_CHECK(base > 0.0, "RotaryEmbedding", "base must be positive, got " + std::to_string(base));

@@ -13,6 +13,11 @@
 
 namespace kiln::nn {
 
+// Where a positional encoding's table starts (the sizes come before it).
+struct PositionalEncodingOptions {
+  Device device = Device::cpu();
+};
+
 // "Attention is all you need": pe[pos, 2i] = sin(pos / 10000^(2i / d_model)) and pe[pos, 2i + 1]
 // = cos(the same angle), for odd d_model too. torch has no such module; the table is the Buffer
 // "pe", [max_len, d_model], as PyTorch's tutorial names it (the tutorial keeps it as
@@ -20,8 +25,9 @@ namespace kiln::nn {
 // precision, so each entry is the f32 nearest the exact value.
 class SinusoidalPositionalEncoding : public Module {
  public:
+  using Options = PositionalEncodingOptions;
   explicit SinusoidalPositionalEncoding(std::int64_t d_model, std::int64_t max_len = 5000,
-                                        Device device = Device::cpu());
+                                        const PositionalEncodingOptions& options = {});
   // x [..., seq, d_model] plus rows offset .. offset + seq of the table.
   Tensor forward(const Tensor& x, std::int64_t offset = 0) const;
   std::string describe() const override;
@@ -35,7 +41,8 @@ class SinusoidalPositionalEncoding : public Module {
 // ...; its state_dict is an nn.Embedding's).
 class LearnedPositionalEncoding : public Module {
  public:
-  LearnedPositionalEncoding(std::int64_t max_len, std::int64_t d_model, Device device = Device::cpu());
+  using Options = PositionalEncodingOptions;
+  LearnedPositionalEncoding(std::int64_t max_len, std::int64_t d_model, const PositionalEncodingOptions& options = {});
   // x [..., seq, d_model] plus rows offset .. offset + seq of weight.
   Tensor forward(const Tensor& x, std::int64_t offset = 0) const;
   std::string describe() const override;
@@ -50,9 +57,14 @@ class LearnedPositionalEncoding : public Module {
 // rotate interleaved pairs (x[2k], x[2k+1]) instead: permute the projection rows to convert.)
 // No state: the angles are computed for each call, on the input's device, in f32 from
 // frequencies rounded once from double.
+struct RotaryEmbeddingOptions {
+  double base = 10000.0;  // the angle of pair k at position pos is pos * base^(-2k/d)
+};
+
 class RotaryEmbedding : public Module {
  public:
-  explicit RotaryEmbedding(std::int64_t head_dim, double base = 10000.0);
+  using Options = RotaryEmbeddingOptions;
+  explicit RotaryEmbedding(std::int64_t head_dim, const RotaryEmbeddingOptions& options = {});
   // x [..., seq, head_dim] (queries or keys, any leading dims), positions offset .. offset + seq.
   Tensor forward(const Tensor& x, std::int64_t offset = 0) const;
   std::string describe() const override;

@@ -103,6 +103,7 @@ struct LSTMOutput {
 // i = σ(W_ii x + b_ii + W_hi h + b_hi), f, g (tanh), o likewise; c' = f c + i g; h' = o tanh(c').
 class LSTM : public RNNBase {
  public:
+  using Options = RNNOptions;
   LSTM(std::int64_t input_size, std::int64_t hidden_size, const RNNOptions& options = {});
   // input [L, N, input_size] ([N, L, input_size] batch_first, or unbatched [L, input_size]);
   // the initial state defaults to zeros.
@@ -119,6 +120,7 @@ struct GRUOutput {
 // h' = (1 - z) n + z h.
 class GRU : public RNNBase {
  public:
+  using Options = RNNOptions;
   GRU(std::int64_t input_size, std::int64_t hidden_size, const RNNOptions& options = {});
   // input as LSTM's; h0 [D * num_layers, N, H] ([D * num_layers, H] unbatched), zeros by default.
   GRUOutput forward(const Tensor& input, const Tensor& h0 = {}) const;

@@ -16,7 +16,7 @@ MultiHeadAttentionOptions attention_options(const TransformerLayerOptions& o) {
 }
 
 // Each Dropout draws its own seed, so the dropouts of one layer do not drop the same elements.
-Dropout fresh_dropout(double p) { return Dropout(p, default_generator().next_draw()); }
+Dropout fresh_dropout(double p) { return Dropout({.p = p, .seed = default_generator().next_draw()}); }
 
 Tensor activate(TransformerActivation a, const Tensor& x) {
   return a == TransformerActivation::gelu ? kiln::gelu(x) : kiln::relu(x);
@@ -60,8 +60,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(std::int64_t d, std::int64_t nh
       linear1(d, o.dim_feedforward, true, o.device),
       dropout(fresh_dropout(o.dropout)),
       linear2(o.dim_feedforward, d, true, o.device),
-      norm1({d}, o.layer_norm_eps, true, true, o.device),
-      norm2({d}, o.layer_norm_eps, true, true, o.device),
+      norm1({d}, {.eps = o.layer_norm_eps, .device = o.device}),
+      norm2({d}, {.eps = o.layer_norm_eps, .device = o.device}),
       dropout1(fresh_dropout(o.dropout)),
       dropout2(fresh_dropout(o.dropout)),
       options_(o) {}
@@ -91,9 +91,9 @@ TransformerDecoderLayer::TransformerDecoderLayer(std::int64_t d, std::int64_t nh
       linear1(d, o.dim_feedforward, true, o.device),
       dropout(fresh_dropout(o.dropout)),
       linear2(o.dim_feedforward, d, true, o.device),
-      norm1({d}, o.layer_norm_eps, true, true, o.device),
-      norm2({d}, o.layer_norm_eps, true, true, o.device),
-      norm3({d}, o.layer_norm_eps, true, true, o.device),
+      norm1({d}, {.eps = o.layer_norm_eps, .device = o.device}),
+      norm2({d}, {.eps = o.layer_norm_eps, .device = o.device}),
+      norm3({d}, {.eps = o.layer_norm_eps, .device = o.device}),
       dropout1(fresh_dropout(o.dropout)),
       dropout2(fresh_dropout(o.dropout)),
       dropout3(fresh_dropout(o.dropout)),

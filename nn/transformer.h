@@ -31,6 +31,7 @@ struct TransformerLayerOptions {
 
 class TransformerEncoderLayer : public Module {
  public:
+  using Options = TransformerLayerOptions;
   TransformerEncoderLayer(std::int64_t d_model, std::int64_t nhead, const TransformerLayerOptions& options = {});
   // src [L, N, E], [N, L, E] (batch_first) or [L, E]; src_mask [L, L] or [N * nhead, L, L];
   // src_key_padding_mask [N, L] ([L] unbatched).
@@ -53,6 +54,7 @@ class TransformerEncoderLayer : public Module {
 
 class TransformerDecoderLayer : public Module {
  public:
+  using Options = TransformerLayerOptions;
   TransformerDecoderLayer(std::int64_t d_model, std::int64_t nhead, const TransformerLayerOptions& options = {});
   // tgt [T, N, E] and memory [S, N, E] (batch_first: N first; unbatched: no N); tgt_mask
   // [T, T], memory_mask [T, S] (or per batch element and head); padding masks [N, T] and [N, S].

@@ -5,6 +5,7 @@
 // Adam adds weight_decay * p to g; AdamW first shrinks p by (1 - lr * weight_decay). The
 // bias corrections are scalars of the step: they change every step but not the fused kernel's
 // structure, so it compiles once.
+#include <bit>
 #include <cmath>
 
 #include "kiln/optim/optimizers.h"
@@ -22,10 +23,9 @@ Adam::Adam(AdamOptions options, bool decoupled)
   check_option(o_.weight_decay >= 0, "weight_decay must be >= 0, got " + std::to_string(o_.weight_decay));
 }
 
-AdamW::AdamW(AdamWOptions o)
-    : Adam(AdamOptions{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
-                       .amsgrad = o.amsgrad},
-           true) {}
+// The two option types are instances of one template: the same fields in the same order, so
+// every field, present and future, carries over bit for bit.
+AdamW::AdamW(AdamWOptions options) : Adam(std::bit_cast<AdamOptions>(options), true) {}
 
 std::vector<std::string> Adam::slot_names() const {
   if (o_.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};

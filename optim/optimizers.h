@@ -32,28 +32,25 @@ class Sgd : public Optimizer {
   SgdOptions o_;
 };
 
-struct AdamOptions {
+// Adam's and AdamW's options: one list of fields, whose only difference is weight decay's
+// default (0 for Adam, 1e-2 for AdamW, as PyTorch's). A template over that default rather than
+// a base struct: designated initializers cannot name a base's fields, and users write
+// `optim::AdamW({.lr = 1e-3, .weight_decay = 0.01})`.
+template <double default_weight_decay> struct AdamFamilyOptions {
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double weight_decay = 0.0;  // Adam: added to the gradient (L2); AdamW: decoupled
+  double weight_decay = default_weight_decay;  // Adam: added to the gradient (L2); AdamW: decoupled
   bool amsgrad = false;
 };
-
-// AdamW's defaults are Adam's, but weight decay 1e-2 (PyTorch's).
-struct AdamWOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  bool amsgrad = false;
-};
+using AdamOptions = AdamFamilyOptions<0.0>;
+using AdamWOptions = AdamFamilyOptions<1e-2>;
 
 // State: exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad.
 class Adam : public Optimizer {
  public:
+  using Options = AdamOptions;
   explicit Adam(AdamOptions options = {});
   const char* name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   const AdamOptions& options() const { return o_; }
@@ -73,6 +70,7 @@ class Adam : public Optimizer {
 // lr * weight_decay before the Adam step, instead of the decay joining the gradient.
 class AdamW : public Adam {
  public:
+  using Options = AdamWOptions;
   explicit AdamW(AdamWOptions options = {});
 };
 

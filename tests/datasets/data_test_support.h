@@ -7,31 +7,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <future>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "kiln/data/data.h"
 #include "kiln/engine/kiln.h"
 #include "support/expect_error.h"
+#include "support/test_files.h"
 
 namespace kiln::test {
 
-using Json = nlohmann::json;
-
-inline std::filesystem::path data_file(const std::string& name) {
-  return std::filesystem::path(KILN_TEST_DATA_DIR) / "datasets" / name;
-}
+// tests/data/datasets/<name>, written by tests/data/gen_data.py.
+inline std::filesystem::path data_file(const std::string& name) { return reference_path("datasets/" + name); }
 
 inline Json load_data_json(const std::string& name) {
-  std::ifstream in(data_file(name));
-  if (!in.good()) {
-    ADD_FAILURE() << "missing " << data_file(name) << " (run /usr/bin/python3 tests/data/gen_data.py)";
-    return Json::object();
-  }
-  return Json::parse(in);
+  return load_reference_json("datasets/" + name, "/usr/bin/python3 tests/data/gen_data.py");
 }
 
 template <class T>

@@ -5,9 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,33 +17,14 @@
 #include "support/expect_error.h"
 #include "support/reference.h"
 #include "support/scratch_dir.h"
+#include "support/test_files.h"
 
 namespace kiln::test {
 
-using Json = nlohmann::json;
+// tests/data/io/<name>, written by tests/data/gen_io_*.py.
+inline std::filesystem::path io_data(const std::string& name) { return reference_path("io/" + name); }
 
-inline std::filesystem::path io_data(const std::string& name) {
-  return std::filesystem::path(KILN_TEST_DATA_DIR) / "io" / name;
-}
-
-inline Json load_io_json(const std::string& name) {
-  std::ifstream in(io_data(name));
-  EXPECT_TRUE(in.good()) << "missing " << io_data(name) << " (run tests/data/gen_io_*.py)";
-  return Json::parse(in);
-}
-
-inline std::vector<std::byte> file_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(chars.size());
-  for (std::size_t i = 0; i < chars.size(); ++i) out[i] = static_cast<std::byte>(chars[i]);
-  return out;
-}
-
-inline void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
+inline Json load_io_json(const std::string& name) { return load_reference_json("io/" + name, "tests/data/gen_io_*.py"); }
 
 // A safetensors file from raw entries, laid out in the order given (for dtypes kiln cannot
 // write, such as I32 or U64).
@@ -57,13 +36,6 @@ struct RawTensor {
   // The byte count the header declares, when the test writes the bytes itself (a sparse file).
   std::optional<std::uint64_t> declared{};
 };
-
-template <class T>
-std::vector<std::byte> raw_bytes(const std::vector<T>& values) {
-  std::vector<std::byte> out(values.size() * sizeof(T));
-  if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
-  return out;
-}
 
 inline void write_raw_safetensors(const std::filesystem::path& path, const std::vector<RawTensor>& tensors,
                                   const Json& metadata = nullptr) {
@@ -77,9 +49,7 @@ inline void write_raw_safetensors(const std::filesystem::path& path, const std::
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::vector<std::byte> out(8);
-  for (int i = 0; i < 8; ++i)
-    out[static_cast<std::size_t>(i)] = static_cast<std::byte>((text.size() >> (8 * i)) & 0xff);
+  std::vector<std::byte> out = le64_bytes(text.size());
   for (char c : text) out.push_back(static_cast<std::byte>(c));
   for (const RawTensor& t : tensors) out.insert(out.end(), t.bytes.begin(), t.bytes.end());
   write_bytes(path, out);

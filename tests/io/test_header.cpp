@@ -11,9 +11,8 @@ namespace kiln::test {
 namespace {
 
 std::vector<std::byte> file_from(const std::string& json, std::size_t data_bytes) {
-  std::vector<std::byte> out(8 + json.size() + data_bytes, std::byte{0});
-  for (int i = 0; i < 8; ++i)
-    out[static_cast<std::size_t>(i)] = static_cast<std::byte>((json.size() >> (8 * i)) & 0xff);
+  std::vector<std::byte> out = le64_bytes(json.size());
+  out.resize(8 + json.size() + data_bytes, std::byte{0});
   std::memcpy(out.data() + 8, json.data(), json.size());
   return out;
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "kiln/io/safetensors_header.h"
 #include "io_test_support.h"

@@ -21,8 +21,8 @@ struct Small : nn::Module {
 
 struct WithDropout : nn::Module {
   nn::Linear fc{4, 4};
-  nn::Dropout drop{0.5, 3};
-  nn::Sequential tail{nn::Dropout(0.5, 4)};
+  nn::Dropout drop{{.p = 0.5, .seed = 3}};
+  nn::Sequential tail{nn::Dropout({.p = 0.5, .seed = 4})};
   Tensor forward(const Tensor& x) const { return tail(drop(fc(x))); }
   KILN_MODULE(WithDropout, fc, drop, tail)
 };

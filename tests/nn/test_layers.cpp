@@ -64,12 +64,12 @@ const std::vector<std::pair<std::string, std::function<void(Device)>>>& layers()
       layer("batchnorm1d_flat_no_affine", nn::BatchNorm1d(3, {.momentum = 0.3, .affine = false})),
       layer("layernorm", nn::LayerNorm({3, 4})),
       layer("groupnorm", nn::GroupNorm(2, 4)),
-      layer("instancenorm2d_affine", nn::InstanceNorm2d(3, 1e-5, true)),
+      layer("instancenorm2d_affine", nn::InstanceNorm2d(3, {.affine = true})),
       layer("instancenorm1d", nn::InstanceNorm1d(3)),
-      layer("prelu_channels", nn::PReLU(3, 0.2)),
-      layer("leaky_relu", nn::LeakyReLU(0.2)),
-      layer("elu", nn::ELU(0.7)),
-      layer("gelu_tanh", nn::GELU(true)),
+      layer("prelu_channels", nn::PReLU(3, {.init = 0.2})),
+      layer("leaky_relu", nn::LeakyReLU({.negative_slope = 0.2})),
+      layer("elu", nn::ELU({.alpha = 0.7})),
+      layer("gelu_tanh", nn::GELU({.tanh_approximation = true})),
       layer("silu", nn::SiLU()),
       layer("mish", nn::Mish()),
       layer("softmax", nn::Softmax(1)),
@@ -81,10 +81,10 @@ const std::vector<std::pair<std::string, std::function<void(Device)>>>& layers()
       layer("adaptive_avg_pool2d", nn::AdaptiveAvgPool2d({2, 3})),
       layer("adaptive_avg_pool1d", nn::AdaptiveAvgPool1d({3})),
       layer("adaptive_max_pool2d", nn::AdaptiveMaxPool2d({3, 2})),
-      layer("upsample_bilinear", nn::Upsample({5, 7}, InterpolateMode::bilinear, true)),
+      layer("upsample_bilinear", nn::Upsample({5, 7}, {.mode = InterpolateMode::bilinear, .align_corners = true})),
       layer("upsample_nearest", nn::Upsample({6, 4})),
       layer("flatten", nn::Flatten()),
-      layer("dropout_eval_train", nn::Dropout(0.0)),
+      layer("dropout_eval_train", nn::Dropout({.p = 0.0})),
   };
   return all;
 }
@@ -129,6 +129,27 @@ TEST(LayersLikeTorch, DefaultInitializationRanges) {
   const nn::BatchNorm2d bn(4);
   EXPECT_EQ(bn.weight.value().to_vector<float>().get(), std::vector<float>(4, 1.0f));
   EXPECT_EQ(bn.running_var.get().to_vector<float>().get(), std::vector<float>(4, 1.0f));
+}
+
+// The convolution and pooling layers are class templates over their spatial dims: each
+// instance still reports its PyTorch name, and the 3-d transposed convolution and 1-d adaptive
+// max pooling (no reference case of their own) run the engine's ops of their dims.
+TEST(LayersLikeTorch, TemplateInstancesHaveTheirTorchNames) {
+  EXPECT_STREQ(nn::Conv1d(2, 3, {3}).type_name(), "Conv1d");
+  EXPECT_STREQ(nn::Conv3d(2, 3, {3}).type_name(), "Conv3d");
+  EXPECT_STREQ(nn::ConvTranspose2d(2, 3, {3}).type_name(), "ConvTranspose2d");
+  EXPECT_STREQ(nn::AvgPool1d({.kernel = {2}}).type_name(), "AvgPool1d");
+  EXPECT_STREQ(nn::AdaptiveAvgPool2d({2}).type_name(), "AdaptiveAvgPool2d");
+
+  const nn::ConvTranspose3d deconv(2, 4, {3}, {.stride = {2}});
+  EXPECT_STREQ(deconv.type_name(), "ConvTranspose3d");
+  EXPECT_EQ(deconv.weight.shape(), Shape({2, 4, 3, 3, 3}));
+  EXPECT_EQ(deconv(zeros({1, 2, 2, 3, 4})).shape(), Shape({1, 4, 5, 7, 9}));
+
+  const nn::AdaptiveMaxPool1d pool({3});
+  EXPECT_STREQ(pool.type_name(), "AdaptiveMaxPool1d");
+  EXPECT_EQ(pool(reshape(arange(12.0), {1, 2, 6})).to_vector<float>().get(),
+            (std::vector<float>{1, 3, 5, 7, 9, 11}));
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 struct Block : nn::Module {
   nn::Linear proj{4, 4};
   nn::LayerNorm norm{{4}};
-  nn::Dropout drop{0.5};
+  nn::Dropout drop{{.p = 0.5}};
   Tensor forward(const Tensor& x) const { return drop(norm(proj(x))); }
   KILN_MODULE(Block, proj, norm, drop)
 };

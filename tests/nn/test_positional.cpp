@@ -17,7 +17,7 @@ std::int64_t config_int(const Json& c, const char* key) { return c.at("config").
 void expect_sinusoidal(const std::string& name, Device device) {
   SCOPED_TRACE(name);
   const Json& c = attention_case(name);
-  const nn::SinusoidalPositionalEncoding pos(config_int(c, "d_model"), config_int(c, "max_len"), device);
+  const nn::SinusoidalPositionalEncoding pos(config_int(c, "d_model"), config_int(c, "max_len"), {.device = device});
   expect_state_dict_names(pos, c);
   // Built by kiln, not loaded: the table itself is what is tested.
   EXPECT_TRUE(matches(pos.pe.get(), by_name(c.at("state")).at("pe"), {1e-6, 1e-7}));
@@ -45,7 +45,7 @@ TEST(LearnedPositionalEncoding, ForwardAndGradientsLikeTorch) {
 void expect_rotary(const std::string& name, Device device) {
   SCOPED_TRACE(name + " on " + device.str());
   const Json& c = attention_case(name);
-  const nn::RotaryEmbedding rope(config_int(c, "head_dim"), c.at("config").at("base").get<double>());
+  const nn::RotaryEmbedding rope(config_int(c, "head_dim"), {.base = c.at("config").at("base").get<double>()});
   EXPECT_TRUE(rope.state_dict().empty());
   const std::map<std::string, Tensor> in = input_leaves(c, device);
   const Tensor out = rope(in.at("x"), config_int(c, "offset"));

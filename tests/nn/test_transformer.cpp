@@ -28,7 +28,7 @@ std::int64_t nhead(const Json& cfg) { return cfg.at("nhead").get<std::int64_t>()
 
 std::optional<nn::LayerNorm> final_norm(const Json& cfg) {
   if (!cfg.at("final_norm").get<bool>()) return std::nullopt;
-  return nn::LayerNorm({d_model(cfg)}, cfg.at("layer_norm_eps").get<double>());
+  return nn::LayerNorm({d_model(cfg)}, {.eps = cfg.at("layer_norm_eps").get<double>()});
 }
 
 nn::TransformerEncoderLayer encoder_layer(const Json& cfg, double dropout) {

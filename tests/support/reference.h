@@ -65,8 +65,9 @@ std::vector<std::uint32_t> float_bits(const std::vector<float>& v);
 // sign. Fused runs against unfused ones; read the fused values before fusion is turned off.
 ::testing::AssertionResult same_bits(const std::vector<double>& got, const std::vector<double>& want);
 
-// The devices op suites are instantiated for: the CPU, plus the Vulkan devices when
-// KILN_TEST_VULKAN=1.
+// The devices op suites are instantiated for: every device the engine opens, so the CPU and,
+// in a Vulkan build, each Vulkan device (lavapipe where tests/CMakeLists.txt finds its ICD and
+// points VK_ICD_FILENAMES at it). KILN_TEST_VULKAN=0 in the environment leaves only the CPU.
 std::vector<Device> test_devices();
 
 }  // namespace kiln::test

@@ -16,7 +16,7 @@ namespace kiln::train::fixture {
 // With dropout: a resumed run must also draw the masks that the uninterrupted run draws.
 struct Classifier : nn::Module {
   nn::Linear fc1{2, 16}, fc2{16, 3};
-  nn::Dropout drop{0.1, 17};
+  nn::Dropout drop{{.p = 0.1, .seed = 17}};
   Tensor forward(const Tensor& x) const { return fc2(drop(relu(fc1(x)))); }
   KILN_MODULE(Classifier, fc1, fc2, drop)
 };

@@ -1,7 +1,7 @@
 // Regression, binary, KL-divergence and margin losses as elementwise compositions followed by
-// the reduction (cross_entropy and nll_loss: loss_classification.cpp). Branches are chosen with
-// `where` on the distance, and each branch stays finite where it is not taken, so gradients
-// have no NaN from the unused side.
+// the reduction (cross_entropy and nll_loss: loss_classification_functional.cpp). Branches are
+// chosen with `where` on the distance, and each branch stays finite where it is not taken, so
+// gradients have no NaN from the unused side.
 #include "kiln/nn/loss.h"
 
 #include <string>

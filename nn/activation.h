@@ -23,10 +23,14 @@ KILN_NN_ACTIVATION(Tanh)
 KILN_NN_ACTIVATION(Sigmoid)
 #undef KILN_NN_ACTIVATION
 
+struct GELUOptions {
+  bool tanh_approximation = false;  // torch's approximate='tanh'
+};
+
 class GELU : public Module {
  public:
-  // tanh_approximation: torch's approximate='tanh'.
-  explicit GELU(bool tanh_approximation = false) : tanh_(tanh_approximation) {}
+  using Options = GELUOptions;
+  explicit GELU(const GELUOptions& options = {}) : tanh_(options.tanh_approximation) {}
   Tensor forward(Tensor x) const;
   std::string describe() const override { return tanh_ ? "approximate=tanh" : ""; }
   KILN_MODULE(GELU)
@@ -35,9 +39,14 @@ class GELU : public Module {
   bool tanh_;
 };
 
+struct LeakyReLUOptions {
+  double negative_slope = 0.01;
+};
+
 class LeakyReLU : public Module {
  public:
-  explicit LeakyReLU(double negative_slope = 0.01) : slope_(negative_slope) {}
+  using Options = LeakyReLUOptions;
+  explicit LeakyReLU(const LeakyReLUOptions& options = {}) : slope_(options.negative_slope) {}
   Tensor forward(const Tensor& x) const;
   std::string describe() const override { return "negative_slope=" + format_setting(slope_); }
   KILN_MODULE(LeakyReLU)
@@ -46,9 +55,14 @@ class LeakyReLU : public Module {
   double slope_;
 };
 
+struct ELUOptions {
+  double alpha = 1.0;
+};
+
 class ELU : public Module {
  public:
-  explicit ELU(double alpha = 1.0) : alpha_(alpha) {}
+  using Options = ELUOptions;
+  explicit ELU(const ELUOptions& options = {}) : alpha_(options.alpha) {}
   Tensor forward(const Tensor& x) const;
   std::string describe() const override { return "alpha=" + format_setting(alpha_); }
   KILN_MODULE(ELU)
@@ -57,10 +71,16 @@ class ELU : public Module {
   double alpha_;
 };
 
-// A learned negative slope: one for all channels, or one per channel (dim 1). weight starts at `init`.
+struct PReLUOptions {
+  double init = 0.25;  // every slope's first value
+  Device device = Device::cpu();
+};
+
+// A learned negative slope: one for all channels, or one per channel (dim 1).
 class PReLU : public Module {
  public:
-  explicit PReLU(std::int64_t num_parameters = 1, double init = 0.25, Device device = Device::cpu());
+  using Options = PReLUOptions;
+  explicit PReLU(std::int64_t num_parameters = 1, const PReLUOptions& options = {});
   Tensor forward(const Tensor& x) const;
   std::string describe() const override { return "num_parameters=" + std::to_string(weight.shape()[0]); }
 
@@ -94,10 +114,16 @@ class LogSoftmax : public Module {
 // the identity in eval mode. Each forward draws a new mask from (seed, call number): the calls
 // are numbered atomically, so forwards on many threads at once stay safe and reproducible per
 // call order. Copies share the counter; clone() too (it copies tensors, and Dropout has none).
-// Without a seed, one is drawn from kiln's default generator (seed that with manual_seed).
+struct DropoutOptions {
+  double p = 0.5;  // the probability of zeroing an element
+  // Without a seed, one is drawn from kiln's default generator (seed that with manual_seed).
+  std::optional<std::uint64_t> seed{};
+};
+
 class Dropout : public Module {
  public:
-  explicit Dropout(double p = 0.5, std::optional<std::uint64_t> seed = std::nullopt);
+  using Options = DropoutOptions;
+  explicit Dropout(const DropoutOptions& options = {});
   Tensor forward(const Tensor& x) const;
   std::string describe() const override { return "p=" + format_setting(p_); }
   std::atomic<std::uint64_t>* random_draws() override { return calls_.get(); }
