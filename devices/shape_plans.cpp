@@ -1,5 +1,7 @@
 #include "kiln/devices/shape_plans.h"
 
+#include "kiln/ops/attrs_window.h"
+
 namespace kiln {
 
 void CopyBox::push_dim(std::int64_t n, std::int64_t src_step) {
@@ -56,18 +58,18 @@ CopyBox layout_box(const OpIr& op) {
 }
 
 WindowGeometry window_geometry(const OpIr& op, const Shape& image_shape) {
-  const auto& ints = op.attrs.ints;
-  const int s = static_cast<int>(ints[0]);
+  const WindowAttrs w = WindowAttrs::decode(op);
+  const int s = w.dims;
   WindowGeometry g;
   g.batch_channels = image_shape[0] * image_shape[1];
+  g.pad_value = w.pad_value;
   for (int d = 0; d < s; ++d) {
     const int e = 3 - s + d;
-    const auto at = [&](int group) { return ints[1 + static_cast<std::size_t>(group * s + d)]; };
     g.image[e] = image_shape[2 + d];
-    g.kernel[e] = at(0);
-    g.dilation[e] = at(1);
-    g.padding[e] = at(2);
-    g.stride[e] = at(3);
+    g.kernel[e] = w.kernel[d];
+    g.dilation[e] = w.dilation[d];
+    g.padding[e] = w.padding[d];
+    g.stride[e] = w.stride[d];
     g.out[e] = (g.image[e] + 2 * g.padding[e] - g.dilation[e] * (g.kernel[e] - 1) - 1) / g.stride[e] + 1;
   }
   return g;

@@ -1,0 +1,120 @@
+// The typed op attributes (ops/attrs_*.h): each struct's encode then decode gives it back, the
+// encoding is the one the kernels were written against, and a malformed OpAttrs is a kiln::Error
+// naming the op.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kiln/ops/attrs_window.h"
+#include "support/expect_error.h"
+
+namespace kiln {
+namespace {
+
+using test::expect_error;
+
+OpAttrs ints(std::vector<std::int64_t> v) {
+  OpAttrs a;
+  a.ints = std::move(v);
+  return a;
+}
+
+WindowAttrs window_2d() {
+  WindowAttrs w;
+  w.dims = 2;
+  w.kernel = {3, 2, 0};
+  w.dilation = {1, 2, 0};
+  w.padding = {1, 0, 0};
+  w.stride = {2, 1, 0};
+  return w;
+}
+
+TEST(OpAttrs, WindowRoundTrips) {
+  WindowAttrs u = window_2d();
+  u.pad_value = -1.5;
+  const OpAttrs eu = u.encode(OpKind::unfold);
+  EXPECT_EQ(eu.ints, (std::vector<std::int64_t>{2, 3, 2, 1, 2, 1, 0, 2, 1}));
+  EXPECT_EQ(eu.scalar, -1.5);
+  EXPECT_EQ(WindowAttrs::decode(OpKind::unfold, eu), u);
+
+  WindowAttrs f = window_2d();
+  f.output_size = {7, 5, 0};
+  const OpAttrs ef = f.encode(OpKind::fold);
+  EXPECT_EQ(ef.ints, (std::vector<std::int64_t>{2, 3, 2, 1, 2, 1, 0, 2, 1, 7, 5}));
+  EXPECT_EQ(WindowAttrs::decode(OpKind::fold, ef), f);
+
+  for (int dims = 1; dims <= 3; ++dims) {
+    WindowAttrs w;
+    w.dims = dims;
+    for (int d = 0; d < dims; ++d) {
+      w.kernel[d] = 2 + d;
+      w.dilation[d] = 1 + d;
+      w.padding[d] = d;
+      w.stride[d] = 3 - d;
+      w.output_size[d] = 10 + d;
+    }
+    EXPECT_EQ(WindowAttrs::decode(OpKind::fold, w.encode(OpKind::fold)), w) << dims;
+  }
+}
+
+TEST(OpAttrs, MalformedWindowNamesTheOp) {
+  expect_error([] { return WindowAttrs::decode(OpKind::unfold, ints({})); }, "unfold", {"1 to 3 spatial dims"});
+  expect_error([] { return WindowAttrs::decode(OpKind::fold, ints({4, 1, 1, 1, 1})); }, "fold",
+               {"output_size[s]", "1 to 3 spatial dims"});
+  expect_error([] { return WindowAttrs::decode(OpKind::unfold, ints({1, 2, 1, 0})); }, "unfold",
+               {"expected 5 ints", "got 4"});
+  expect_error([] { return WindowAttrs::decode(OpKind::fold, ints({1, 2, 1, 0, 1})); }, "fold", {"expected 6 ints"});
+  expect_error([] { return WindowAttrs::decode(OpKind::unfold, ints({1, 0, 1, 0, 1})); }, "unfold",
+               {"kernel sizes must be positive"});
+  expect_error([] { return WindowAttrs::decode(OpKind::unfold, ints({1, 2, 1, -1, 1})); }, "unfold",
+               {"paddings must not be negative", "padding [-1]"});
+  expect_error([] { return WindowAttrs::decode(OpKind::unfold, ints({1, 2, 1, 0, 0})); }, "unfold",
+               {"strides must be positive"});
+  expect_error([] { return WindowAttrs::decode(OpKind::conv, ints({1, 2, 1, 0, 1})); }, "conv", {"not an unfold"});
+}
+
+ConvAttrs conv_2d() {
+  ConvAttrs a;
+  a.dims = 2;
+  a.stride = {2, 1, 0};
+  a.padding = {1, 0, 0};
+  a.dilation = {1, 2, 0};
+  a.groups = 2;
+  return a;
+}
+
+TEST(OpAttrs, ConvRoundTrips) {
+  const ConvAttrs c = conv_2d();
+  const OpAttrs e = c.encode(OpKind::conv);
+  EXPECT_EQ(e.ints, (std::vector<std::int64_t>{2, 2, 1, 1, 0, 1, 2, 2}));
+  EXPECT_EQ(ConvAttrs::decode(OpKind::conv, e), c);
+  for (OpKind kind : {OpKind::conv_input_grad, OpKind::conv_weight_grad}) {
+    ConvAttrs g = conv_2d();
+    g.sizes = {5, 7, 0};
+    const OpAttrs eg = g.encode(kind);
+    EXPECT_EQ(eg.ints, (std::vector<std::int64_t>{2, 2, 1, 1, 0, 1, 2, 2, 5, 7}));
+    EXPECT_EQ(ConvAttrs::decode(kind, eg), g);
+  }
+  // The window unfold and fold see: the conv's, with the kernel given.
+  const std::int64_t kernel[] = {3, 2};
+  const WindowAttrs w = c.window(kernel);
+  EXPECT_EQ(w.encode(OpKind::unfold).ints, (std::vector<std::int64_t>{2, 3, 2, 1, 2, 1, 0, 2, 1}));
+}
+
+TEST(OpAttrs, MalformedConvNamesTheOp) {
+  expect_error([] { return ConvAttrs::decode(OpKind::conv, ints({0})); }, "conv", {"1 to 3 spatial dims"});
+  expect_error([] { return ConvAttrs::decode(OpKind::conv, ints({2, 1, 1, 0, 0, 1, 1})); }, "conv",
+               {"(8 ints), got 7 ints"});
+  expect_error([] { return ConvAttrs::decode(OpKind::conv_input_grad, ints({2, 1, 1, 0, 0, 1, 1, 1})); },
+               "conv_input_grad", {"input_size[s]", "(10 ints)"});
+  expect_error([] { return ConvAttrs::decode(OpKind::conv_weight_grad, ints({1, 1, 0, 1, 1})); }, "conv_weight_grad",
+               {"kernel[s]", "(6 ints)"});
+  expect_error([] { return ConvAttrs::decode(OpKind::conv, ints({1, 0, 0, 1, 1})); }, "conv", {"strides"});
+  expect_error([] { return ConvAttrs::decode(OpKind::conv, ints({1, 1, -1, 1, 1})); }, "conv", {"paddings"});
+  expect_error([] { return ConvAttrs::decode(OpKind::conv, ints({1, 1, 0, 1, 0})); }, "conv", {"groups"});
+  expect_error([] { return ConvAttrs::decode(OpKind::conv_weight_grad, ints({1, 1, 0, 1, 1, 0})); },
+               "conv_weight_grad", {"sizes must be positive"});
+}
+
+}  // namespace
+}  // namespace kiln
