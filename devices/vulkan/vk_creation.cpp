@@ -124,13 +124,9 @@ void bernoulli_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args)
 }  // namespace
 
 void register_creation_kernels(KernelTable& t) {
-  t.set(OpKind::full, full_kernel);
-  t.set(OpKind::arange, arange_kernel);
-  t.set(OpKind::linspace, linspace_kernel);
-  t.set(OpKind::eye, eye_kernel);
-  t.set(OpKind::rand_uniform, uniform_kernel);
-  t.set(OpKind::rand_normal, normal_kernel);
-  t.set(OpKind::rand_bernoulli, bernoulli_kernel);
+  // The table every device shares (devices/kernel_tables.def).
+#define KILN_CREATION_KERNEL(op, kernel) t.set(OpKind::op, kernel);
+#include "kiln/devices/kernel_tables.def"
 }
 
 }  // namespace kiln::vk

@@ -123,15 +123,9 @@ void triangle_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
 }  // namespace
 
 void register_layout_kernels(KernelTable& t) {
-  t.set(OpKind::permute, box_kernel);
-  t.set(OpKind::expand, box_kernel);
-  t.set(OpKind::slice, box_kernel);
-  t.set(OpKind::cat, cat_kernel);
-  t.set(OpKind::flip, box_kernel);
-  t.set(OpKind::repeat, box_kernel);
-  t.set(OpKind::pad, pad_kernel);
-  t.set(OpKind::tril, triangle_kernel<true>);
-  t.set(OpKind::triu, triangle_kernel<false>);
+  // The table every device shares (devices/kernel_tables.def).
+#define KILN_LAYOUT_KERNEL(op, kernel) t.set(OpKind::op, kernel);
+#include "kiln/devices/kernel_tables.def"
 }
 
 }  // namespace kiln::vk
