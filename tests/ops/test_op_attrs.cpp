@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "kiln/ops/attrs_linalg.h"
 #include "kiln/ops/attrs_window.h"
 #include "support/expect_error.h"
 
@@ -114,6 +115,21 @@ TEST(OpAttrs, MalformedConvNamesTheOp) {
   expect_error([] { return ConvAttrs::decode(OpKind::conv, ints({1, 1, 0, 1, 0})); }, "conv", {"groups"});
   expect_error([] { return ConvAttrs::decode(OpKind::conv_weight_grad, ints({1, 1, 0, 1, 1, 0})); },
                "conv_weight_grad", {"sizes must be positive"});
+}
+
+TEST(OpAttrs, MatmulRoundTrips) {
+  // No flags: no ints, as a plain matmul's message always was.
+  EXPECT_TRUE(MatmulAttrs{}.encode().ints.empty());
+  EXPECT_EQ(MatmulAttrs::decode(OpKind::matmul, OpAttrs{}), MatmulAttrs{});
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const MatmulAttrs m{.transpose_a = ta, .transpose_b = tb};
+      EXPECT_EQ(MatmulAttrs::decode(OpKind::matmul, m.encode()), m);
+    }
+  EXPECT_EQ(MatmulAttrs{.transpose_b = true}.encode().ints, (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(MatmulAttrs::decode(OpKind::matmul, ints({0, 0})), MatmulAttrs{});
+  expect_error([] { return MatmulAttrs::decode(OpKind::matmul, ints({1})); }, "matmul", {"transpose_a"});
+  expect_error([] { return MatmulAttrs::decode(OpKind::matmul, ints({0, 2})); }, "matmul", {"0 or 1"});
 }
 
 }  // namespace
