@@ -1,5 +1,6 @@
 #include "kiln/devices/shape_plans.h"
 
+#include "kiln/ops/attrs_layout.h"
 #include "kiln/ops/attrs_window.h"
 
 namespace kiln {
@@ -25,12 +26,15 @@ CopyBox layout_box(const OpIr& op) {
       for (int d = 0; d < out.rank(); ++d) b.push_dim(out[d], d < lead || in[d - lead] == 1 ? 0 : st[d - lead]);
       break;
     }
-    case OpKind::slice:  // ints: (start, stop, step) per dim
+    case OpKind::slice: {
+      const SliceAttrs s = SliceAttrs::decode(op);
       for (int d = 0; d < in.rank(); ++d) {
-        b.src_offset += t[3 * d] * st[d];
-        b.push_dim(out[d], st[d] * t[3 * d + 2]);
+        const SliceRange& r = s.dims[static_cast<std::size_t>(d)];
+        b.src_offset += r.start * st[d];
+        b.push_dim(out[d], st[d] * r.step);
       }
       break;
+    }
     case OpKind::flip: {
       bool flipped[kMaxRank] = {};
       // A 0-d tensor accepts dim 0 like torch, with nothing to reverse.

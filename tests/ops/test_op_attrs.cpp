@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "kiln/ops/attrs_layout.h"
 #include "kiln/ops/attrs_linalg.h"
 #include "kiln/ops/attrs_window.h"
 #include "support/expect_error.h"
@@ -130,6 +131,39 @@ TEST(OpAttrs, MatmulRoundTrips) {
   EXPECT_EQ(MatmulAttrs::decode(OpKind::matmul, ints({0, 0})), MatmulAttrs{});
   expect_error([] { return MatmulAttrs::decode(OpKind::matmul, ints({1})); }, "matmul", {"transpose_a"});
   expect_error([] { return MatmulAttrs::decode(OpKind::matmul, ints({0, 2})); }, "matmul", {"0 or 1"});
+}
+
+TEST(OpAttrs, SliceRoundTrips) {
+  SliceAttrs s;
+  s.rank = 3;
+  s.dims[0] = {0, 4, 1};
+  s.dims[1] = {1, 7, 3};
+  s.dims[2] = {2, 2, 1};
+  const OpAttrs e = s.encode();
+  EXPECT_EQ(e.ints, (std::vector<std::int64_t>{0, 4, 1, 1, 7, 3, 2, 2, 1}));
+  EXPECT_EQ(SliceAttrs::decode(OpKind::slice, e), s);
+  EXPECT_EQ(SliceAttrs::decode(OpKind::slice, OpAttrs{}).rank, 0);  // a 0-d input
+  expect_error([] { return SliceAttrs::decode(OpKind::slice, ints({0, 4})); }, "slice",
+               {"(start, stop, step) triple", "[0, 4]"});
+  expect_error([] { return SliceAttrs::decode(OpKind::slice, OpAttrs{.ints = std::vector<std::int64_t>(27, 1)}); },
+               "slice", {"at most 8"});
+}
+
+TEST(OpAttrs, PadRoundTrips) {
+  const PadAttrs p = PadAttrs::from_pairs({1, 2, -1, 0}, 0.5);
+  EXPECT_EQ(p.count, 2);
+  // Pairs run from the last dim: of a rank-3 tensor, dim 2 gets (1, 2), dim 1 (-1, 0), dim 0 none.
+  EXPECT_EQ(p.before_dim(2, 3), 1);
+  EXPECT_EQ(p.after_dim(2, 3), 2);
+  EXPECT_EQ(p.before_dim(1, 3), -1);
+  EXPECT_EQ(p.after_dim(0, 3), 0);
+  const OpAttrs e = p.encode();
+  EXPECT_EQ(e.ints, (std::vector<std::int64_t>{1, 2, -1, 0}));
+  EXPECT_EQ(e.scalar, 0.5);
+  EXPECT_EQ(PadAttrs::decode(OpKind::pad, e), p);
+  EXPECT_EQ(p.pairs(), e.ints);
+  expect_error([] { return PadAttrs::decode(OpKind::pad, ints({1, 2, 3})); }, "pad", {"(before, after) pairs"});
+  expect_error([] { return PadAttrs::from_pairs(std::vector<std::int64_t>(18, 0), 0.0); }, "pad", {"more than 8"});
 }
 
 }  // namespace
