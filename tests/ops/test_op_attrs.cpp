@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "kiln/ops/attrs_elementwise.h"
 #include "kiln/ops/attrs_layout.h"
 #include "kiln/ops/attrs_linalg.h"
 #include "kiln/ops/attrs_window.h"
@@ -131,6 +132,20 @@ TEST(OpAttrs, MatmulRoundTrips) {
   EXPECT_EQ(MatmulAttrs::decode(OpKind::matmul, ints({0, 0})), MatmulAttrs{});
   expect_error([] { return MatmulAttrs::decode(OpKind::matmul, ints({1})); }, "matmul", {"transpose_a"});
   expect_error([] { return MatmulAttrs::decode(OpKind::matmul, ints({0, 2})); }, "matmul", {"0 or 1"});
+}
+
+TEST(OpAttrs, ClampRoundTrips) {
+  const ClampAttrs both{.has_min = true, .has_max = true, .min = -1.5, .max = 2.0};
+  const OpAttrs e = both.encode();
+  EXPECT_EQ(e.ints, (std::vector<std::int64_t>{1, 1}));
+  EXPECT_EQ(e.scalar, -1.5);
+  EXPECT_EQ(e.scalar2, 2.0);
+  EXPECT_EQ(ClampAttrs::decode(OpKind::clamp, e), both);
+  const ClampAttrs upper{.has_max = true, .max = 3.0};
+  EXPECT_EQ(upper.encode().ints, (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(ClampAttrs::decode(OpKind::clamp, upper.encode()), upper);
+  expect_error([] { return ClampAttrs::decode(OpKind::clamp, ints({1})); }, "clamp", {"[has_min, has_max]"});
+  expect_error([] { return ClampAttrs::decode(OpKind::clamp, ints({1, 5})); }, "clamp", {"0 or 1"});
 }
 
 TEST(OpAttrs, SliceRoundTrips) {
