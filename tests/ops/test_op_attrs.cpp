@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/ops/attrs_elementwise.h"
+#include "kiln/ops/attrs_index.h"
 #include "kiln/ops/attrs_layout.h"
 #include "kiln/ops/attrs_linalg.h"
 #include "kiln/ops/attrs_window.h"
@@ -146,6 +147,17 @@ TEST(OpAttrs, ClampRoundTrips) {
   EXPECT_EQ(ClampAttrs::decode(OpKind::clamp, upper.encode()), upper);
   expect_error([] { return ClampAttrs::decode(OpKind::clamp, ints({1})); }, "clamp", {"[has_min, has_max]"});
   expect_error([] { return ClampAttrs::decode(OpKind::clamp, ints({1, 5})); }, "clamp", {"0 or 1"});
+}
+
+TEST(OpAttrs, TopkRoundTrips) {
+  const TopkAttrs t{.k = 3, .dim = -1, .largest = false};
+  const OpAttrs e = t.encode();
+  EXPECT_EQ(e.ints, (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(e.dim, -1);
+  EXPECT_FALSE(e.flag);
+  EXPECT_EQ(TopkAttrs::decode(OpKind::topk, e), t);
+  expect_error([] { return TopkAttrs::decode(OpKind::topk, ints({})); }, "topk", {"k in ints[0]"});
+  expect_error([] { return TopkAttrs::decode(OpKind::topk, ints({1, 2})); }, "topk", {"k in ints[0]"});
 }
 
 TEST(OpAttrs, SliceRoundTrips) {
