@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "kiln/ops/attrs_creation.h"
 #include "kiln/ops/attrs_elementwise.h"
 #include "kiln/ops/attrs_index.h"
 #include "kiln/ops/attrs_layout.h"
@@ -191,6 +192,34 @@ TEST(OpAttrs, PadRoundTrips) {
   EXPECT_EQ(p.pairs(), e.ints);
   expect_error([] { return PadAttrs::decode(OpKind::pad, ints({1, 2, 3})); }, "pad", {"(before, after) pairs"});
   expect_error([] { return PadAttrs::from_pairs(std::vector<std::int64_t>(18, 0), 0.0); }, "pad", {"more than 8"});
+}
+
+TEST(OpAttrs, CreationRoundTrips) {
+  const CreationOutput out{Shape{2, 3}, DType::i64};
+  const FullAttrs full{out, 7.0};
+  const OpAttrs e = full.encode();
+  EXPECT_EQ(e.ints, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(e.dtype, DType::i64);
+  EXPECT_EQ(e.scalar, 7.0);
+  EXPECT_EQ(FullAttrs::decode(OpKind::full, e), full);
+  EXPECT_EQ(CreationOutput::decode(OpKind::eye, out.encode()), out);
+  const ArangeAttrs arange{CreationOutput{Shape{5}}, 1.0, 0.5};
+  EXPECT_EQ(ArangeAttrs::decode(OpKind::arange, arange.encode()), arange);
+  EXPECT_EQ(arange.encode().scalar2, 0.5);
+  const LinspaceAttrs linspace{CreationOutput{Shape{4}}, -1.0, 1.0};
+  EXPECT_EQ(LinspaceAttrs::decode(OpKind::linspace, linspace.encode()), linspace);
+  const UniformAttrs uniform{out, -2.0, 3.0, 42};
+  EXPECT_EQ(uniform.encode().seed, 42u);
+  EXPECT_EQ(UniformAttrs::decode(OpKind::rand_uniform, uniform.encode()), uniform);
+  const NormalAttrs normal{out, 1.0, 0.25, 9};
+  EXPECT_EQ(NormalAttrs::decode(OpKind::rand_normal, normal.encode()), normal);
+  const BernoulliAttrs bernoulli{out, 0.3, 11};
+  EXPECT_EQ(BernoulliAttrs::decode(OpKind::rand_bernoulli, bernoulli.encode()), bernoulli);
+
+  expect_error([] { return CreationOutput::decode(OpKind::full, ints({2, -1})); }, "full", {"negative dimension -1"});
+  expect_error([] { return CreationOutput::decode(OpKind::eye, ints(std::vector<std::int64_t>(9, 1))); }, "eye",
+               {"more than 8"});
+  expect_error([] { return ArangeAttrs::decode(OpKind::linspace, ints({3})); }, "linspace", {"arange"});
 }
 
 }  // namespace
