@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kiln/autograd/rules.h"
+#include "kiln/ops/attrs_elementwise.h"
 
 namespace kiln::autograd {
 
@@ -150,11 +151,11 @@ Grads where_bw(const ForwardRecord& f, const Tensor& dy) {
 Grads clamp_bw(const ForwardRecord& f, const Tensor& dy) {
   return {grad_of(f, 0, [&] {
     const Tensor& x = f.inputs[0];
-    const bool has_min = f.attrs.ints.at(0) != 0, has_max = f.attrs.ints.at(1) != 0;
+    const ClampAttrs c = ClampAttrs::decode(f.kind, f.attrs);
     Tensor inside;
-    if (has_min) inside = ge(x, f.attrs.scalar);
-    if (has_max) {
-      Tensor below = le(x, f.attrs.scalar2);
+    if (c.has_min) inside = ge(x, c.min);
+    if (c.has_max) {
+      Tensor below = le(x, c.max);
       inside = inside.defined() ? logical_and(std::move(inside), std::move(below)) : std::move(below);
     }
     return where(std::move(inside), dy, 0.0);

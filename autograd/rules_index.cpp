@@ -4,6 +4,7 @@
 // rules save the index tensors they need (an input, or the indices output of sort and topk),
 // never x's values. one_hot has integer output and no rule.
 #include "kiln/autograd/rules.h"
+#include "kiln/ops/attrs_index.h"
 
 namespace kiln::autograd {
 
@@ -81,7 +82,7 @@ std::vector<Tensor> select_values_backward(const ForwardRecord& fwd, const std::
   const Tensor& g = grads_out[0];
   if (!g.defined() || !is_floating(x.dtype)) return {Tensor{}};
   // A 0-d x is its own single value (topk with k = 0 keeps it 0-d too, and selects nothing).
-  if (x.shape.rank() == 0) return {fwd.kind == OpKind::topk && fwd.attrs.ints[0] == 0 ? zeros_of(x, g) : g};
+  if (x.shape.rank() == 0) return {fwd.kind == OpKind::topk && TopkAttrs::decode(fwd.kind, fwd.attrs).k == 0 ? zeros_of(x, g) : g};
   return {scatter(zeros_of(x, g), fwd.attrs.dim, fwd.outputs[1], g)};
 }
 

@@ -3,6 +3,7 @@
 // sum over what expand or repeat duplicated, zeros where slice or pad dropped an element. None
 // of them needs the forward's values; they read only the shapes and attributes of the record.
 #include "kiln/autograd/rules.h"
+#include "kiln/ops/attrs_layout.h"
 
 namespace kiln::autograd {
 
@@ -50,9 +51,9 @@ Tensor interleave_zeros(Tensor g, int dim, std::int64_t step) {
 // pad, the zeros that the last step added beyond the input).
 Tensor slice_backward(const ForwardRecord& fwd, Tensor g) {
   const Shape& in = fwd.input_meta[0].shape;
-  // (start, stop, step) per dim
-  const auto start = [&](int d) { return fwd.attrs.ints[3 * static_cast<std::size_t>(d)]; };
-  const auto step_of = [&](int d) { return fwd.attrs.ints[3 * static_cast<std::size_t>(d) + 2]; };
+  const SliceAttrs s = SliceAttrs::decode(fwd.kind, fwd.attrs);
+  const auto start = [&](int d) { return s.dims[static_cast<std::size_t>(d)].start; };
+  const auto step_of = [&](int d) { return s.dims[static_cast<std::size_t>(d)].step; };
   for (int d = 0; d < in.rank(); ++d) {
     const std::int64_t step = step_of(d);
     if (step > 1 && g.shape()[d] > 0) g = interleave_zeros(std::move(g), d, step);
@@ -108,7 +109,7 @@ Tensor repeat_backward(const ForwardRecord& fwd, Tensor g) {
 // A pad of p before a dim is a crop of p in the gradient, and a crop (negative pad) is a pad of
 // zeros: the gradient is padded by the negated amounts.
 Tensor pad_backward(const ForwardRecord& fwd, Tensor g) {
-  std::vector<std::int64_t> pads = fwd.attrs.ints;
+  std::vector<std::int64_t> pads = PadAttrs::decode(fwd.kind, fwd.attrs).pairs();
   for (auto& p : pads) p = -p;
   return pad(std::move(g), pads, 0.0);
 }

@@ -1,5 +1,8 @@
 #include "kiln/devices/shape_plans.h"
 
+#include "kiln/ops/attrs_layout.h"
+#include "kiln/ops/attrs_window.h"
+
 namespace kiln {
 
 void CopyBox::push_dim(std::int64_t n, std::int64_t src_step) {
@@ -23,12 +26,15 @@ CopyBox layout_box(const OpIr& op) {
       for (int d = 0; d < out.rank(); ++d) b.push_dim(out[d], d < lead || in[d - lead] == 1 ? 0 : st[d - lead]);
       break;
     }
-    case OpKind::slice:  // ints: (start, stop, step) per dim
+    case OpKind::slice: {
+      const SliceAttrs s = SliceAttrs::decode(op);
       for (int d = 0; d < in.rank(); ++d) {
-        b.src_offset += t[3 * d] * st[d];
-        b.push_dim(out[d], st[d] * t[3 * d + 2]);
+        const SliceRange& r = s.dims[static_cast<std::size_t>(d)];
+        b.src_offset += r.start * st[d];
+        b.push_dim(out[d], st[d] * r.step);
       }
       break;
+    }
     case OpKind::flip: {
       bool flipped[kMaxRank] = {};
       // A 0-d tensor accepts dim 0 like torch, with nothing to reverse.
@@ -56,18 +62,18 @@ CopyBox layout_box(const OpIr& op) {
 }
 
 WindowGeometry window_geometry(const OpIr& op, const Shape& image_shape) {
-  const auto& ints = op.attrs.ints;
-  const int s = static_cast<int>(ints[0]);
+  const WindowAttrs w = WindowAttrs::decode(op);
+  const int s = w.dims;
   WindowGeometry g;
   g.batch_channels = image_shape[0] * image_shape[1];
+  g.pad_value = w.pad_value;
   for (int d = 0; d < s; ++d) {
     const int e = 3 - s + d;
-    const auto at = [&](int group) { return ints[1 + static_cast<std::size_t>(group * s + d)]; };
     g.image[e] = image_shape[2 + d];
-    g.kernel[e] = at(0);
-    g.dilation[e] = at(1);
-    g.padding[e] = at(2);
-    g.stride[e] = at(3);
+    g.kernel[e] = w.kernel[d];
+    g.dilation[e] = w.dilation[d];
+    g.padding[e] = w.padding[d];
+    g.stride[e] = w.stride[d];
     g.out[e] = (g.image[e] + 2 * g.padding[e] - g.dilation[e] * (g.kernel[e] - 1) - 1) / g.stride[e] + 1;
   }
   return g;

@@ -132,13 +132,13 @@ struct WindowGeometry {
   std::int64_t dilation[3] = {1, 1, 1};
   std::int64_t padding[3] = {0, 0, 0};
   std::int64_t stride[3] = {1, 1, 1};
+  double pad_value = 0.0;  // unfold: written where a window reaches into the padding
   std::int64_t plane() const { return image[0] * image[1] * image[2]; }
   std::int64_t volume() const { return kernel[0] * kernel[1] * kernel[2]; }  // K
   std::int64_t windows() const { return out[0] * out[1] * out[2]; }          // L
 };
 
-// From the op's attrs ([s, kernel[s], dilation[s], padding[s], stride[s], ...]) and the image's
-// shape [N, C, *spatial].
+// From the op's WindowAttrs (ops/attrs_window.h) and the image's shape [N, C, *spatial].
 WindowGeometry window_geometry(const OpIr& op, const Shape& image_shape);
 
 }  // namespace kiln

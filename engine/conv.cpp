@@ -11,6 +11,7 @@
 #include "kiln/engine/linalg.h"
 #include "kiln/engine/submit.h"
 #include "kiln/engine/window_args.h"
+#include "kiln/ops/attrs_window.h"
 
 namespace kiln {
 
@@ -67,13 +68,14 @@ bool pointwise(const Window& kernel, const Window& stride, const Window& padding
 // Devices with kernels for conv, conv_input_grad and conv_weight_grad, for every floating dtype.
 bool has_conv_kernels(Device d) { return d.kind == DeviceKind::cpu || d.kind == DeviceKind::vulkan; }
 
-// The ints every conv op starts with: [s, stride[s], padding[s], dilation[s], groups]
-// (ops/op_list.def).
-OpAttrs conv_attrs(int dims, const Window& stride, const Window& padding, const Window& dilation, std::int64_t groups) {
-  OpAttrs a;
-  a.ints = {dims};
-  for (const Window* w : {&stride, &padding, &dilation}) a.ints.insert(a.ints.end(), w->begin(), w->end());
-  a.ints.push_back(groups);
+// The conv ops' attrs (ops/attrs_window.h) from windows of one value per spatial dim.
+ConvAttrs conv_attrs(int dims, const Window& stride, const Window& padding, const Window& dilation, std::int64_t groups) {
+  ConvAttrs a;
+  a.dims = dims;
+  std::copy(stride.begin(), stride.end(), a.stride.begin());
+  std::copy(padding.begin(), padding.end(), a.padding.begin());
+  std::copy(dilation.begin(), dilation.end(), a.dilation.begin());
+  a.groups = groups;
   return a;
 }
 
@@ -132,7 +134,7 @@ Tensor conv_nd(const char* op, int dims, const Tensor& x, Tensor weight, Tensor 
   // them. Its backward rule uses conv_input_grad and conv_weight_grad. A device without these
   // kernels runs unfold + matmul, which stays the kernels' test oracle.
   if (has_conv_kernels(input.device())) {
-    const OpAttrs a = conv_attrs(dims, stride, padding, dilation, g);
+    const OpAttrs a = conv_attrs(dims, stride, padding, dilation, g).encode(OpKind::conv);
     Tensor y = bias.defined() ? detail::submit3(OpKind::conv, std::move(input), std::move(weight), std::move(bias), a)
                               : detail::submit2(OpKind::conv, std::move(input), std::move(weight), a);
     return detail::unbatched_result(std::move(y), unbatched);
@@ -190,9 +192,9 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x, Tensor weigh
   // one conv_input_grad op (devices/cpu/conv_gemm.h) while output_padding stays below the
   // stride, where that convolution's windows over `out` are exactly x's positions.
   if (xb.device().kind == DeviceKind::cpu && direct) {
-    OpAttrs a = conv_attrs(dims, stride, padding, dilation, g);
-    a.ints.insert(a.ints.end(), out.begin(), out.end());
-    Tensor y = detail::submit2(OpKind::conv_input_grad, xb, std::move(weight), std::move(a));
+    ConvAttrs a = conv_attrs(dims, stride, padding, dilation, g);
+    std::copy(out.begin(), out.end(), a.sizes.begin());
+    Tensor y = detail::submit2(OpKind::conv_input_grad, xb, std::move(weight), a.encode(OpKind::conv_input_grad));
     if (bias.defined()) y = add(std::move(y), bias_column(std::move(bias), dims));
     return detail::unbatched_result(std::move(y), unbatched);
   }

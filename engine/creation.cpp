@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kiln/engine/submit.h"
+#include "kiln/ops/attrs_creation.h"
 
 namespace kiln {
 
@@ -19,20 +20,7 @@ template <class T> Tensor upload_vector(const char* op, std::vector<T>&& data, c
   return detail::submit_upload(std::move(bytes), shape, dtype_of<T>, device);
 }
 
-OpAttrs shape_attrs(const Shape& shape, DType dtype) {
-  OpAttrs a;
-  a.ints.assign(shape.begin(), shape.end());
-  a.dtype = dtype;
-  return a;
-}
-
-Tensor random(OpKind kind, const Shape& shape, double s1, double s2, Generator& gen, TensorOptions o) {
-  OpAttrs a = shape_attrs(shape, o.dtype);
-  a.scalar = s1;
-  a.scalar2 = s2;
-  a.seed = gen.next_draw();
-  return detail::submit0(kind, std::move(a), o.device);
-}
+CreationOutput creation_output(const Shape& shape, TensorOptions o) { return CreationOutput{shape, o.dtype}; }
 
 }  // namespace
 
@@ -51,9 +39,7 @@ Tensor from_vector(const std::vector<bool>& data, const Shape& shape, Device dev
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions o) {
-  OpAttrs a = shape_attrs(shape, o.dtype);
-  a.scalar = value;
-  return detail::submit0(OpKind::full, std::move(a), o.device);
+  return detail::submit0(OpKind::full, FullAttrs{creation_output(shape, o), value}.encode(), o.device);
 }
 Tensor scalar(double value, TensorOptions o) { return full(Shape{}, value, o); }
 Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o); }
@@ -69,24 +55,19 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
              "the range [" + std::to_string(start) + ", " + std::to_string(end) + ") is not reachable with step " +
                  std::to_string(step));
   const auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
-  OpAttrs a = shape_attrs(Shape{std::max<std::int64_t>(n, 0)}, o.dtype);
-  a.scalar = start;
-  a.scalar2 = step;
-  return detail::submit0(OpKind::arange, std::move(a), o.device);
+  const ArangeAttrs a{creation_output(Shape{std::max<std::int64_t>(n, 0)}, o), start, step};
+  return detail::submit0(OpKind::arange, a.encode(), o.device);
 }
 Tensor arange(double end, TensorOptions o) { return arange(0.0, end, 1.0, o); }
 
 Tensor linspace(double start, double end, std::int64_t steps, TensorOptions o) {
   KILN_CHECK(steps >= 0, "linspace", "steps must be non-negative, got " + std::to_string(steps));
-  OpAttrs a = shape_attrs(Shape{steps}, o.dtype);
-  a.scalar = start;
-  a.scalar2 = end;
-  return detail::submit0(OpKind::linspace, std::move(a), o.device);
+  return detail::submit0(OpKind::linspace, LinspaceAttrs{creation_output(Shape{steps}, o), start, end}.encode(), o.device);
 }
 
 Tensor eye(std::int64_t n, std::int64_t m, TensorOptions o) {
   KILN_CHECK(n >= 0, "eye", "n must be non-negative, got " + std::to_string(n));
-  return detail::submit0(OpKind::eye, shape_attrs(Shape{n, m < 0 ? n : m}, o.dtype), o.device);
+  return detail::submit0(OpKind::eye, creation_output(Shape{n, m < 0 ? n : m}, o).encode(), o.device);
 }
 
 Generator& default_generator() {
@@ -97,17 +78,20 @@ void manual_seed(std::uint64_t seed) { default_generator() = Generator(seed); }
 
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, TensorOptions o) {
   KILN_CHECK(low <= high, "uniform", "low (" + std::to_string(low) + ") is above high (" + std::to_string(high) + ")");
-  return random(OpKind::rand_uniform, shape, low, high, gen, o);
+  return detail::submit0(OpKind::rand_uniform, UniformAttrs{creation_output(shape, o), low, high, gen.next_draw()}.encode(),
+                         o.device);
 }
 Tensor rand(const Shape& shape, Generator& gen, TensorOptions o) { return uniform(shape, 0.0, 1.0, gen, o); }
 Tensor normal(const Shape& shape, double mean, double std, Generator& gen, TensorOptions o) {
   KILN_CHECK(std >= 0.0, "normal", "std must be non-negative, got " + std::to_string(std));
-  return random(OpKind::rand_normal, shape, mean, std, gen, o);
+  return detail::submit0(OpKind::rand_normal, NormalAttrs{creation_output(shape, o), mean, std, gen.next_draw()}.encode(),
+                         o.device);
 }
 Tensor randn(const Shape& shape, Generator& gen, TensorOptions o) { return normal(shape, 0.0, 1.0, gen, o); }
 Tensor bernoulli(const Shape& shape, double p, Generator& gen, TensorOptions o) {
   KILN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli", "p must be in [0, 1], got " + std::to_string(p));
-  return random(OpKind::rand_bernoulli, shape, p, 0.0, gen, o);
+  return detail::submit0(OpKind::rand_bernoulli, BernoulliAttrs{creation_output(shape, o), p, gen.next_draw()}.encode(),
+                         o.device);
 }
 
 }  // namespace kiln

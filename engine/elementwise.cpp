@@ -2,6 +2,7 @@
 
 #include "kiln/engine/creation.h"
 #include "kiln/engine/submit.h"
+#include "kiln/ops/attrs_elementwise.h"
 #include "kiln/ops/elementwise_rules.h"
 
 namespace kiln {
@@ -113,11 +114,9 @@ Tensor where(Tensor cond, double a, Tensor b) {
 }
 
 Tensor clamp(Tensor x, std::optional<double> min, std::optional<double> max) {
-  OpAttrs a;
-  a.scalar = min.value_or(0.0);
-  a.scalar2 = max.value_or(0.0);
-  a.ints = {min ? 1 : 0, max ? 1 : 0};
-  return detail::submit1(OpKind::clamp, std::move(x), std::move(a));
+  const ClampAttrs a{.has_min = min.has_value(), .has_max = max.has_value(), .min = min.value_or(0.0),
+                     .max = max.value_or(0.0)};
+  return detail::submit1(OpKind::clamp, std::move(x), a.encode());
 }
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 #include "kiln/engine/index.h"
 
 #include "kiln/engine/submit.h"
+#include "kiln/ops/attrs_index.h"
 
 namespace kiln {
 
@@ -52,10 +53,7 @@ std::pair<Tensor, Tensor> sort(Tensor x, std::int64_t dim, bool descending) {
 }
 
 std::pair<Tensor, Tensor> topk(Tensor x, std::int64_t k, std::int64_t dim, bool largest) {
-  OpAttrs a = dim_attrs(dim);
-  a.ints = {k};
-  a.flag = largest;
-  return submit_pair(OpKind::topk, std::move(x), std::move(a));
+  return submit_pair(OpKind::topk, std::move(x), TopkAttrs{.k = k, .dim = dim, .largest = largest}.encode());
 }
 
 }  // namespace kiln

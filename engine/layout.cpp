@@ -10,6 +10,7 @@
 
 #include "kiln/engine/describe.h"
 #include "kiln/engine/submit.h"
+#include "kiln/ops/attrs_layout.h"
 
 namespace kiln {
 
@@ -33,15 +34,11 @@ Tensor reshape_to(Tensor x, const Shape& shape) {
 Tensor slice_canonical(Tensor x, int dim, std::int64_t start, std::int64_t stop, std::int64_t step) {
   const Shape& s = x.shape();
   if (start == 0 && stop == s[dim] && (step == 1 || s[dim] <= 1)) return x;
-  std::vector<std::int64_t> triples;
-  triples.reserve(3 * static_cast<std::size_t>(s.rank()));
-  for (int d = 0; d < s.rank(); ++d) {
-    if (d == dim)
-      triples.insert(triples.end(), {start, stop, step});
-    else
-      triples.insert(triples.end(), {0, s[d], 1});
-  }
-  return detail::submit1(OpKind::slice, std::move(x), ints_attrs(std::move(triples)));
+  SliceAttrs a;
+  a.rank = s.rank();
+  for (int d = 0; d < s.rank(); ++d)
+    a.dims[static_cast<std::size_t>(d)] = d == dim ? SliceRange{start, stop, step} : SliceRange{0, s[d], 1};
+  return detail::submit1(OpKind::slice, std::move(x), a.encode());
 }
 
 std::vector<Tensor> split_sizes_checked(const Tensor& x, const std::vector<std::int64_t>& sizes, int dim) {
@@ -300,9 +297,7 @@ Tensor pad(Tensor x, const std::vector<std::int64_t>& pads, double value) {
   KILN_CHECK(static_cast<int>(pads.size() / 2) <= x.rank(), "pad",
              "pads " + ints_str(pads) + " cover more dims than " + describe(x) + " has");
   if (std::all_of(pads.begin(), pads.end(), [](auto p) { return p == 0; })) return x;
-  OpAttrs a = ints_attrs(pads);
-  a.scalar = value;
-  return detail::submit1(OpKind::pad, std::move(x), std::move(a));
+  return detail::submit1(OpKind::pad, std::move(x), PadAttrs::from_pairs(pads, value).encode());
 }
 
 Tensor tril(Tensor x, std::int64_t diagonal) {

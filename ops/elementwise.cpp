@@ -5,6 +5,7 @@
 // the others (engine/submit.cpp), naming the device.
 #include <cmath>
 
+#include "kiln/ops/attrs_elementwise.h"
 #include "kiln/ops/elementwise_rules.h"
 #include "kiln/ops/registry.h"
 
@@ -68,8 +69,8 @@ void cast_rule(const OpIr& op, TensorList& out) {
 
 void clamp_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
-  const auto& f = op.attrs.ints;
-  KILN_CHECK(f.size() == 2 && (f[0] != 0 || f[1] != 0), "clamp",
+  const ClampAttrs c = ClampAttrs::decode(op);  // ops/attrs_elementwise.h
+  KILN_CHECK(c.has_min || c.has_max, "clamp",
              "at least one of min and max must be given (input " + describe(op.inputs[0]) + ")");
   out.push_back(result(op, op.inputs[0].shape));
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kiln/ops/attrs_elementwise.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln {
@@ -112,10 +113,9 @@ DType elementwise_compute_dtype(OpKind kind, std::span<const DType> inputs, cons
     case OpKind::square: return inputs[0] == DType::bool_ ? DType::i64 : inputs[0];
     case OpKind::clamp: {
       DType t = inputs[0];
-      const bool has_min = attrs.ints.size() > 0 && attrs.ints[0] != 0;
-      const bool has_max = attrs.ints.size() > 1 && attrs.ints[1] != 0;
-      if (has_min) t = promote_types(t, scalar_operand_dtype(inputs[0], attrs.scalar));
-      if (has_max) t = promote_types(t, scalar_operand_dtype(inputs[0], attrs.scalar2));
+      const ClampAttrs c = ClampAttrs::decode(kind, attrs);
+      if (c.has_min) t = promote_types(t, scalar_operand_dtype(inputs[0], c.min));
+      if (c.has_max) t = promote_types(t, scalar_operand_dtype(inputs[0], c.max));
       return t;
     }
     case OpKind::where: return promote_types(inputs[1], inputs[2]);

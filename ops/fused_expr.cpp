@@ -1,5 +1,6 @@
 #include "kiln/ops/fused_expr.h"
 
+#include "kiln/ops/attrs_elementwise.h"
 #include "kiln/ops/elementwise_rules.h"
 #include "kiln/ops/registry.h"
 
@@ -35,8 +36,10 @@ std::string FusedExpr::structure_key() const {
   }
   for (const FusedNode& n : nodes) {
     std::uint32_t flags = n.arity;
-    if (n.kind == OpKind::clamp)  // which bounds exist
-      for (std::size_t i = 0; i < 2 && i < n.attrs.ints.size(); ++i) flags |= (n.attrs.ints[i] ? 1u : 0u) << (4 + i);
+    if (n.kind == OpKind::clamp) {  // which bounds exist (their values are arguments)
+      const ClampAttrs c = ClampAttrs::decode(n.kind, n.attrs);
+      flags |= (c.has_min ? 1u : 0u) << 4 | (c.has_max ? 1u : 0u) << 5;
+    }
     put(static_cast<std::uint32_t>(n.kind) | static_cast<std::uint32_t>(n.compute) << 16 |
         static_cast<std::uint32_t>(n.out) << 24);
     put(flags);

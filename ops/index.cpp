@@ -3,6 +3,7 @@
 // device, so an index out of range is the kernel's to report.
 #include <cmath>
 
+#include "kiln/ops/attrs_index.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln {
@@ -131,9 +132,9 @@ void topk_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = op.inputs[0];
   KILN_CHECK(is_floating(x.dtype) || x.dtype == DType::i64, "topk",
              "expected a float or i64 input, got " + describe(x));
-  KILN_CHECK(op.attrs.ints.size() == 1, "topk", "expected k in ints[0]");
-  const int dim = checked_dim("topk", op.attrs.dim, x);
-  const std::int64_t k = op.attrs.ints[0];
+  const TopkAttrs t = TopkAttrs::decode(op);  // ops/attrs_index.h
+  const int dim = checked_dim("topk", t.dim, x);
+  const std::int64_t k = t.k;
   const std::int64_t size = torch_size(x, dim);
   KILN_CHECK(k >= 0 && k <= size, "topk",
              "k = " + std::to_string(k) + " is out of range for dim " + std::to_string(dim) + " of size " +

@@ -1,4 +1,4 @@
-// Shape rules of the layout family. The API functions (engine/layout.cpp) canonicalize their
+// Shape rules of the layout family (slice's and pad's attrs: ops/attrs_layout.h). The API functions (engine/layout.cpp) canonicalize their
 // arguments (wrap negative dims, resolve -1, clamp slice bounds) before submitting, so these
 // rules check the canonical form strictly: a message that reaches a kernel is always in range.
 // Every dtype moves: f16 and bf16 exist on some Vulkan devices only, and the submission rejects
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "kiln/ops/attrs_layout.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln {
@@ -82,13 +83,13 @@ void expand_rule(const OpIr& op, TensorList& out) {
 
 void slice_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
-  const auto& t = op.attrs.ints;
+  const SliceAttrs t = SliceAttrs::decode(op);
   const int rank = x.shape.rank();
-  KILN_CHECK(static_cast<int>(t.size()) == 3 * rank, "slice",
-             "expected one (start, stop, step) triple per dim of " + describe(x) + ", got " + ints_str(t));
+  KILN_CHECK(t.rank == rank, "slice",
+             "expected one (start, stop, step) triple per dim of " + describe(x) + ", got " + ints_str(op.attrs.ints));
   Shape shape;
   for (int d = 0; d < rank; ++d) {
-    const std::int64_t start = t[3 * d], stop = t[3 * d + 1], step = t[3 * d + 2];
+    const auto [start, stop, step] = t.dims[static_cast<std::size_t>(d)];
     KILN_CHECK(step > 0, "slice",
                "step must be positive, got " + std::to_string(step) + " (input " + describe(x) + ")");
     KILN_CHECK(0 <= start && start <= stop && stop <= x.shape[d], "slice",
@@ -159,18 +160,16 @@ void repeat_rule(const OpIr& op, TensorList& out) {
 
 void pad_rule(const OpIr& op, TensorList& out) {
   const TensorIr& x = single_input(op);
-  const auto& pads = op.attrs.ints;
+  const auto& pads = op.attrs.ints;  // for messages
+  const PadAttrs p = PadAttrs::decode(op);
   const int rank = x.shape.rank();
-  KILN_CHECK(pads.size() % 2 == 0, "pad", "pads " + ints_str(pads) + " must come in (before, after) pairs");
-  KILN_CHECK(static_cast<int>(pads.size() / 2) <= rank, "pad",
-             "pads " + ints_str(pads) + " cover more dims than " + describe(x) + " has");
-  const double v = op.attrs.scalar;
+  KILN_CHECK(p.count <= rank, "pad", "pads " + ints_str(pads) + " cover more dims than " + describe(x) + " has");
+  const double v = p.value;
   KILN_CHECK(x.dtype != DType::i64 || (std::isfinite(v) && std::abs(v) < 9.2e18), "pad",
              "value " + std::to_string(v) + " does not fit the dtype of " + describe(x));
   Shape shape = x.shape;
-  for (std::size_t p = 0; p < pads.size() / 2; ++p) {
-    const int d = rank - 1 - static_cast<int>(p);
-    shape[d] = x.shape[d] + pads[2 * p] + pads[2 * p + 1];
+  for (int d = rank - 1; d >= rank - p.count; --d) {  // last dim first, as the pairs are listed
+    shape[d] = x.shape[d] + p.before_dim(d, rank) + p.after_dim(d, rank);
     KILN_CHECK(shape[d] >= 0, "pad",
                "pads " + ints_str(pads) + " make dim " + std::to_string(d) + " of " + describe(x) + " negative");
   }

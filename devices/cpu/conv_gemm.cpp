@@ -7,26 +7,26 @@
 #include <cstring>
 
 #include "kiln/devices/cpu/simd.h"
+#include "kiln/ops/attrs_window.h"
 
 namespace kiln::cpu::conv_detail {
 
 ConvGeometry conv_geometry(const OpIr& op, const Shape& x, const Shape& weight, const Shape& y) {
-  const auto& ints = op.attrs.ints;  // [s, stride[s], padding[s], dilation[s], groups, ...]
-  const int s = static_cast<int>(ints[0]);
+  const ConvAttrs a = ConvAttrs::decode(op);
+  const int s = a.dims;
   ConvGeometry g;
   g.batch = x[0];
   g.channels = x[1];
   g.out_channels = y[1];
-  g.groups = ints[1 + 3 * static_cast<std::size_t>(s)];
+  g.groups = a.groups;
   for (int d = 0; d < s; ++d) {
     const int e = 3 - s + d;
-    const auto at = [&](int group) { return ints[1 + static_cast<std::size_t>(group * s + d)]; };
     g.in[e] = x[2 + d];
     g.out[e] = y[2 + d];
     g.kernel[e] = weight[2 + d];
-    g.stride[e] = at(0);
-    g.padding[e] = at(1);
-    g.dilation[e] = at(2);
+    g.stride[e] = a.stride[d];
+    g.padding[e] = a.padding[d];
+    g.dilation[e] = a.dilation[d];
   }
   return g;
 }

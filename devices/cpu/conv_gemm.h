@@ -36,7 +36,7 @@ struct ConvGeometry {
   std::vector<std::int64_t> displacements(int d) const;
 };
 
-// From the op's ints (ops/op_list.def) and the shapes of x, the weight and y.
+// From the op's ConvAttrs (ops/attrs_window.h) and the shapes of x, the weight and y.
 ConvGeometry conv_geometry(const OpIr& op, const Shape& x, const Shape& weight, const Shape& y);
 
 // The taps along one spatial dim. Output position u reads source element u * stride +

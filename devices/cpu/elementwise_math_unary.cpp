@@ -10,6 +10,7 @@
 #include "kiln/devices/cpu/elementwise_math.h"
 #include "kiln/devices/cpu/fast_erf.h"
 #include "kiln/devices/cpu/fast_exp.h"
+#include "kiln/ops/attrs_elementwise.h"
 
 namespace kiln::cpu {
 
@@ -83,8 +84,9 @@ struct Clamp {
 // An absent bound is an infinite one; torch's rule min > max gives max falls out of the order.
 void clamp_f32(const void* x, void* y, std::int64_t n, const OpAttrs& a) {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  const float lo = a.ints[0] ? static_cast<float>(a.scalar) : -inf;
-  const float hi = a.ints[1] ? static_cast<float>(a.scalar2) : inf;
+  const ClampAttrs c = ClampAttrs::decode(OpKind::clamp, a);
+  const float lo = c.has_min ? static_cast<float>(c.min) : -inf;
+  const float hi = c.has_max ? static_cast<float>(c.max) : inf;
   loops::map1_f32(static_cast<const float*>(x), y, n, Clamp{simd::splat(lo), simd::splat(hi)});
 }
 
@@ -126,8 +128,9 @@ void copy_fn(const void* x, void* y, std::int64_t n, std::size_t size) {
 
 void clamp_i64(const void* xv, void* yv, std::int64_t n, const OpAttrs& a) {
   // The shape rule computes in f32 unless every given bound is a whole number.
-  const i64 lo = a.ints[0] ? static_cast<i64>(a.scalar) : std::numeric_limits<i64>::min();
-  const i64 hi = a.ints[1] ? static_cast<i64>(a.scalar2) : std::numeric_limits<i64>::max();
+  const ClampAttrs c = ClampAttrs::decode(OpKind::clamp, a);
+  const i64 lo = c.has_min ? static_cast<i64>(c.min) : std::numeric_limits<i64>::min();
+  const i64 hi = c.has_max ? static_cast<i64>(c.max) : std::numeric_limits<i64>::max();
   const i64* x = static_cast<const i64*>(xv);
   i64* y = static_cast<i64*>(yv);
   for (std::int64_t i = 0; i < n; ++i) {

@@ -8,6 +8,7 @@
 
 #include "kiln/devices/cpu/index_kernels.h"
 #include "kiln/devices/cpu/parallel.h"
+#include "kiln/ops/attrs_index.h"
 
 namespace kiln::cpu::index {
 namespace {
@@ -80,8 +81,8 @@ void sort_kernel(const OpIr& op, const KernelArgs& args) {
 
 void topk_kernel(const OpIr& op, const KernelArgs& args) {
   // largest = true is a descending order
-  visit_dtype(op.inputs[0].dtype, "topk",
-              [&](auto tag) { sort_slices<decltype(tag)>(op, args, op.attrs.ints[0], op.attrs.flag); });
+  const TopkAttrs t = TopkAttrs::decode(op);
+  visit_dtype(op.inputs[0].dtype, "topk", [&](auto tag) { sort_slices<decltype(tag)>(op, args, t.k, t.largest); });
 }
 
 }  // namespace kiln::cpu::index

@@ -151,7 +151,7 @@ void unfold_kernel(const OpIr& op, const KernelArgs& a) {
   const Geometry g = geometry(op, x.shape);
   // Without padding the value is never written, and the shape rule let any value through.
   const bool padded = g.padding[0] > 0 || g.padding[1] > 0 || g.padding[2] > 0;
-  const double v = padded ? op.attrs.scalar : 0.0;
+  const double v = padded ? g.pad_value : 0.0;
   const auto run = [&](auto raw) {
     using Raw = decltype(raw);
     unfold_rows(g, in_ptr<Raw>(a, 0), out_ptr<Raw>(a, 0), pad_bits<Raw>(v));

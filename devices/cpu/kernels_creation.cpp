@@ -5,6 +5,7 @@
 
 #include "kiln/devices/cpu/cpu_kernels.h"
 #include "kiln/devices/cpu/parallel.h"
+#include "kiln/ops/attrs_creation.h"
 
 namespace kiln::cpu {
 namespace {
@@ -38,19 +39,21 @@ template <class Fn> void fill_by_index(const OpIr& op, const KernelArgs& a, Fn&&
 }
 
 void full_kernel(const OpIr& op, const KernelArgs& a) {
-  const double v = op.attrs.scalar;
+  const double v = FullAttrs::decode(op.kind, op.attrs).value;
   fill_by_index(op, a, [v](std::int64_t) { return v; });
 }
 
 void arange_kernel(const OpIr& op, const KernelArgs& a) {
-  const double start = op.attrs.scalar, step = op.attrs.scalar2;
+  const ArangeAttrs r = ArangeAttrs::decode(op.kind, op.attrs);
+  const double start = r.start, step = r.step;
   fill_by_index(op, a, [=](std::int64_t i) { return start + static_cast<double>(i) * step; });
 }
 
 void linspace_kernel(const OpIr& op, const KernelArgs& a) {
   // torch's formula: fill from both ends so that the last element is exactly `end`.
   const std::int64_t steps = op.outputs[0].numel();
-  const double start = op.attrs.scalar, end = op.attrs.scalar2;
+  const LinspaceAttrs r = LinspaceAttrs::decode(op.kind, op.attrs);
+  const double start = r.start, end = r.end;
   if (op.outputs[0].dtype == DType::f32) {
     const float fs = static_cast<float>(start), fe = static_cast<float>(end);
     const float step = steps > 1 ? (fe - fs) / static_cast<float>(steps - 1) : 0.0f;
@@ -82,8 +85,9 @@ double unit(std::uint64_t seed, std::uint64_t i, std::uint64_t lane) {
 }
 
 void uniform_kernel(const OpIr& op, const KernelArgs& a) {
-  const double lo = op.attrs.scalar, hi = op.attrs.scalar2;
-  const std::uint64_t seed = op.attrs.seed;
+  const UniformAttrs u = UniformAttrs::decode(op.kind, op.attrs);
+  const double lo = u.low, hi = u.high;
+  const std::uint64_t seed = u.seed;
   fill_by_index(op, a, [=](std::int64_t i) {
     double v = lo + (hi - lo) * unit(seed, static_cast<std::uint64_t>(i), 0);
     // Rounding to f32 can land on `hi`; keep the interval half-open.
@@ -93,8 +97,9 @@ void uniform_kernel(const OpIr& op, const KernelArgs& a) {
 }
 
 void normal_kernel(const OpIr& op, const KernelArgs& a) {
-  const double mean = op.attrs.scalar, stddev = op.attrs.scalar2;
-  const std::uint64_t seed = op.attrs.seed;
+  const NormalAttrs r = NormalAttrs::decode(op.kind, op.attrs);
+  const double mean = r.mean, stddev = r.std;
+  const std::uint64_t seed = r.seed;
   fill_by_index(op, a, [=](std::int64_t i) {
     // Box-Muller on two independent uniforms of the same element.
     const double u1 = 1.0 - unit(seed, static_cast<std::uint64_t>(i), 0);
@@ -104,21 +109,18 @@ void normal_kernel(const OpIr& op, const KernelArgs& a) {
 }
 
 void bernoulli_kernel(const OpIr& op, const KernelArgs& a) {
-  const double p = op.attrs.scalar;
-  const std::uint64_t seed = op.attrs.seed;
+  const BernoulliAttrs r = BernoulliAttrs::decode(op.kind, op.attrs);
+  const double p = r.p;
+  const std::uint64_t seed = r.seed;
   fill_by_index(op, a, [=](std::int64_t i) { return unit(seed, static_cast<std::uint64_t>(i), 0) < p ? 1.0 : 0.0; });
 }
 
 }  // namespace
 
 void register_creation_kernels(KernelTable& t) {
-  t.set(OpKind::full, full_kernel);
-  t.set(OpKind::arange, arange_kernel);
-  t.set(OpKind::linspace, linspace_kernel);
-  t.set(OpKind::eye, eye_kernel);
-  t.set(OpKind::rand_uniform, uniform_kernel);
-  t.set(OpKind::rand_normal, normal_kernel);
-  t.set(OpKind::rand_bernoulli, bernoulli_kernel);
+  // The table every device shares (devices/kernel_tables.def).
+#define KILN_CREATION_KERNEL(op, kernel) t.set(OpKind::op, kernel);
+#include "kiln/devices/kernel_tables.def"
 }
 
 }  // namespace kiln::cpu

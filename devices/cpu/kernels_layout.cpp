@@ -9,6 +9,7 @@
 #include "kiln/devices/cpu/layout_strided_copy.h"
 #include "kiln/devices/cpu/parallel.h"
 #include "kiln/devices/shape_plans.h"
+#include "kiln/ops/attrs_layout.h"
 
 namespace kiln::cpu {
 namespace {
@@ -81,22 +82,20 @@ void pad_kernel(const OpIr& op, const KernelArgs& a) {
   if (y.numel() == 0) return;
   const int rank = x.shape.rank();
   const Shape in_st = contiguous_strides(x.shape), out_st = contiguous_strides(y.shape);
-  const auto& pads = op.attrs.ints;
+  const PadAttrs pads = PadAttrs::decode(op);
   bool grows = false;
   std::int64_t src_offset = 0, dst_offset = 0;
   StridedCopy c;
   c.elem_bytes = dtype_size(x.dtype);
   for (int d = 0; d < rank; ++d) {
-    const std::size_t p = static_cast<std::size_t>(rank - 1 - d);
-    const std::int64_t before = 2 * p < pads.size() ? pads[2 * p] : 0;
-    const std::int64_t after = 2 * p + 1 < pads.size() ? pads[2 * p + 1] : 0;
+    const std::int64_t before = pads.before_dim(d, rank), after = pads.after_dim(d, rank);
     grows = grows || before > 0 || after > 0;
     const std::int64_t kept = x.shape[d] - std::max<std::int64_t>(0, -before) - std::max<std::int64_t>(0, -after);
     c.push_dim(std::max<std::int64_t>(kept, 0), in_st[d], out_st[d]);
     src_offset += std::max<std::int64_t>(0, -before) * in_st[d];
     dst_offset += std::max<std::int64_t>(0, before) * out_st[d];
   }
-  if (grows) fill_elements(out_bytes(a, 0), y.numel(), c.elem_bytes, fill_pattern(y.dtype, op.attrs.scalar));
+  if (grows) fill_elements(out_bytes(a, 0), y.numel(), c.elem_bytes, fill_pattern(y.dtype, pads.value));
   if (x.numel() == 0) return;
   const auto elem = static_cast<std::int64_t>(c.elem_bytes);
   c.src = in_bytes(a, 0) + src_offset * elem;
@@ -133,15 +132,9 @@ void triangle_kernel(const OpIr& op, const KernelArgs& a) {
 }  // namespace
 
 void register_layout_kernels(KernelTable& t) {
-  t.set(OpKind::permute, box_kernel);
-  t.set(OpKind::expand, box_kernel);
-  t.set(OpKind::slice, box_kernel);
-  t.set(OpKind::cat, cat_kernel);
-  t.set(OpKind::flip, box_kernel);
-  t.set(OpKind::repeat, box_kernel);
-  t.set(OpKind::pad, pad_kernel);
-  t.set(OpKind::tril, triangle_kernel<true>);
-  t.set(OpKind::triu, triangle_kernel<false>);
+  // The table every device shares (devices/kernel_tables.def).
+#define KILN_LAYOUT_KERNEL(op, kernel) t.set(OpKind::op, kernel);
+#include "kiln/devices/kernel_tables.def"
 }
 
 }  // namespace kiln::cpu

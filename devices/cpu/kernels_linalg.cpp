@@ -18,6 +18,7 @@
 #include "kiln/devices/cpu/packed_weights.h"
 #include "kiln/devices/cpu/parallel.h"
 #include "kiln/devices/cpu/skinny_gemm.h"
+#include "kiln/ops/attrs_linalg.h"
 
 namespace kiln::cpu {
 namespace {
@@ -81,8 +82,9 @@ MatmulGeometry geometry(const OpIr& op) {
   const Shape& b = op.inputs[1].shape;
   const Shape& out = op.outputs[0].shape;
   MatmulGeometry g;
-  g.transpose_a = op.attrs.ints.size() == 2 && op.attrs.ints[0] != 0;
-  g.transpose_b = op.attrs.ints.size() == 2 && op.attrs.ints[1] != 0;
+  const MatmulAttrs flags = MatmulAttrs::decode(op);
+  g.transpose_a = flags.transpose_a;
+  g.transpose_b = flags.transpose_b;
   g.k = g.transpose_a ? a[a.rank() - 2] : a[a.rank() - 1];
   g.m = g.transpose_a ? a[a.rank() - 1] : a.rank() >= 2 ? a[a.rank() - 2] : 1;
   g.n = g.transpose_b ? b[b.rank() - 2] : b.rank() >= 2 ? b[b.rank() - 1] : 1;

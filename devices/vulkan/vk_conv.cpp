@@ -99,7 +99,7 @@ void unfold_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const std::int64_t threads = g.batch_channels * g.volume() * quads;
   LaunchArgs a;
   a.buffer(*args.inputs[0]).buffer(*args.outputs[0]).u32(static_cast<std::uint32_t>(threads));          // 0..2
-  a.u64(raw_word(padded ? op.attrs.scalar : 0.0, x.dtype)).u32(static_cast<std::uint32_t>(g.plane()));  // 3, 4
+  a.u64(raw_word(padded ? g.pad_value : 0.0, x.dtype)).u32(static_cast<std::uint32_t>(g.plane()));  // 3, 4
   push_div(a, quads);                                                                                   // 5, 6
   push_div(a, g.volume());                                                                              // 7, 8
   push_div(a, g.out[2]);                                                                                // 9, 10

@@ -31,6 +31,7 @@
 #include "kiln/devices/vulkan/vk_device.h"
 #include "kiln/devices/vulkan/vk_layout_copy.h"
 #include "kiln/base/log.h"
+#include "kiln/ops/attrs_window.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::vk {
@@ -52,8 +53,8 @@ struct ConvGemm {
 
 ConvGemm conv_gemm(const OpIr& op) {
   const TensorIr &x = op.inputs[0], &w = op.inputs[1], &y = op.outputs[0];
-  const auto& ints = op.attrs.ints;  // [s, stride[s], padding[s], dilation[s], groups] (ops/conv.cpp checked)
-  const int s = static_cast<int>(ints[0]);
+  const ConvAttrs a = ConvAttrs::decode(op);
+  const int s = a.dims;
   ConvGemm c;
   WindowGeometry& g = c.window;
   for (int d = 0; d < s; ++d) {
@@ -61,14 +62,14 @@ ConvGemm conv_gemm(const OpIr& op) {
     g.image[e] = x.shape[2 + d];
     g.out[e] = y.shape[2 + d];
     g.kernel[e] = w.shape[2 + d];
-    g.stride[e] = ints[static_cast<std::size_t>(1 + d)];
-    g.padding[e] = ints[static_cast<std::size_t>(1 + s + d)];
-    g.dilation[e] = ints[static_cast<std::size_t>(1 + 2 * s + d)];
+    g.stride[e] = a.stride[d];
+    g.padding[e] = a.padding[d];
+    g.dilation[e] = a.dilation[d];
   }
   g.batch_channels = x.shape[0] * x.shape[1];
   const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
   c.images = u(x.shape[0]);
-  c.groups = u(ints[static_cast<std::size_t>(1 + 3 * s)]);
+  c.groups = u(a.groups);
   c.channels = u(x.shape[1]);
   c.m = u(w.shape[0]) / c.groups;
   c.k = u(w.shape[1] * g.volume());
@@ -334,12 +335,8 @@ void run_explicit(VulkanDevice& dev, const OpIr& op, const ConvGemm& c, const Ke
   BufferPtr cols;
   Buffer* b = args.inputs[0];  // a pointwise convolution's columns are the image
   if (c.gather) {
-    const WindowGeometry& g = c.window;
-    const int s = op.inputs[0].shape.rank() - 2;
-    OpAttrs a;  // [s, kernel[s], dilation[s], padding[s], stride[s]]
-    a.ints = {s};
-    for (const std::int64_t* v : {g.kernel, g.dilation, g.padding, g.stride})
-      a.ints.insert(a.ints.end(), v + 3 - s, v + 3);
+    const Shape& w = op.inputs[1].shape;
+    const OpAttrs a = ConvAttrs::decode(op).window(w.begin() + 2).encode(OpKind::unfold);
     cols = dev.memory().allocate(static_cast<std::size_t>(n * groups * k * l) * dtype_size(t));
     run_step(dev, OpKind::unfold, {{op.inputs[0], args.inputs[0]}}, step_tensor(Shape{n, groups * k, l}, t), cols.get(),
              a);

@@ -12,37 +12,31 @@
 #include "kiln/devices/vulkan/vk_conv_gemm.h"
 #include "kiln/devices/vulkan/vk_device.h"
 #include "kiln/devices/vulkan/vk_layout_copy.h"
+#include "kiln/ops/attrs_window.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::vk {
 
 namespace {
 
-// What both gradients read of the conv attrs [s, stride[s], padding[s], dilation[s], groups,
-// sizes[s]] (ops/conv.cpp checked them), and the unfold / fold attrs of the same window:
-// [s, kernel[s], dilation[s], padding[s], stride[s]] (fold: then the image size).
+// What both gradients read of their ConvAttrs (ops/attrs_window.h; ops/conv.cpp checked them
+// against the operands), and the unfold (image == nullptr) or fold attrs of the same window.
 struct GradGeometry {
-  int s = 0;
-  std::int64_t groups = 1, kk = 1, windows = 1;
+  ConvAttrs conv;
+  std::int64_t kk = 1, windows = 1;
   OpAttrs window;
 };
 
 GradGeometry grad_geometry(const OpIr& op, const Shape& weight, const Shape& dy, const Shape* image) {
-  const auto& ints = op.attrs.ints;
   GradGeometry g;
-  g.s = static_cast<int>(ints[0]);
-  const auto s = static_cast<std::size_t>(g.s);
-  g.groups = ints[1 + 3 * s];
-  g.window.ints = {ints[0]};
-  for (std::size_t d = 0; d < s; ++d) {
-    g.window.ints.push_back(weight[2 + static_cast<int>(d)]);
-    g.kk *= weight[2 + static_cast<int>(d)];
-    g.windows *= dy[2 + static_cast<int>(d)];
+  g.conv = ConvAttrs::decode(op);
+  for (int d = 0; d < g.conv.dims; ++d) {
+    g.kk *= weight[2 + d];
+    g.windows *= dy[2 + d];
   }
-  for (std::size_t group : {2, 1, 0})  // dilation, padding, stride
-    for (std::size_t d = 0; d < s; ++d) g.window.ints.push_back(ints[1 + group * s + d]);
-  if (image)
-    for (int d = 0; d < g.s; ++d) g.window.ints.push_back((*image)[2 + d]);
+  WindowAttrs w = g.conv.window(weight.begin() + 2);
+  if (image) std::copy(image->begin() + 2, image->end(), w.output_size.begin());
+  g.window = w.encode(image ? OpKind::fold : OpKind::unfold);
   return g;
 }
 
@@ -68,7 +62,7 @@ void conv_input_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs&
   const TensorIr &dy = op.inputs[0], &w = op.inputs[1], &dx = op.outputs[0];
   if (dx.numel() == 0) return;
   const GradGeometry g = grad_geometry(op, w.shape, dy.shape, &dx.shape);
-  const std::int64_t n = dy.shape[0], mg = w.shape[0] / g.groups, depth = w.shape[1] * g.kk, G = g.groups;
+  const std::int64_t n = dy.shape[0], mg = w.shape[0] / g.conv.groups, depth = w.shape[1] * g.kk, G = g.conv.groups;
   check_sizes("conv_input_grad", op, n * G * depth * g.windows);
   const DType t = dx.dtype;
   const std::size_t e = dtype_size(t);
@@ -94,7 +88,7 @@ void conv_weight_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs
   const TensorIr &dy = op.inputs[0], &x = op.inputs[1], &dw = op.outputs[0];
   if (dw.numel() == 0) return;
   const GradGeometry g = grad_geometry(op, dw.shape, dy.shape, nullptr);
-  const std::int64_t n = dy.shape[0], G = g.groups, mg = dw.shape[0] / G, depth = dw.shape[1] * g.kk;
+  const std::int64_t n = dy.shape[0], G = g.conv.groups, mg = dw.shape[0] / G, depth = dw.shape[1] * g.kk;
   const std::int64_t columns = n * G * depth * g.windows;
   check_sizes("conv_weight_grad", op, columns);
   const DType t = dw.dtype;
@@ -104,9 +98,7 @@ void conv_weight_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs
   Buffer* image_cols = args.inputs[1];
   // A pointwise convolution's columns are the image itself.
   bool pointwise = g.windows == x.numel() / (x.shape[0] * x.shape[1]) && g.kk == 1;
-  for (int d = 0; d < g.s && pointwise; ++d)
-    pointwise = op.attrs.ints[static_cast<std::size_t>(1 + d)] == 1 &&
-                op.attrs.ints[static_cast<std::size_t>(1 + g.s + d)] == 0;
+  for (int d = 0; d < g.conv.dims && pointwise; ++d) pointwise = g.conv.stride[d] == 1 && g.conv.padding[d] == 0;
   if (!pointwise) {
     cols = dev.memory().allocate(static_cast<std::size_t>(std::max<std::int64_t>(columns, 1)) * e);
     run_step(dev, OpKind::unfold, {{x, args.inputs[1]}}, step_tensor(Shape{n, G * depth, g.windows}, t), cols.get(),

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/ops/attrs_creation.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::vk {
@@ -67,16 +68,18 @@ LaunchArgs fparams(float p0, float p1 = 0, float p2 = 0, float p3 = 0, std::uint
 
 void full_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   const DType t = op.outputs[0].dtype;
+  const double v = FullAttrs::decode(op.kind, op.attrs).value;
   if (t == DType::i64) {
     LaunchArgs p;
-    p.i64(static_cast<std::int64_t>(op.attrs.scalar)).i64(0).i64(0).i64(0).u64(0);
+    p.i64(static_cast<std::int64_t>(v)).i64(0).i64(0).i64(0).u64(0);
     return fill(dev, op, args, "int64_t", "p0", DType::i64, p);
   }
-  fill(dev, op, args, "float", "p0", DType::f32, fparams(static_cast<float>(op.attrs.scalar)));
+  fill(dev, op, args, "float", "p0", DType::f32, fparams(static_cast<float>(v)));
 }
 
 void arange_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
-  const double start = op.attrs.scalar, step = op.attrs.scalar2;
+  const ArangeAttrs r = ArangeAttrs::decode(op.kind, op.attrs);
+  const double start = r.start, step = r.step;
   if (op.outputs[0].dtype == DType::i64 && std::trunc(start) == start && std::trunc(step) == step) {
     LaunchArgs p;
     p.i64(static_cast<std::int64_t>(start)).i64(static_cast<std::int64_t>(step)).i64(0).i64(0).u64(0);
@@ -88,7 +91,8 @@ void arange_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
 void linspace_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   // torch's formula: fill from both ends so that the last element is exactly `end`.
   const std::int64_t steps = op.outputs[0].numel();
-  const float fs = static_cast<float>(op.attrs.scalar), fe = static_cast<float>(op.attrs.scalar2);
+  const LinspaceAttrs r = LinspaceAttrs::decode(op.kind, op.attrs);
+  const float fs = static_cast<float>(r.start), fe = static_cast<float>(r.end);
   const float step = steps > 1 ? (fe - fs) / static_cast<float>(steps - 1) : 0.0f;
   fill(dev, op, args, "float", "i < uint(p3) ? p0 + p2 * float(i) : p1 - p2 * float(n - i - 1u)", DType::f32,
        fparams(fs, fe, step, static_cast<float>(steps / 2)));
@@ -102,35 +106,33 @@ void eye_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
 
 void uniform_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   // Rounding can land on `high`: keep the interval half-open.
+  const UniformAttrs u = UniformAttrs::decode(op.kind, op.attrs);
   fill(dev, op, args, "float", "min(p0 + (p1 - p0) * kiln_unit(seed, i, 0u), p2)", DType::f32,
-       fparams(static_cast<float>(op.attrs.scalar), static_cast<float>(op.attrs.scalar2),
-               op.attrs.scalar2 > op.attrs.scalar ? std::nextafter(static_cast<float>(op.attrs.scalar2), -INFINITY)
-                                                  : static_cast<float>(op.attrs.scalar2),
-               0, op.attrs.seed));
+       fparams(static_cast<float>(u.low), static_cast<float>(u.high),
+               u.high > u.low ? std::nextafter(static_cast<float>(u.high), -INFINITY) : static_cast<float>(u.high), 0,
+               u.seed));
 }
 
 void normal_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   // Box-Muller on two independent uniforms of the same element.
+  const NormalAttrs r = NormalAttrs::decode(op.kind, op.attrs);
   fill(dev, op, args, "float",
        "p0 + p1 * sqrt(-2.0 * log(1.0 - kiln_unit(seed, i, 0u))) * cos(6.283185307179586 * kiln_unit(seed, i, 1u))",
-       DType::f32, fparams(static_cast<float>(op.attrs.scalar), static_cast<float>(op.attrs.scalar2), 0, 0, op.attrs.seed));
+       DType::f32, fparams(static_cast<float>(r.mean), static_cast<float>(r.std), 0, 0, r.seed));
 }
 
 void bernoulli_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
+  const BernoulliAttrs r = BernoulliAttrs::decode(op.kind, op.attrs);
   fill(dev, op, args, "float", "kiln_unit(seed, i, 0u) < p0 ? 1.0 : 0.0", DType::f32,
-       fparams(static_cast<float>(op.attrs.scalar), 0, 0, 0, op.attrs.seed));
+       fparams(static_cast<float>(r.p), 0, 0, 0, r.seed));
 }
 
 }  // namespace
 
 void register_creation_kernels(KernelTable& t) {
-  t.set(OpKind::full, full_kernel);
-  t.set(OpKind::arange, arange_kernel);
-  t.set(OpKind::linspace, linspace_kernel);
-  t.set(OpKind::eye, eye_kernel);
-  t.set(OpKind::rand_uniform, uniform_kernel);
-  t.set(OpKind::rand_normal, normal_kernel);
-  t.set(OpKind::rand_bernoulli, bernoulli_kernel);
+  // The table every device shares (devices/kernel_tables.def).
+#define KILN_CREATION_KERNEL(op, kernel) t.set(OpKind::op, kernel);
+#include "kiln/devices/kernel_tables.def"
 }
 
 }  // namespace kiln::vk

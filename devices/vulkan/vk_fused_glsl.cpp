@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kiln/devices/vulkan/vk_device.h"
+#include "kiln/ops/attrs_elementwise.h"
 #include "kiln/ops/elementwise_rules.h"
 #include "kiln/ops/registry.h"
 
@@ -417,14 +418,13 @@ void push_args(LaunchArgs& a, const FusedExpr& e, std::span<Buffer* const> outpu
         a.scalar(fused_scalar_value(n, j), elementwise_operand_dtype(n.kind, static_cast<std::size_t>(j), n.compute));
     if (n.kind == OpKind::clamp) {
       // An absent bound is an infinite one (the dtype's extreme for i64).
-      const bool has_lo = !n.attrs.ints.empty() && n.attrs.ints[0];
-      const bool has_hi = n.attrs.ints.size() > 1 && n.attrs.ints[1];
+      const ClampAttrs c = ClampAttrs::decode(n.kind, n.attrs);
       if (n.compute == DType::i64) {
-        a.i64(has_lo ? static_cast<std::int64_t>(n.attrs.scalar) : INT64_MIN);
-        a.i64(has_hi ? static_cast<std::int64_t>(n.attrs.scalar2) : INT64_MAX);
+        a.i64(c.has_min ? static_cast<std::int64_t>(c.min) : INT64_MIN);
+        a.i64(c.has_max ? static_cast<std::int64_t>(c.max) : INT64_MAX);
       } else {
-        a.f32(has_lo ? static_cast<float>(n.attrs.scalar) : -INFINITY);
-        a.f32(has_hi ? static_cast<float>(n.attrs.scalar2) : INFINITY);
+        a.f32(c.has_min ? static_cast<float>(c.min) : -INFINITY);
+        a.f32(c.has_max ? static_cast<float>(c.max) : INFINITY);
       }
     }
   }

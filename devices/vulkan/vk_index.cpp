@@ -103,14 +103,9 @@ bool kiln_in_range(int64_t v, uint size) { return uint64_t(v) < uint64_t(size); 
 }  // namespace index
 
 void register_index_kernels(KernelTable& t) {
-  t.set(OpKind::gather, index::gather_kernel);
-  t.set(OpKind::scatter, index::scatter_kernel);
-  t.set(OpKind::scatter_add, index::scatter_add_kernel);
-  t.set(OpKind::index_select, index::index_select_kernel);
-  t.set(OpKind::masked_fill, index::masked_fill_kernel);
-  t.set(OpKind::one_hot, index::one_hot_kernel);
-  t.set(OpKind::sort, index::sort_kernel);
-  t.set(OpKind::topk, index::topk_kernel);
+  // The table every device shares (devices/kernel_tables.def).
+#define KILN_INDEX_KERNEL(op, kernel) t.set(OpKind::op, kernel);
+#include "kiln/devices/kernel_tables.def"
 }
 
 }  // namespace kiln::vk

@@ -12,6 +12,7 @@
 #include <bit>
 
 #include "kiln/devices/vulkan/vk_index.h"
+#include "kiln/ops/attrs_index.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::vk::index {
@@ -275,7 +276,8 @@ void sort_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
 
 void topk_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) {
   // largest = true is a descending order
-  sort_slices(dev, op, args, op.attrs.ints[0], op.attrs.flag);
+  const TopkAttrs t = TopkAttrs::decode(op);
+  sort_slices(dev, op, args, t.k, t.largest);
 }
 
 }  // namespace kiln::vk::index

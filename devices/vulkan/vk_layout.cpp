@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kiln/devices/shape_plans.h"
+#include "kiln/ops/attrs_layout.h"
 #include "kiln/devices/vulkan/vk_layout_copy.h"
 #include "kiln/ops/registry.h"
 
@@ -62,15 +63,14 @@ void pad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
   if (y.numel() == 0) return;
   const int rank = x.shape.rank();
   const Shape in_st = contiguous_strides(x.shape);
-  const auto& pads = op.attrs.ints;
+  const PadAttrs pads = PadAttrs::decode(op);
   StridedCopy c;
   c.elem_bytes = dtype_size(x.dtype);
   c.src = x.numel() ? a.inputs[0] : a.outputs[0];  // never read when the input is empty
   c.dst = a.outputs[0];
-  c.fill = raw_word(op.attrs.scalar, y.dtype);
+  c.fill = raw_word(pads.value, y.dtype);
   for (int d = 0; d < rank; ++d) {
-    const std::size_t p = static_cast<std::size_t>(rank - 1 - d);
-    const std::int64_t before = 2 * p < pads.size() ? pads[2 * p] : 0;
+    const std::int64_t before = pads.before_dim(d, rank);
     // Output coordinate o reads input coordinate o - before.
     c.src_offset -= before * in_st[d];
     const std::int64_t hi = x.numel() ? before + x.shape[d] : 0;
@@ -123,15 +123,9 @@ void triangle_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& a) {
 }  // namespace
 
 void register_layout_kernels(KernelTable& t) {
-  t.set(OpKind::permute, box_kernel);
-  t.set(OpKind::expand, box_kernel);
-  t.set(OpKind::slice, box_kernel);
-  t.set(OpKind::cat, cat_kernel);
-  t.set(OpKind::flip, box_kernel);
-  t.set(OpKind::repeat, box_kernel);
-  t.set(OpKind::pad, pad_kernel);
-  t.set(OpKind::tril, triangle_kernel<true>);
-  t.set(OpKind::triu, triangle_kernel<false>);
+  // The table every device shares (devices/kernel_tables.def).
+#define KILN_LAYOUT_KERNEL(op, kernel) t.set(OpKind::op, kernel);
+#include "kiln/devices/kernel_tables.def"
 }
 
 }  // namespace kiln::vk
