@@ -10,7 +10,7 @@ namespace kiln::data {
 
 namespace {
 
-constexpr const char* kOp = "read_csv";
+constexpr const char* kCsvOp = "read_csv";
 
 struct Record {
   std::int64_t line = 0;  // where the record starts (1-based)
@@ -67,7 +67,7 @@ class RecordParser {
     std::string value;
     ++pos_;
     for (;;) {
-      KILN_CHECK(pos_ < text_.size(), kOp,
+      KILN_CHECK(pos_ < text_.size(), kCsvOp,
                  where_ + ":" + std::to_string(opened) + ": field " + std::to_string(field) +
                      " opens a quote that never closes");
       const char c = text_[pos_];
@@ -84,7 +84,7 @@ class RecordParser {
       value += c;
       ++pos_;
     }
-    KILN_CHECK(pos_ >= text_.size() || text_[pos_] == delimiter_ || line_end_length() > 0, kOp,
+    KILN_CHECK(pos_ >= text_.size() || text_[pos_] == delimiter_ || line_end_length() > 0, kCsvOp,
                where_ + ":" + std::to_string(line_) + ": field " + std::to_string(field) + " has '" +
                    std::string(1, text_[pos_]) + "' after its closing quote");
     return value;
@@ -121,12 +121,12 @@ struct FieldPlace {
 
 float parse_float(const std::string& field, const FieldPlace& place) {
   std::string_view s = trim(field);
-  KILN_CHECK(!s.empty(), kOp, place.str() + ": empty, expected a number");
+  KILN_CHECK(!s.empty(), kCsvOp, place.str() + ": empty, expected a number");
   if (s.size() > 1 && s[0] == '+') s.remove_prefix(1);  // from_chars takes no plus sign; pandas does
   float value = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  KILN_CHECK(ec != std::errc::result_out_of_range, kOp, place.str() + ": '" + field + "' is out of the range of f32");
-  KILN_CHECK(ec == std::errc() && end == s.data() + s.size(), kOp, place.str() + ": '" + field + "' is not a number");
+  KILN_CHECK(ec != std::errc::result_out_of_range, kCsvOp, place.str() + ": '" + field + "' is out of the range of f32");
+  KILN_CHECK(ec == std::errc() && end == s.data() + s.size(), kCsvOp, place.str() + ": '" + field + "' is not a number");
   return value;
 }
 
@@ -137,11 +137,11 @@ std::int64_t parse_class(const std::string& field, const CsvOptions& options, co
       if (s == options.class_names[i]) return static_cast<std::int64_t>(i);
     std::string known;
     for (const std::string& name : options.class_names) known += (known.empty() ? "" : ", ") + name;
-    throw Error(kOp, place.str() + ": '" + field + "' is not one of the class names [" + known + "]");
+    throw Error(kCsvOp, place.str() + ": '" + field + "' is not one of the class names [" + known + "]");
   }
   std::int64_t value = -1;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  KILN_CHECK(ec == std::errc() && end == s.data() + s.size() && value >= 0, kOp,
+  KILN_CHECK(ec == std::errc() && end == s.data() + s.size() && value >= 0, kCsvOp,
              place.str() + ": '" + field + "' is not a class index (a whole number, 0 or more)");
   return value;
 }
@@ -149,17 +149,17 @@ std::int64_t parse_class(const std::string& field, const CsvOptions& options, co
 // The label's column among `width`, or -1 for none.
 std::int64_t label_position(const CsvOptions& options, const std::vector<std::string>& header, std::size_t width,
                             const std::string& file) {
-  KILN_CHECK(options.label_column.empty() || !options.label_index, kOp,
+  KILN_CHECK(options.label_column.empty() || !options.label_index, kCsvOp,
              file + ": give the label column by name or by index, not both");
   if (!options.label_column.empty()) {
-    KILN_CHECK(options.header, kOp, file + ": label column \"" + options.label_column + "\" needs a header row");
+    KILN_CHECK(options.header, kCsvOp, file + ": label column \"" + options.label_column + "\" needs a header row");
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == options.label_column) return static_cast<std::int64_t>(i);
-    throw Error(kOp, file + ": no column named \"" + options.label_column + "\" in the header");
+    throw Error(kCsvOp, file + ": no column named \"" + options.label_column + "\" in the header");
   }
   if (!options.label_index) return -1;
   const std::int64_t index = *options.label_index;
-  KILN_CHECK(index >= 0 && index < static_cast<std::int64_t>(width), kOp,
+  KILN_CHECK(index >= 0 && index < static_cast<std::int64_t>(width), kCsvOp,
              file + ": label index " + std::to_string(index) + " is out of range for rows of " + std::to_string(width) +
                  " fields");
   return index;
@@ -169,9 +169,9 @@ std::int64_t label_position(const CsvOptions& options, const std::vector<std::st
 
 CsvTable read_csv(const std::filesystem::path& path, const CsvOptions& options) {
   const std::string file = path.string();
-  KILN_CHECK(options.delimiter != '"' && options.delimiter != '\n' && options.delimiter != '\r', kOp,
+  KILN_CHECK(options.delimiter != '"' && options.delimiter != '\n' && options.delimiter != '\r', kCsvOp,
              file + ": the delimiter cannot be a quote or a line break");
-  const std::vector<std::byte> bytes = detail::read_whole_file(path, kOp);
+  const std::vector<std::byte> bytes = detail::read_whole_file(path, kCsvOp);
   RecordParser parser(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), options.delimiter,
                       file);
 
@@ -180,7 +180,7 @@ CsvTable read_csv(const std::filesystem::path& path, const CsvOptions& options) 
   std::int64_t width_line = 0;  // the line whose field count every row must have
   std::size_t width = 0;
   const bool any = parser.next(record);
-  KILN_CHECK(any || !options.header, kOp, file + ": empty, expected a header row");
+  KILN_CHECK(any || !options.header, kCsvOp, file + ": empty, expected a header row");
   if (any) {
     width = record.fields.size();
     width_line = record.line;
@@ -194,7 +194,7 @@ CsvTable read_csv(const std::filesystem::path& path, const CsvOptions& options) 
   bool have_row = any && !options.header;  // without a header, the first record is a row
   if (!have_row) have_row = parser.next(record);
   for (; have_row; have_row = parser.next(record)) {
-    KILN_CHECK(record.fields.size() == width, kOp,
+    KILN_CHECK(record.fields.size() == width, kCsvOp,
                file + ":" + std::to_string(record.line) + ": " + std::to_string(record.fields.size()) +
                    " fields, expected " + std::to_string(width) + " (as on line " + std::to_string(width_line) + ")");
     for (std::size_t c = 0; c < width; ++c) {

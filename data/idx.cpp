@@ -12,7 +12,7 @@ namespace kiln::data {
 
 namespace {
 
-constexpr const char* kOp = "read_idx";
+constexpr const char* kIdxOp = "read_idx";
 
 // Deflate inflates a byte to at most 1032 bytes: a gzip file that the header says holds more
 // than that is refused before anything is allocated for it.
@@ -70,15 +70,15 @@ struct Magic {
 
 Magic parse_magic(const std::string& file, const std::byte* p) {
   const std::uint32_t magic = big_endian_u32(p);
-  KILN_CHECK(p[0] == std::byte{0} && p[1] == std::byte{0}, kOp,
+  KILN_CHECK(p[0] == std::byte{0} && p[1] == std::byte{0}, kIdxOp,
              file + ": wrong magic " + hex(magic, 8) +
                  " (an IDX file starts with two zero bytes, a type code and the number of dimensions)");
   const auto code = std::to_integer<std::uint8_t>(p[2]);
-  KILN_CHECK(known_type(code), kOp,
+  KILN_CHECK(known_type(code), kIdxOp,
              file + ": wrong magic " + hex(magic, 8) + ": unknown type code " + hex(code, 2) +
                  " (known: 0x08 u8, 0x09 i8, 0x0B i16, 0x0C i32, 0x0D f32, 0x0E f64)");
   const int rank = std::to_integer<int>(p[3]);
-  KILN_CHECK(rank >= 1 && rank <= kMaxRank, kOp,
+  KILN_CHECK(rank >= 1 && rank <= kMaxRank, kIdxOp,
              file + ": wrong magic " + hex(magic, 8) + ": " + std::to_string(rank) + " dimensions (kiln reads 1 to " +
                  std::to_string(kMaxRank) + ")");
   return {static_cast<IdxType>(code), rank};
@@ -93,7 +93,7 @@ std::uint64_t parse_dims(const std::string& file, const std::byte* p, int rank, 
     dims.push_back(big_endian_u32(p + 4 * i));
     overflow |= __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(dims.back()), &bytes);
   }
-  KILN_CHECK(!overflow && bytes <= (std::uint64_t{1} << 62), kOp,
+  KILN_CHECK(!overflow && bytes <= (std::uint64_t{1} << 62), kIdxOp,
              file + ": dims " + dims_str(dims) + " of " + idx_type_name(type) +
                  " overflow: their data would exceed 2^62 bytes");
   return bytes;
@@ -131,43 +131,43 @@ std::size_t idx_type_size(IdxType type) {
 
 IdxFile::IdxFile(const std::filesystem::path& path) : path_(path) {
   const std::string file = path.string();
-  if (detail::is_gzip_file(path, kOp)) {
-    detail::GzipReader reader(path, kOp);
+  if (detail::is_gzip_file(path, kIdxOp)) {
+    detail::GzipReader reader(path, kIdxOp);
     std::vector<std::byte> header;
-    if (reader.read_into(header, 4) < 4) throw Error(kOp, truncated(file, "header", 4, header.size()));
+    if (reader.read_into(header, 4) < 4) throw Error(kIdxOp, truncated(file, "header", 4, header.size()));
     const Magic magic = parse_magic(file, header.data());
     const std::size_t dims_bytes = 4 * static_cast<std::size_t>(magic.rank);
     if (reader.read_into(header, dims_bytes) < dims_bytes)
-      throw Error(kOp, truncated(file, "header", 4 + dims_bytes, header.size()));
+      throw Error(kIdxOp, truncated(file, "header", 4 + dims_bytes, header.size()));
     type_ = magic.type;
     const std::uint64_t expected = parse_dims(file, header.data() + 4, magic.rank, type_, dims_);
     std::error_code error;
     const std::uint64_t compressed = std::filesystem::file_size(path, error);
-    KILN_CHECK(!error, kOp, file + ": cannot read the file's size: " + error.message());
-    KILN_CHECK(expected <= kMaxInflateRatio * compressed, kOp,
+    KILN_CHECK(!error, kIdxOp, file + ": cannot read the file's size: " + error.message());
+    KILN_CHECK(expected <= kMaxInflateRatio * compressed, kIdxOp,
                file + ": dims " + dims_str(dims_) + " of " + idx_type_name(type_) + " need " +
                    std::to_string(expected) + " bytes, more than a gzip file of " + std::to_string(compressed) +
                    " bytes can hold");
     auto data = std::make_shared<std::vector<std::byte>>();
     const std::size_t got = reader.read_into(*data, expected);
-    if (got < expected) throw Error(kOp, truncated(file, "data", expected, got));
-    KILN_CHECK(reader.at_end(), kOp,
+    if (got < expected) throw Error(kIdxOp, truncated(file, "data", expected, got));
+    KILN_CHECK(reader.at_end(), kIdxOp,
                file + ": the gzip data goes on after the " + std::to_string(expected) + " bytes that dims " +
                    dims_str(dims_) + " of " + idx_type_name(type_) + " take");
     data_ = std::span<const std::byte>(*data);
     storage_ = std::move(data);
   } else {
-    auto mapped = std::make_shared<MappedFile>(path, kOp);
+    auto mapped = std::make_shared<MappedFile>(path, kIdxOp);
     const std::span<const std::byte> bytes = mapped->bytes();
-    if (bytes.size() < 4) throw Error(kOp, truncated(file, "header", 4, bytes.size()));
+    if (bytes.size() < 4) throw Error(kIdxOp, truncated(file, "header", 4, bytes.size()));
     const Magic magic = parse_magic(file, bytes.data());
     const std::size_t header_size = 4 + 4 * static_cast<std::size_t>(magic.rank);
-    if (bytes.size() < header_size) throw Error(kOp, truncated(file, "header", header_size, bytes.size()));
+    if (bytes.size() < header_size) throw Error(kIdxOp, truncated(file, "header", header_size, bytes.size()));
     type_ = magic.type;
     const std::uint64_t expected = parse_dims(file, bytes.data() + 4, magic.rank, type_, dims_);
     const std::uint64_t got = bytes.size() - header_size;
-    if (got < expected) throw Error(kOp, truncated(file, "data", expected, got));
-    KILN_CHECK(got == expected, kOp,
+    if (got < expected) throw Error(kIdxOp, truncated(file, "data", expected, got));
+    KILN_CHECK(got == expected, kIdxOp,
                file + ": " + std::to_string(got - expected) + " extra bytes after the " + std::to_string(expected) +
                    " bytes that dims " + dims_str(dims_) + " of " + idx_type_name(type_) + " take");
     data_ = bytes.subspan(header_size);

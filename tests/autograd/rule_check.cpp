@@ -1,4 +1,4 @@
-#include "kiln/autograd/rule_check.h"
+#include "autograd/rule_check.h"
 
 #include <cmath>
 #include <sstream>

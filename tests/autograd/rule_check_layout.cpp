@@ -1,4 +1,4 @@
-#include "kiln/autograd/rule_check_layout.h"
+#include "autograd/rule_check_layout.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "kiln/autograd/autograd.h"
-#include "kiln/autograd/rule_check.h"
+#include "autograd/rule_check.h"
 #include "kiln/engine/submit.h"
-#include "kiln/ops/conv_oracle.h"
+#include "ops/conv_oracle.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln {

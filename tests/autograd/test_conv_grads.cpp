@@ -6,7 +6,7 @@
 #include <set>
 
 #include "kiln/autograd/autograd.h"
-#include "kiln/autograd/rule_check.h"
+#include "autograd/rule_check.h"
 #include "support/conv_calls.h"
 
 namespace kiln {

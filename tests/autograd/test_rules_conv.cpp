@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/autograd/autograd.h"
-#include "kiln/autograd/rule_check_layout.h"
+#include "autograd/rule_check_layout.h"
 
 namespace kiln {
 namespace {

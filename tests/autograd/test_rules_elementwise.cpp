@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "kiln/autograd/rule_check.h"
+#include "autograd/rule_check.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln {

@@ -3,7 +3,7 @@
 // them), so each case's attrs hold the API's arguments as they are.
 #include <gtest/gtest.h>
 
-#include "kiln/autograd/rule_check_layout.h"
+#include "autograd/rule_check_layout.h"
 #include "kiln/ops/registry.h"  // op_name
 
 namespace kiln {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "kiln/autograd/rule_check_layout.h"
+#include "autograd/rule_check_layout.h"
 #include "kiln/ops/registry.h"  // op_name
 
 namespace kiln {

@@ -1,7 +1,7 @@
 // matmul's backward rule against PyTorch (tests/data/gen_grad_linalg.py) and finite differences.
 #include <gtest/gtest.h>
 
-#include "kiln/autograd/rule_check_layout.h"
+#include "autograd/rule_check_layout.h"
 
 namespace kiln {
 namespace {

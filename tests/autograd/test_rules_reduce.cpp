@@ -2,7 +2,7 @@
 // grad_reduce.json) and against finite differences of the kiln forward op.
 #include <gtest/gtest.h>
 
-#include "kiln/autograd/rule_check.h"
+#include "autograd/rule_check.h"
 #include "kiln/ops/reduce_rules.h"
 #include "kiln/ops/registry.h"
 

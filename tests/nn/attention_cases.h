@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "kiln/nn/module_cases.h"
+#include "nn/module_cases.h"
 
 namespace kiln::test {
 

@@ -1,4 +1,4 @@
-#include "kiln/nn/functional_check.h"
+#include "nn/functional_check.h"
 
 #include <cmath>
 #include <sstream>

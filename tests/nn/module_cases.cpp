@@ -1,4 +1,4 @@
-#include "kiln/nn/module_cases.h"
+#include "nn/module_cases.h"
 
 #include <fstream>
 #include <mutex>

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "kiln/nn/attention.h"
-#include "kiln/nn/attention_cases.h"
+#include "nn/attention_cases.h"
 
 namespace kiln::test {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "kiln/nn/functional.h"
-#include "kiln/nn/functional_check.h"
+#include "nn/functional_check.h"
 
 namespace kiln {
 namespace {

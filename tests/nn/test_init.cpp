@@ -9,7 +9,7 @@
 #include <cmath>
 #include <map>
 
-#include "kiln/nn/functional_check.h"
+#include "nn/functional_check.h"
 #include "kiln/nn/init.h"
 
 namespace kiln {

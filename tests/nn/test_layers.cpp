@@ -7,7 +7,7 @@
 #include <cmath>
 #include <functional>
 
-#include "kiln/nn/module_cases.h"
+#include "nn/module_cases.h"
 
 namespace kiln::test {
 namespace {

@@ -4,7 +4,7 @@
 // errors for bad shapes and options.
 #include <gtest/gtest.h>
 
-#include "kiln/nn/functional_check.h"
+#include "nn/functional_check.h"
 #include "kiln/nn/loss.h"
 
 namespace kiln {

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "kiln/nn/module_cases.h"
+#include "nn/module_cases.h"
 #include "support/fusion_scope.h"
 
 namespace kiln::test {

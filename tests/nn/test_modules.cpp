@@ -3,7 +3,7 @@
 // parameter's gradient, the buffers a training step updates, and eval-mode outputs.
 #include <gtest/gtest.h>
 
-#include "kiln/nn/module_cases.h"
+#include "nn/module_cases.h"
 
 namespace kiln::test {
 

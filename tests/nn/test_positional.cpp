@@ -4,7 +4,7 @@
 // Hugging Face's LLaMA applies them (outputs and input gradients); errors name the layer.
 #include <gtest/gtest.h>
 
-#include "kiln/nn/attention_cases.h"
+#include "nn/attention_cases.h"
 #include "kiln/nn/positional.h"
 
 namespace kiln::test {

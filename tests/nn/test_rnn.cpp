@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 
-#include "kiln/nn/module_cases.h"
+#include "nn/module_cases.h"
 #include "kiln/nn/rnn.h"
 
 namespace kiln::test {

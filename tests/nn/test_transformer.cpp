@@ -4,7 +4,7 @@
 // copies of the layer in the stacks; errors that name the layer's path.
 #include <gtest/gtest.h>
 
-#include "kiln/nn/attention_cases.h"
+#include "nn/attention_cases.h"
 #include "kiln/nn/transformer.h"
 
 namespace kiln::test {

@@ -1,4 +1,4 @@
-#include "kiln/ops/layout_apply.h"
+#include "ops/layout_apply.h"
 
 #include <stdexcept>
 

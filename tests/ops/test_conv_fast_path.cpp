@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/engine/submit.h"
-#include "kiln/ops/conv_oracle.h"
+#include "ops/conv_oracle.h"
 #include "support/reference.h"
 
 namespace kiln {

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "kiln/ops/layout_apply.h"
+#include "ops/layout_apply.h"
 #include "support/reference.h"
 
 namespace kiln {

@@ -10,7 +10,7 @@
 #include "kiln/autograd/autograd.h"
 #include "kiln/devices/vulkan/vk_conv_gemm.h"
 #include "kiln/devices/vulkan/vk_matmul.h"
-#include "kiln/ops/conv_oracle.h"
+#include "ops/conv_oracle.h"
 #include "support/fusion_scope.h"
 #include "vulkan_test_support.h"
 

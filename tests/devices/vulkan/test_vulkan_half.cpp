@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "kiln/devices/vulkan/vulkan_test_support.h"
+#include "devices/vulkan/vulkan_test_support.h"
 #include "support/elementwise_cases.h"
 #include "support/fusion_scope.h"
 #include "support/index_cases.h"

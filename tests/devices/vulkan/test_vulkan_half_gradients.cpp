@@ -14,7 +14,7 @@
 #include <cmath>
 
 #include "kiln/autograd/autograd.h"
-#include "kiln/devices/vulkan/vulkan_test_support.h"
+#include "devices/vulkan/vulkan_test_support.h"
 
 namespace kiln {
 namespace {
