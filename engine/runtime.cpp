@@ -206,6 +206,7 @@ EngineCounters counters(Device device) {
   out.weights_packed = rt.backend->weights_packed();
   out.plans_replayed = c.plans_replayed.load();
   out.passes_replayed = c.passes_replayed.load();
+  out.ops_decomposed = c.ops_decomposed.load();
   out.batches_run_by_readers = rt.stream.batches_run_by_readers();
   const FlowControlCounters flow = rt.stream.flow().counters();
   out.held_back = flow.held_back;
