@@ -1,8 +1,8 @@
 // Shape rule of matmul, with torch.matmul's rules: a 1-D operand is promoted to a matrix (a
 // leading 1 for the left, a trailing 1 for the right) and the added dim removed from the result;
 // the dims before the last two are batch dims and broadcast. Operands are f32, or both f16 or
-// both bf16 (the result has their dtype, as in torch); the CPU device is f32 only. On the CPU an
-// operand may enter transposed (attrs), read in place by the kernel.
+// both bf16 (the result has their dtype, as in torch); the CPU device is f32 only. An operand may
+// enter transposed (attrs), read in place by devices that can (devices/capabilities.h).
 #include "kiln/ops/registry.h"
 
 namespace kiln {
