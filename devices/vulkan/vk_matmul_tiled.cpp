@@ -151,9 +151,11 @@ shared vec4 Bs[STAGES * BK * SB4];
 #if TRANS_B
 #define B_K(e) ((e) % BK)
 #define B_Q(e) ((e) / BK)
+#define B_SLOT(e) (B_K(e) * SB4 + B_Q(e))
 #else
 #define B_K(e) ((e) / SB4)
 #define B_Q(e) ((e) % SB4)
+#define B_SLOT(e) (e)
 #endif
 #define LOAD_STEP(k0) { \
   [[unroll]] for (uint j = 0u; j < AV; ++j) { \
@@ -166,7 +168,7 @@ shared vec4 Bs[STAGES * BK * SB4];
   } }
 #define STORE_B(s) [[unroll]] for (uint j = 0u; j < BV; ++j) { \
     const uint e = tid + j * WG; \
-    Bs[(s) * (BK * SB4) + B_K(e) * SB4 + B_Q(e)] = rb[j]; \
+    Bs[(s) * (BK * SB4) + B_SLOT(e)] = rb[j]; \
   }
 )";
 
