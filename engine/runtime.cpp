@@ -258,8 +258,11 @@ DeviceProperties device_properties(Device device) {
 }
 
 Device best_device() {
-  for (Device d : devices())
-    if (d.kind == DeviceKind::vulkan && device_properties(d).type != "software") return d;
+  // By what a device says it is (DeviceInfo::type), not by its kind: "cpu" for the CPU.
+  for (Device d : devices()) {
+    const std::string type = device_properties(d).type;
+    if (type != "cpu" && type != "software") return d;
+  }
   return Device::cpu();
 }
 
