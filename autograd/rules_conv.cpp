@@ -5,7 +5,7 @@
 // added to, and zero where it fell in the padding: unfold with pad value 0. Neither reads the
 // forward's values; the window is in the record's attrs.
 //
-// conv, conv_input_grad and conv_weight_grad (the CPU's convolution, engine/conv.cpp) are one
+// conv, conv_input_grad and conv_weight_grad (engine/conv.cpp's convolution) are one
 // bilinear form <dy, conv(x, w)> read three ways, so each one's gradients are the other two:
 // conv's are conv_input_grad(dy, w) and conv_weight_grad(dy, x) (and dy summed over all but the
 // channel dim for the bias). The weight gradient reads x again rather than keeping columns.

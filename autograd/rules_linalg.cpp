@@ -4,6 +4,7 @@
 // batch dims its operand was broadcast along and reshaped to the operand's own shape. An
 // operand that entered transposed (MatmulOptions) gets its gradient from transposed reads too.
 #include "kiln/autograd/rules.h"
+#include "kiln/ops/attrs_linalg.h"
 
 namespace kiln::autograd {
 
@@ -32,8 +33,8 @@ std::vector<Tensor> matmul_backward(const ForwardRecord& fwd, const std::vector<
   //   A as stored: dC op(B)ᵀ, or op(B) dCᵀ when A entered transposed;
   //   B as stored: op(A)ᵀ dC, or dCᵀ op(A) when B entered transposed.
   // An operand that takes no gradient (a model's input) gets no product.
-  const auto& flags = fwd.attrs.ints;
-  const bool ta = flags.size() == 2 && flags[0] != 0, tb = flags.size() == 2 && flags[1] != 0;
+  const MatmulAttrs flags = MatmulAttrs::decode(OpKind::matmul, fwd.attrs);
+  const bool ta = flags.transpose_a, tb = flags.transpose_b;
   Tensor ga, gb;
   if (fwd.needs_grad(0)) {
     ga = ta ? matmul(b, g, {.transpose_a = tb, .transpose_b = true}) : matmul(g, b, {.transpose_b = !tb});

@@ -10,6 +10,7 @@
 
 #include "kiln/memory/memory.h"
 #include "kiln/base/error.h"
+#include "kiln/devices/capabilities.h"
 #include "kiln/ops/fused_expr.h"
 #include "kiln/ops/ir.h"
 
@@ -67,9 +68,15 @@ class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
   virtual const DeviceInfo& info() const = 0;
+  // What the device runs natively (devices/capabilities.h), filled in by its constructor. The
+  // executor rewrites what it lacks (ops/decompositions.h) before it plans a batch.
+  const DeviceCapabilities& capabilities() const { return capabilities_; }
   // Whether tensors of dtype t can live on this device (checked at submission). Every device
   // has f32, i64 and bool; f16 and bf16 only some Vulkan devices.
-  virtual bool supports(DType t) const { return t == DType::f32 || t == DType::i64 || t == DType::bool_; }
+  bool supports(DType t) const { return capabilities_.dtypes.has(t); }
+  // Replaces the capabilities: tests withhold one to see the decomposition rules take over.
+  // Only between batches (after a sync): the executor reads them while it runs one.
+  void set_capabilities(const DeviceCapabilities& c) { capabilities_ = c; }
   virtual MemoryPool& memory() = 0;
   virtual void write(Buffer& dst, const void* src, std::size_t bytes) = 0;
   virtual void read(const Buffer& src, void* dst, std::size_t bytes) = 0;
@@ -102,6 +109,9 @@ class DeviceBackend {
   virtual void copy_from_peer(const Buffer& src, Buffer& dst, std::size_t bytes, std::shared_ptr<void> keep) {
     throw Error("to", info().name + " shares memory with no other device");
   }
+
+ protected:
+  DeviceCapabilities capabilities_;
 };
 
 std::unique_ptr<DeviceBackend> make_cpu_device();

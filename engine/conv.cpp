@@ -1,5 +1,6 @@
-// Convolution as one conv op (on the CPU and Vulkan) or unfold + one matmul; transposed
-// convolution as one matmul + fold, on the CPU one conv_input_grad op instead. Every check
+// Convolution as one conv op; transposed convolution as one conv_input_grad op, or matmul +
+// fold where output_padding reaches past the stride. A device without kernels for these ops
+// runs them decomposed (ops/decompositions.h). Every check
 // happens here, on the caller's thread, so that errors name the conv op and its operands rather
 // than the ops it submits.
 #include "kiln/engine/conv.h"
@@ -58,16 +59,6 @@ Window kernel_of(const Tensor& weight) {
   return Window(s.begin() + 2, s.end());
 }
 
-// A kernel of one element moved by one, unpadded: every window is one input position, in order.
-bool pointwise(const Window& kernel, const Window& stride, const Window& padding) {
-  const auto is = [](std::int64_t want) { return [want](std::int64_t v) { return v == want; }; };
-  return std::all_of(kernel.begin(), kernel.end(), is(1)) && std::all_of(stride.begin(), stride.end(), is(1)) &&
-         std::all_of(padding.begin(), padding.end(), is(0));
-}
-
-// Devices with kernels for conv, conv_input_grad and conv_weight_grad, for every floating dtype.
-bool has_conv_kernels(Device d) { return d.kind == DeviceKind::cpu || d.kind == DeviceKind::vulkan; }
-
 // The conv ops' attrs (ops/attrs_window.h) from windows of one value per spatial dim.
 ConvAttrs conv_attrs(int dims, const Window& stride, const Window& padding, const Window& dilation, std::int64_t groups) {
   ConvAttrs a;
@@ -88,7 +79,7 @@ Tensor bias_column(Tensor bias, int trailing) {
 
 Tensor conv_nd(const char* op, int dims, const Tensor& x, Tensor weight, Tensor bias, const ConvOptions& o) {
   const auto [xb, unbatched] = check_operands(op, dims, x, weight, bias, o.groups);
-  const std::int64_t n = xb.size(0), c = xb.size(1), k = weight.size(0), g = o.groups;
+  const std::int64_t c = xb.size(1), k = weight.size(0), g = o.groups;
   KILN_CHECK(c == weight.size(1) * g, op,
              "input channels " + std::to_string(c) + " must equal weight channels " + std::to_string(weight.size(1)) +
                  " x groups " + std::to_string(g) + ", got " + operands(x, weight, bias));
@@ -128,35 +119,15 @@ Tensor conv_nd(const char* op, int dims, const Tensor& x, Tensor weight, Tensor 
     out[d] = (padded[d] - span) / stride[d] + 1;
   }
 
-  // The CPU and Vulkan run the whole convolution as one conv op (devices/cpu/conv_gemm.h, an
-  // implicit GEMM in devices/vulkan/vk_conv_gemm.h), which never builds the columns below: for
-  // a ResNet layer they are tens of MB that go to memory and back, and the backward would keep
+  // One conv op on every device (the CPU's devices/cpu/conv_gemm.h, Vulkan's implicit GEMM in
+  // devices/vulkan/vk_conv_gemm.h), which never builds the columns of unfold + matmul: for a
+  // ResNet layer they are tens of MB that go to memory and back, and the backward would keep
   // them. Its backward rule uses conv_input_grad and conv_weight_grad. A device without these
-  // kernels runs unfold + matmul, which stays the kernels' test oracle.
-  if (has_conv_kernels(input.device())) {
-    const OpAttrs a = conv_attrs(dims, stride, padding, dilation, g).encode(OpKind::conv);
-    Tensor y = bias.defined() ? detail::submit3(OpKind::conv, std::move(input), std::move(weight), std::move(bias), a)
-                              : detail::submit2(OpKind::conv, std::move(input), std::move(weight), a);
-    return detail::unbatched_result(std::move(y), unbatched);
-  }
-
-  // [N, C * kk, L]: row c * kk + j is channel c at kernel offset j, the order of weight's
-  // [K, C, *kernel] layout flattened, so the convolution is one matmul. A 1x1 convolution's
-  // columns are the input itself.
-  const std::int64_t ckk = c / g * product(kernel), windows = product(out);
-  Tensor cols = pointwise(kernel, stride, padding) ? reshape(std::move(input), {n, c, windows})
-                                                   : unfold(std::move(input), kernel, dilation, padding, stride);
-  Tensor y;
-  if (g == 1) {
-    y = matmul(reshape(std::move(weight), {k, ckk}), std::move(cols));
-  } else {
-    // [G, K/G, C/G * kk] @ [N, G, C/G * kk, L]: one batched matmul over the groups.
-    y = matmul(reshape(std::move(weight), {g, k / g, ckk}), reshape(std::move(cols), {n, g, ckk, windows}));
-    y = reshape(std::move(y), {n, k, windows});
-  }
-  // Added to the [N, K, L] product, so that the add can run as the matmul's epilogue.
-  if (bias.defined()) y = add(std::move(y), bias_column(std::move(bias), 1));
-  return detail::unbatched_result(detail::to_spatial(std::move(y), n, k, out), unbatched);
+  // kernels runs unfold + matmul instead (ops/decompositions.h), which stays their test oracle.
+  const OpAttrs a = conv_attrs(dims, stride, padding, dilation, g).encode(OpKind::conv);
+  Tensor y = bias.defined() ? detail::submit3(OpKind::conv, std::move(input), std::move(weight), std::move(bias), a)
+                            : detail::submit2(OpKind::conv, std::move(input), std::move(weight), a);
+  return detail::unbatched_result(std::move(y), unbatched);
 }
 
 Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x, Tensor weight, Tensor bias,
@@ -188,10 +159,11 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x, Tensor weigh
     direct = direct && output_padding[d] < stride[d];
   }
 
-  // On the CPU a transposed convolution is the input gradient of the convolution it transposes:
-  // one conv_input_grad op (devices/cpu/conv_gemm.h) while output_padding stays below the
-  // stride, where that convolution's windows over `out` are exactly x's positions.
-  if (xb.device().kind == DeviceKind::cpu && direct) {
+  // A transposed convolution is the input gradient of the convolution it transposes: one
+  // conv_input_grad op (decomposed into matmul + fold where a device has no kernel for it) while
+  // output_padding stays below the stride, where that convolution's windows over `out` are
+  // exactly x's positions.
+  if (direct) {
     ConvAttrs a = conv_attrs(dims, stride, padding, dilation, g);
     std::copy(out.begin(), out.end(), a.sizes.begin());
     Tensor y = detail::submit2(OpKind::conv_input_grad, xb, std::move(weight), a.encode(OpKind::conv_input_grad));
@@ -199,8 +171,10 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x, Tensor weigh
     return detail::unbatched_result(std::move(y), unbatched);
   }
 
-  // [K * kk, C] @ [N, C, L] (per group: [G, K/G * kk, C/G] @ [N, G, C/G, L]) -> [N, K * kk, L]:
-  // row k * kk + j of the columns is output channel k at kernel offset j, fold's layout.
+  // output_padding >= stride (allowed while below dilation) reaches past the windows of that
+  // convolution: [K * kk, C] @ [N, C, L] (per group: [G, K/G * kk, C/G] @ [N, G, C/G, L]) ->
+  // [N, K * kk, L], row k * kk + j of the columns output channel k at kernel offset j, fold's
+  // layout; fold the full image, cut the padding, then add the zeros beyond its end.
   const Shape& in_shape = xb.shape();
   const std::int64_t kk = product(kernel), in_windows = product(Window(in_shape.begin() + 2, in_shape.end()));
   Tensor cols;
@@ -210,25 +184,14 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x, Tensor weigh
     Tensor wt = transpose(reshape(std::move(weight), {g, c / g, k / g * kk}), 1, 2);
     cols = reshape(matmul(std::move(wt), reshape(xb, {n, g, c / g, in_windows})), {n, k * kk, in_windows});
   }
-  Tensor y;
-  if (direct && pointwise(kernel, stride, padding)) {
-    y = detail::to_spatial(std::move(cols), n, k, out);  // the columns are the image already
-  } else if (direct) {
-    // With output_padding below stride, fold over the output with the padding cut off at both
-    // ends takes exactly the input's windows.
-    y = fold(std::move(cols), out, kernel, dilation, padding, stride);
-  } else {
-    // output_padding >= stride (allowed while below dilation) reaches past the windows fold
-    // would count: fold the full image, cut the padding, then add the zeros beyond its end.
-    y = fold(std::move(cols), full, kernel, dilation, Window{0}, stride);
-    std::vector<std::int64_t> tail;
-    for (int d = dims - 1; d >= 0; --d) {
-      y = slice(std::move(y), 2 + d, padding[d], padding[d] + out[d]);
-      tail.push_back(0);
-      tail.push_back(out[d] - y.size(2 + d));
-    }
-    y = pad(std::move(y), tail);
+  Tensor y = fold(std::move(cols), full, kernel, dilation, Window{0}, stride);
+  std::vector<std::int64_t> tail;
+  for (int d = dims - 1; d >= 0; --d) {
+    y = slice(std::move(y), 2 + d, padding[d], padding[d] + out[d]);
+    tail.push_back(0);
+    tail.push_back(out[d] - y.size(2 + d));
   }
+  y = pad(std::move(y), tail);
   if (bias.defined()) y = add(std::move(y), bias_column(std::move(bias), dims));
   return detail::unbatched_result(std::move(y), unbatched);
 }

@@ -1,11 +1,11 @@
 // Convolution and transposed convolution over 1 to 3 spatial dims, with torch.nn.functional's
-// semantics (stride, padding, "same" padding, dilation, groups, output_padding). On the CPU they
-// run as the conv ops' own kernels (devices/cpu/conv_gemm.h), whose backward rules use the
-// conv_input_grad and conv_weight_grad ops. Elsewhere they are composites of unfold / fold
-// (engine/unfold.h) and one matmul: a convolution multiplies the weights with the unfolded input;
-// a transposed convolution multiplies the transposed weights with the input and folds the
-// columns back into an image; gradients come from those primitives' rules. The composite is
-// also the CPU kernels' test oracle.
+// semantics (stride, padding, "same" padding, dilation, groups, output_padding). They run as the
+// conv ops (conv; conv_input_grad for a transposed convolution), whose backward rules use the
+// conv_input_grad and conv_weight_grad ops. A device without kernels for them runs their
+// decompositions (ops/decompositions.h) into unfold / fold (engine/unfold.h) and one matmul: a
+// convolution multiplies the weights with the unfolded input; a transposed convolution
+// multiplies the transposed weights with the input and folds the columns back into an image.
+// The decompositions are also the kernels' test oracle.
 #pragma once
 #include <cstdint>
 

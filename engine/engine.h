@@ -46,6 +46,9 @@ struct EngineCounters {
   std::uint64_t plans_replayed = 0;
   // Replays of recorded forward passes (RecordedPass) that ran.
   std::uint64_t passes_replayed = 0;
+  // Ops the device does not run natively (a transposed operand its matmul cannot read in
+  // place, an op without a kernel of its own) that ran as the ops of a decomposition rule.
+  std::uint64_t ops_decomposed = 0;
   // Reads and syncs that, with small work pending on the CPU (set_reader_batch_budget), stepped
   // the stream on their own thread as they were submitted instead of waking a scheduler thread
   // (if a scheduler thread was mid-step, that thread ran their batch).

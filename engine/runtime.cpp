@@ -206,6 +206,7 @@ EngineCounters counters(Device device) {
   out.weights_packed = rt.backend->weights_packed();
   out.plans_replayed = c.plans_replayed.load();
   out.passes_replayed = c.passes_replayed.load();
+  out.ops_decomposed = c.ops_decomposed.load();
   out.batches_run_by_readers = rt.stream.batches_run_by_readers();
   const FlowControlCounters flow = rt.stream.flow().counters();
   out.held_back = flow.held_back;
@@ -257,8 +258,11 @@ DeviceProperties device_properties(Device device) {
 }
 
 Device best_device() {
-  for (Device d : devices())
-    if (d.kind == DeviceKind::vulkan && device_properties(d).type != "software") return d;
+  // By what a device says it is (DeviceInfo::type), not by its kind: "cpu" for the CPU.
+  for (Device d : devices()) {
+    const std::string type = device_properties(d).type;
+    if (type != "cpu" && type != "software") return d;
+  }
   return Device::cpu();
 }
 

@@ -40,7 +40,7 @@ class Engine {
 
   // The CPU's runtime costs a compare; a GPU's opens the GPUs the first time.
   DeviceRuntime& runtime(Device device, const char* op) {
-    if (device.kind == DeviceKind::cpu && device.index == 0) return *cpu_;
+    if (device == Device::cpu()) return *cpu_;
     return gpu_runtime(device, op);
   }
   EntityId new_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }

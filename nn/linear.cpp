@@ -32,21 +32,9 @@ Tensor Linear::forward(Tensor x) const {
   KILN_CHECK(x.defined() && x.rank() >= 1 && x.shape()[x.rank() - 1] == in_features(), where(),
              "expected an input [..., " + std::to_string(in_features()) + "], got " +
                  (x.defined() ? x.shape().str() : std::string("an undefined tensor")));
-  if (grad_enabled() && requires_grad(weight)) return guarded([&] { return linear(std::move(x), weight, bias); });
-  return guarded([&] {
-    Tensor y = matmul(std::move(x), transposed_weight());
-    return bias.defined() ? add(std::move(y), bias) : y;  // the add is the matmul's epilogue
-  });
-}
-
-Tensor Linear::transposed_weight() const {
-  std::lock_guard<std::mutex> lock(cache_->mutex);
-  if (cache_->source != weight.value().id() || !cache_->transposed.defined()) {
-    NoGradGuard no_grad;
-    cache_->transposed = transpose(detach(weight.value()), 0, 1);
-    cache_->source = weight.value().id();
-  }
-  return cache_->transposed;
+  // x Wᵀ with W read transposed in place, or copied first where a device cannot (the executor's
+  // decomposition): nothing here depends on the device.
+  return guarded([&] { return linear(std::move(x), weight, bias); });
 }
 
 std::string Linear::describe() const {

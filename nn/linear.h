@@ -3,8 +3,6 @@
 // generator: seed it with kiln::manual_seed), so a model written in both starts from the same
 // distribution.
 #pragma once
-#include <memory>
-#include <mutex>
 #include <optional>
 
 #include "kiln/nn/module.h"
@@ -23,20 +21,6 @@ class Linear : public Module {
 
   Parameter weight, bias;
   KILN_MODULE(Linear, weight, bias)
-
- private:
-  // weightᵀ, made once per weight value for forwards that record nothing (inference, frozen
-  // layers): kiln's transpose is a copy, which at batch 1 costs more than the product itself.
-  // Keyed by the weight's entity, so an updated or loaded weight is transposed anew; shared by
-  // copies of the layer, which hold the same weight. A recorded forward transposes in its own
-  // graph instead: graphs of different threads share nothing.
-  struct TransposeCache {
-    std::mutex mutex;
-    EntityId source = 0;
-    Tensor transposed;
-  };
-  Tensor transposed_weight() const;
-  std::shared_ptr<TransposeCache> cache_ = std::make_shared<TransposeCache>();
 };
 
 // y_k = x1ᵀ W_k x2 + b_k. weight [out, in1, in2], bias [out].

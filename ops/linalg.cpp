@@ -1,8 +1,9 @@
 // Shape rule of matmul, with torch.matmul's rules: a 1-D operand is promoted to a matrix (a
 // leading 1 for the left, a trailing 1 for the right) and the added dim removed from the result;
 // the dims before the last two are batch dims and broadcast. Operands are f32, or both f16 or
-// both bf16 (the result has their dtype, as in torch); the CPU device is f32 only. On the CPU an
-// operand may enter transposed (attrs), read in place by the kernel.
+// both bf16 (the result has their dtype, as in torch); the CPU device is f32 only. An operand may
+// enter transposed (attrs), read in place by devices that can (devices/capabilities.h).
+#include "kiln/ops/attrs_linalg.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln {
@@ -18,10 +19,8 @@ TensorIr as_entered(const TensorIr& t, bool transposed) {
 
 void matmul_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 2);
-  // attrs.ints: empty, or [transpose_a, transpose_b] (engine/linalg.h, MatmulOptions).
-  const auto& flags = op.attrs.ints;
-  KILN_CHECK(flags.empty() || flags.size() == 2, "matmul", "internal error: attrs must be [transpose_a, transpose_b]");
-  const bool ta = !flags.empty() && flags[0] != 0, tb = !flags.empty() && flags[1] != 0;
+  const MatmulAttrs flags = MatmulAttrs::decode(op);
+  const bool ta = flags.transpose_a, tb = flags.transpose_b;
   KILN_CHECK((!ta || op.inputs[0].shape.rank() >= 2) && (!tb || op.inputs[1].shape.rank() >= 2), "matmul",
              "a transposed operand needs 2 or more dims, got " + describe(op.inputs[0]) + " and " + describe(op.inputs[1]));
   const TensorIr a = as_entered(op.inputs[0], ta);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 #include "kiln/base/log.h"
+#include "kiln/ops/decompositions.h"
 #include "kiln/ops/registry.h"
 #include "kiln/base/trace.h"
 #include "kiln/streams/runtime_settings.h"
@@ -101,9 +103,49 @@ Executor::Slot* Executor::find(EntityId id) {
   return it == slots_.end() ? nullptr : &it->second;
 }
 
-void Executor::run_batch(std::span<OpIr> ops) {
+std::span<OpIr> Executor::native_ops(std::span<OpIr> ops, std::vector<OpIr>& into) {
+  const DeviceCapabilities& caps = device_.capabilities();
+  std::size_t first = 0;
+  while (first < ops.size() && caps.runs(ops[first])) ++first;
+  if (first == ops.size()) return ops;
+  // Moved: the caller drops the originals once the batch has run.
+  into.assign(std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.begin() + static_cast<std::ptrdiff_t>(first)));
+  for (std::size_t i = first; i < ops.size(); ++i) {
+    if (caps.runs(ops[i])) into.push_back(std::move(ops[i]));
+    else decompose_into(ops[i], into, 0);
+  }
+  return into;
+}
+
+// A rule's messages may need rules of their own (a conv_input_grad's transposed matmul on a
+// device that reads no transposed operand): applied again, a few levels deep at most. An op
+// that no rule rewrites stays as it is, and fails with the device's own error when it runs.
+void Executor::decompose_into(const OpIr& op, std::vector<OpIr>& into, int depth) {
+  std::vector<OpIr> parts;
+  const char* rule = depth < 4 ? decompose(op, next_internal_id_, parts) : nullptr;
+  if (!rule) {
+    into.push_back(op);
+    return;
+  }
+  counters_.ops_decomposed.fetch_add(1, std::memory_order_relaxed);
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("{}: {} (seq {}) decomposed by rule {} into {} messages", device_.info().name, op_name(op.kind),
+                   op.seq, rule, parts.size());
+  for (OpIr& part : parts) {
+    if (device_.capabilities().runs(part)) into.push_back(std::move(part));
+    else decompose_into(part, into, depth + 1);
+  }
+}
+
+void Executor::run_batch(std::span<OpIr> batch) {
   const trace::Span span("batch", "scheduler");
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
+  // Ops the device lacks become ops it has before the batch is planned (ops/decompositions.h).
+  const std::span<OpIr> ops = native_ops(batch, decomposed_);
+  struct Release {  // the copies hold the messages' payloads (completions, host data)
+    std::vector<OpIr>& v;
+    ~Release() { v.clear(); }
+  } release{decomposed_};
   bool replayed = false;
   Plan& plan = plans_.plan(ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), planner_, replayed);
   if (replayed) counters_.plans_replayed.fetch_add(1, std::memory_order_relaxed);
@@ -363,6 +405,9 @@ void Executor::run_recorded(OpIr& op) {
   // over (in place needs a buffer of one owner).
   slots_[pass.input] = Slot{in->buffer, nullptr, in->checks, nullptr};
   if (!pass.plan) {
+    // Decomposed once, with the plan: every replay runs the same messages.
+    std::vector<OpIr> native;
+    if (native_ops(pass.ops, native).data() == native.data()) pass.ops = std::move(native);
     auto plan = std::make_shared<Plan>();
     planner_.plan(pass.ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), *plan);
     pass.plan = std::move(plan);

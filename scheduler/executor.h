@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kiln/devices/device.h"
 #include "kiln/scheduler/async_kernels.h"
@@ -33,6 +34,7 @@ struct ExecutorCounters {
   std::atomic<std::uint64_t> overlapped_kernels{0};  // kernels run as tasks (AsyncKernels)
   std::atomic<std::uint64_t> plans_replayed{0};      // batches run with a recorded plan (PlanCache)
   std::atomic<std::uint64_t> passes_replayed{0};     // recorded passes run (RecordedPass)
+  std::atomic<std::uint64_t> ops_decomposed{0};      // ops the device lacks, rewritten (ops/decompositions.h)
 };
 
 class Executor {
@@ -61,6 +63,11 @@ class Executor {
   void run_read(OpIr& op);
   void run_recorded(OpIr& op);
   void fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error);
+  // `ops` with every op the device does not run natively (its capabilities) rewritten by the
+  // decomposition rules, moved into `into`, which it returns; `ops` itself (nothing moved) where
+  // the device runs them all.
+  std::span<OpIr> native_ops(std::span<OpIr> ops, std::vector<OpIr>& into);
+  void decompose_into(const OpIr& op, std::vector<OpIr>& into, int depth);
   Slot* find(EntityId id);
   // Overlap (see the top): whether this batch's kernels become tasks; a pending task's record,
   // its dependencies taken from the slots it reads; and running the pending tasks, after which
@@ -77,6 +84,9 @@ class Executor {
   bool overlapping_ = false;  // this batch's kernels are deferred into async_
   AsyncKernels async_;
   PlanCache plans_;
+  std::vector<OpIr> decomposed_;  // this batch's messages after decomposition, while it runs
+  // Ids of the entities decompositions make, a range of their own: the engine counts from 1.
+  EntityId next_internal_id_ = EntityId{1} << 62;
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernel_cache_;
   struct FusedScratch {  // run_fused's working vectors, kept to keep their capacity
     std::vector<TensorIr> in_meta, out_meta;  // an anchored group's buffers (fused_arg_tensors)

@@ -45,6 +45,8 @@ class CpuDevice final : public DeviceBackend {
     info_.memory_bytes = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
     info_.on_host_cores = true;
     info_.concurrent_kernels = true;
+    // Every op has a CPU kernel; the matmul kernel reads either operand transposed (BLAS flags).
+    capabilities_.matmul_transposed = DTypeSet{DType::f32};
   }
   const DeviceInfo& info() const override { return info_; }
   MemoryPool& memory() override { return pool_; }

@@ -1,5 +1,5 @@
 // The gradients of a convolution on Vulkan, as steps on the device's own kernels (the composite
-// that engine/conv.cpp runs where a device has no conv op, moved below the op so that autograd's
+// of ops/decompositions.h for a device without these ops, kept below the op so that autograd's
 // conv rule finds them): per group g of G,
 //   conv_input_grad:  cols[n, g] = W_g^T [C/G * kk, K/G] @ dy[n, g] [K/G, L], dx = fold(cols);
 //   conv_weight_grad: dW_g [K/G, C/G * kk] = sum over n of dy[n, g] @ cols[n, g]^T,

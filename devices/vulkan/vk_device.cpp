@@ -46,6 +46,9 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<Pip
   register_index_kernels(kernels_);
   register_linalg_kernels(kernels_);
   prelude_ = kernel_prelude(*this);
+  // f16 and bf16 are 16-bit words converted with bit arithmetic: 16-bit storage is enough.
+  if (pinfo.storage_16bit) capabilities_.dtypes.add(DType::f16).add(DType::bf16);
+  capabilities_.matmul_transposed = transposed_matmul_dtypes(*this);
 }
 
 VulkanDevice::~VulkanDevice() {
@@ -286,11 +289,6 @@ uvec2 kiln_pack4(vec4 v, bool f16) {
   return s;
 }
 
-bool VulkanDevice::supports(DType t) const {
-  // f16 and bf16 are 16-bit words converted with bit arithmetic: 16-bit storage is enough.
-  if (is_half(t)) return ctx_->info().storage_16bit;
-  return DeviceBackend::supports(t);
-}
 
 }  // namespace kiln::vk
 

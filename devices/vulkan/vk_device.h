@@ -29,7 +29,6 @@ class VulkanDevice final : public DeviceBackend {
   ~VulkanDevice() override;
 
   const DeviceInfo& info() const override { return info_; }
-  bool supports(DType t) const override;
   MemoryPool& memory() override { return *pool_; }
   void write(Buffer& dst, const void* src, std::size_t bytes) override;
   void read(const Buffer& src, void* dst, std::size_t bytes) override;

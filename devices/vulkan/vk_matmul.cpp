@@ -1,4 +1,6 @@
-// matmul on Vulkan: the op's geometry (torch.matmul's rules, as on the CPU device), the choice
+// matmul on Vulkan: the op's geometry (torch.matmul's rules, as on the CPU device; an operand
+// may be stored transposed, MatmulAttrs (ops/attrs_linalg.h), which the tiled kernel
+// alone reads in place), the choice
 // of kernel, and its launch. Like the CPU, a right operand shared by every batch folds the
 // batches into one taller product; otherwise batches are the grid's z dimension, with each
 // operand's batch strides (0 where it is broadcast) in the argument block:
@@ -39,6 +41,7 @@ std::atomic<bool> g_coop_enabled{true};
 
 struct Geometry {
   std::uint64_t m = 1, n = 1, k = 1, batches = 1;
+  bool ta = false, tb = false;  // A stored as [K, M], B as [N, K] (MatmulAttrs)
   int dims = 0;  // batch dims left after dropping 1s and merging contiguous neighbours
   std::uint64_t size[kMaxRank] = {}, a_stride[kMaxRank] = {}, b_stride[kMaxRank] = {};
 };
@@ -48,9 +51,13 @@ Geometry geometry(const OpIr& op) {
   const Shape& b = op.inputs[1].shape;
   const Shape& out = op.outputs[0].shape;
   Geometry g;
-  g.k = static_cast<std::uint64_t>(a[a.rank() - 1]);
-  g.m = a.rank() >= 2 ? static_cast<std::uint64_t>(a[a.rank() - 2]) : 1;
-  g.n = b.rank() >= 2 ? static_cast<std::uint64_t>(b[b.rank() - 1]) : 1;
+  const MatmulAttrs flags = MatmulAttrs::decode(op);
+  g.ta = flags.transpose_a;
+  g.tb = flags.transpose_b;
+  const auto dim = [](const Shape& s, int from_end) { return static_cast<std::uint64_t>(s[s.rank() - from_end]); };
+  g.k = dim(a, g.ta ? 2 : 1);
+  g.m = a.rank() >= 2 ? dim(a, g.ta ? 1 : 2) : 1;
+  g.n = b.rank() >= 2 ? dim(b, g.tb ? 2 : 1) : 1;
   const int batch_rank = out.rank() - (a.rank() >= 2) - (b.rank() >= 2);
   // Strides of each operand's batch dims, right-aligned against the output's.
   auto strides = [&](const Shape& s, std::uint64_t matrix, std::uint64_t* stride) {
@@ -85,7 +92,7 @@ Geometry geometry(const OpIr& op) {
     g.b_stride[g.dims] = sb[d];
     ++g.dims;
   }
-  if (!b_batched) {  // A's batches are consecutive rows of one taller product
+  if (!b_batched && !g.ta) {  // A's batches are consecutive rows of one taller product
     g.m *= g.batches;
     g.batches = 1;
     g.dims = 0;
@@ -305,6 +312,8 @@ class Launcher {
            const MatmulEpilogue* epilogue = nullptr)
       : dev_(dev), op_(op), a_(a), b_(b), c_(c), g_(g), dtype_(op.inputs[0].dtype), epilogue_(epilogue) {
     variant_ = TileVariant{dtype_, g.k % 4 == 0, g.n % 4 == 0};
+    variant_.trans_a = g.ta;
+    variant_.trans_b = g.tb;
   }
 
   void run(const Plan& p) {
@@ -332,7 +341,7 @@ class Launcher {
       TileVariant v = variant_;
       v.whole = v.vec_a && v.vec_b && g_.k > 0 && g_.m % c.bm == 0 && g_.n % c.bn == 0 && g_.k % c.bk == 0;
       key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (v.vec_a ? "/va" : "/sa") +
-            (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "");
+            (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.trans_a ? "/ta" : "") + (v.trans_b ? "/tb" : "");
       if (epilogue_) {
         key += "/fused/";
         key += epilogue_->key;
@@ -486,6 +495,7 @@ std::uint64_t common_tile(const Geometry& g) {
 
 std::string shape_class(const Launcher& l, const Geometry& g, bool coop, bool wg_coop) {
   return std::string(dtype_name(l.dtype())) + (l.variant().vec_a ? " va" : " sa") + (l.variant().vec_b ? "vb" : "sb") +
+         (l.variant().trans_a ? " ta" : "") + (l.variant().trans_b ? " tb" : "") +
          (coop ? " coop" : "") + (wg_coop ? " wg" + std::to_string(common_tile(g)) : "") + " m" +
          std::to_string(size_bucket(g.m)) + " n" + std::to_string(size_bucket(g.n)) + " k" +
          std::to_string(size_bucket(g.k)) + " z" + std::to_string(size_bucket(g.batches));
@@ -496,10 +506,13 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
   const auto& coops = coop_configs();
   const auto& wgs = wg_coop_configs();
   const DType dtype = launcher.dtype();
-  const bool tensor_cores = g_coop_enabled.load() && g.k > 0 && g.k % 8 == 0 && g.n % 8 == 0;
+  // Only the tiled kernel reads a transposed operand (transposed_matmul_dtypes).
+  const bool row_major = !g.ta && !g.tb;
+  const bool tensor_cores = row_major && g_coop_enabled.load() && g.k > 0 && g.k % 8 == 0 && g.n % 8 == 0;
   const bool coop = tensor_cores && dtype == DType::f16 && state.coop.m != 0 && default_coop(dev, state.coop) >= 0;
   const WgCoopShape& wg_shape = state.wg_coop_for(dtype);
-  const bool wg_available = g_coop_enabled.load() && (dtype == DType::f16 || dtype == DType::bf16) && wg_shape.threads != 0;
+  const bool wg_available =
+      row_major && g_coop_enabled.load() && (dtype == DType::f16 || dtype == DType::bf16) && wg_shape.threads != 0;
   const bool wg_coop = tensor_cores && wg_available;
   auto wg_fits = [&](std::size_t i) { return wg_coop && i < wgs.size() && fits(wgs[i], wg_shape, g); };
   // Padded copies take any K and N (the copies make them multiples of the tile).
@@ -639,6 +652,13 @@ void force_tile_config(int index) { g_forced_tile.store(index); }
 void force_coop_config(int index) { g_forced_coop.store(index); }
 void force_wg_coop_config(int index) { g_forced_wg_coop.store(index); }
 void set_coop_enabled(bool enabled) { g_coop_enabled.store(enabled); }
+
+DTypeSet transposed_matmul_dtypes(const VulkanDevice& dev) {
+  DTypeSet dtypes{DType::f32};
+  if (coop_shape(dev).m == 0 && wg_coop_shape(dev, DType::f16).threads == 0) dtypes.add(DType::f16);
+  if (wg_coop_shape(dev, DType::bf16).threads == 0) dtypes.add(DType::bf16);
+  return dtypes;
+}
 
 void register_linalg_kernels(KernelTable& t) { t.set(OpKind::matmul, matmul_kernel); }
 

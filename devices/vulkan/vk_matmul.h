@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/devices/capabilities.h"
 #include "kiln/devices/vulkan/vk_kernels.h"
 #include "kiln/ops/dtype.h"
 
@@ -63,6 +64,12 @@ struct TileVariant {
   bool gather_b = false;
   bool row_bias = false;
   bool hooked() const { return gather_b || row_bias; }
+  // An operand stored transposed (matmul's attrs.ints = [transpose_a, transpose_b]): A as [K, M]
+  // or B as [N, K] in memory. Its loads are four strided elements, with the threads of a step
+  // stepping along the stored rows so that neighbours read neighbouring words; vec_a / vec_b
+  // then only say what C's stores may do.
+  bool trans_a = false;
+  bool trans_b = false;
 };
 
 // GLSL both matmul kernels share: mm_batch_offsets (A's and B's element offsets for an output
@@ -214,6 +221,12 @@ int padded_wg_coop_config(const WgCoopShape& shape, std::uint64_t m, std::uint64
 void pad_matrix16(VulkanDevice& dev, const Buffer& src, std::uint32_t rows, std::uint32_t cols, std::uint32_t src_stride,
                   const Buffer& dst, std::uint32_t dst_rows, std::uint32_t dst_cols, std::uint32_t matrices = 1,
                   std::uint32_t src_matrix_stride = 0);
+
+// The dtypes whose products the device reads with a transposed operand in place
+// (DeviceCapabilities::matmul_transposed): the tiled kernel reads either operand transposed, the
+// tensor-core kernels do not, so f16 and bf16 count only where the device has none for them (a
+// copy and the faster kernel win there). f32 always runs the tiled kernel.
+DTypeSet transposed_matmul_dtypes(const VulkanDevice& dev);
 
 // Test hooks: force one tiled configuration (an index into tile_configs()) or one
 // cooperative-matrix configuration (into coop_configs(); used where the coop path applies) for

@@ -10,7 +10,8 @@
 // Out-of-range rows, columns and k read as 0 and are never stored; batches are the z
 // dimension (and a grid-stride loop beyond 65535); operands are f32, f16 or bf16 (converted
 // to f32 on load, with f32 accumulation; C rounded once on store). A fused epilogue
-// (MatmulEpilogue) runs on each element of C where it is stored. An implicit GEMM (a
+// (MatmulEpilogue) runs on each element of C where it is stored. An operand stored transposed
+// (a Linear layer's weight: x Wᵀ) is read in place, four strided elements a load. An implicit GEMM (a
 // convolution, vk_conv_gemm.cpp) swaps B's load for its own and adds a bias per row of C.
 #include <string>
 
@@ -58,7 +59,17 @@ std::string access_macros(DType t) {
 std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue) {
   std::string s;
   s += "vec4 load_a(PTR1 A, PTR4 A4, uint M, uint K, uint row, uint k) {\n  vec4 r = vec4(0.0);\n";
-  if (v.whole) {
+  if (v.trans_a) {
+    // Aᵀ in memory ([K, M]): A[row, k] is element k * M + row.
+    s += v.whole ? "  {\n" : "  if (row < M) {\n";
+    s += "    uint i = k * M + row;\n";
+    for (int j = 0; j < 4; ++j) {
+      const std::string kj = "k + " + std::to_string(j) + "u";
+      s += "    " + (v.whole ? std::string() : "if (" + kj + " < K) ") + "r[" + std::to_string(j) + "] = LOAD1(A, i" +
+           (j ? " + " + std::to_string(j) + "u * M" : std::string()) + ");\n";
+    }
+    s += "  }\n";
+  } else if (v.whole) {
     s += "  r = LOAD4(A4, row * K + k);\n";
   } else if (v.vec_a) {
     s += "  if (row < M && k < K) r = LOAD4(A4, row * K + k);\n";
@@ -71,6 +82,16 @@ std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue)
   if (!v.gather_b) s += "vec4 load_b(PTR1 B, PTR4 B4, uint K, uint N, uint k, uint col) {\n  vec4 r = vec4(0.0);\n";
   if (v.gather_b) {
     // the hooks' load_b
+  } else if (v.trans_b) {
+    // Bᵀ in memory ([N, K]): B[k, col] is element col * K + k.
+    s += v.whole ? "  {\n" : "  if (k < K) {\n";
+    s += "    uint i = col * K + k;\n";
+    for (int j = 0; j < 4; ++j) {
+      const std::string cj = "col + " + std::to_string(j) + "u";
+      s += "    " + (v.whole ? std::string() : "if (" + cj + " < N) ") + "r[" + std::to_string(j) + "] = LOAD1(B, i" +
+           (j ? " + " + std::to_string(j) + "u * K" : std::string()) + ");\n";
+    }
+    s += "  }\n";
   } else if (v.whole) {
     s += "  r = LOAD4(B4, k * N + col);\n";
   } else if (v.vec_b) {
@@ -117,16 +138,38 @@ shared vec4 Bs[STAGES * BK * SB4];
 
 // The A and B vec4s of step k0 into registers ra, rb; ra, rb into shared stage s (STORE_STEP,
 // per layout of A); the products of shared stage s (MATH, per layout).
+// Which vec4 of a tile load e of a step is: A_ROW, A_KQ (row, k quad) and B_K, B_Q (k, column
+// quad). Neighbouring threads take neighbouring vec4s of a row as it is stored: along k for A
+// and along the columns for B, but down the rows (k for B) where an operand is stored transposed.
+#if TRANS_A
+#define A_ROW(e) ((e) % BM)
+#define A_KQ(e) ((e) / BM)
+#else
+#define A_ROW(e) ((e) / (BK / 4u))
+#define A_KQ(e) ((e) % (BK / 4u))
+#endif
+#if TRANS_B
+#define B_K(e) ((e) % BK)
+#define B_Q(e) ((e) / BK)
+#define B_SLOT(e) (B_K(e) * SB4 + B_Q(e))
+#else
+#define B_K(e) ((e) / SB4)
+#define B_Q(e) ((e) % SB4)
+#define B_SLOT(e) (e)
+#endif
 #define LOAD_STEP(k0) { \
   [[unroll]] for (uint j = 0u; j < AV; ++j) { \
     const uint e = tid + j * WG; \
-    ra[j] = load_a(A, A4, M, K, m0 + e / (BK / 4u), (k0) + (e % (BK / 4u)) * 4u); \
+    ra[j] = load_a(A, A4, M, K, m0 + A_ROW(e), (k0) + A_KQ(e) * 4u); \
   } \
   [[unroll]] for (uint j = 0u; j < BV; ++j) { \
     const uint e = tid + j * WG; \
-    rb[j] = load_b(B, B4, K, N, (k0) + e / SB4, n0 + (e % SB4) * 4u); \
+    rb[j] = load_b(B, B4, K, N, (k0) + B_K(e), n0 + B_Q(e) * 4u); \
   } }
-#define STORE_B(s) [[unroll]] for (uint j = 0u; j < BV; ++j) Bs[(s) * (BK * SB4) + tid + j * WG] = rb[j];
+#define STORE_B(s) [[unroll]] for (uint j = 0u; j < BV; ++j) { \
+    const uint e = tid + j * WG; \
+    Bs[(s) * (BK * SB4) + B_SLOT(e)] = rb[j]; \
+  }
 )";
 
 // A row-major in shared memory (one vec4 of padding per row): per 4 k a thread reads one vec4
@@ -137,7 +180,7 @@ shared vec4 As[STAGES * BM * SA4];
 #define STORE_STEP(s) { \
   [[unroll]] for (uint j = 0u; j < AV; ++j) { \
     const uint e = tid + j * WG; \
-    As[(s) * (BM * SA4) + (e / (BK / 4u)) * SA4 + e % (BK / 4u)] = ra[j]; \
+    As[(s) * (BM * SA4) + A_ROW(e) * SA4 + A_KQ(e)] = ra[j]; \
   } \
   STORE_B(s) }
 #define MATH(s) { \
@@ -166,7 +209,7 @@ const uint SA4 = BM / 4u + 1u;  // vec4s per k of As (one of padding)
 shared vec4 As[STAGES * BK * SA4];
 #define STORE_STEP(s) { \
   [[unroll]] for (uint j = 0u; j < AV; ++j) { \
-    const uint e = tid + j * WG, row = e / (BK / 4u), k = (e % (BK / 4u)) * 4u; \
+    const uint e = tid + j * WG, row = A_ROW(e), k = A_KQ(e) * 4u; \
     [[unroll]] for (uint c = 0u; c < 4u; ++c) As[((s) * BK + k + c) * SA4 + row / 4u][row % 4u] = ra[j][c]; \
   } \
   STORE_B(s) }
@@ -257,6 +300,7 @@ void main() {
 std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c, const TileVariant& v,
                                 const MatmulEpilogue* epilogue, const std::string& hooks) {
   KILN_CHECK(v.hooked() == !hooks.empty(), "matmul", "the tiled kernel's gather and bias variants need their hooks");
+  KILN_CHECK(!(v.gather_b && v.trans_b), "matmul", "a gathered B is never stored transposed");
   std::string s = prelude;
   s.insert(s.find('\n') + 1, "#extension GL_EXT_control_flow_attributes : require\n");
   s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF32x4s { vec4 v[]; };\n";
@@ -264,7 +308,8 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s += access_macros(v.dtype);
   s += "const uint BM = " + glsl_uint(c.bm) + ", BN = " + glsl_uint(c.bn) + ", BK = " + glsl_uint(c.bk) +
        ", TM = " + glsl_uint(c.tm) + ", TN = " + glsl_uint(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) +
-       "\n#define WHOLE_TILES " + (v.whole ? "1" : "0") + "\n#define ROW_BIAS " + (v.row_bias ? "1" : "0") + "\n";
+       "\n#define WHOLE_TILES " + (v.whole ? "1" : "0") + "\n#define ROW_BIAS " + (v.row_bias ? "1" : "0") +
+       "\n#define TRANS_A " + (v.trans_a ? "1" : "0") + "\n#define TRANS_B " + (v.trans_b ? "1" : "0") + "\n";
   // The first element of the current batch of C (for an epilogue's flat index).
   s += "uint mm_c_first;\n";
   if (v.hooked()) s += "#define MM_HOOKS 1\n" + hooks;

@@ -1,6 +1,6 @@
-// The oracle of the CPU's conv ops (devices/cpu/conv_gemm.h): the composites that other devices
-// run (engine/conv.cpp) — unfold + matmul for a convolution, matmul + fold for a transposed one
-// — built here from the same public ops, and shapes that reach every part of the kernels.
+// The oracle of the CPU's conv ops (devices/cpu/conv_gemm.h): the composites that a device
+// without conv kernels runs (ops/decompositions.h) — unfold + matmul for a convolution, matmul +
+// fold for a transposed one — built here from the same public ops, and shapes that reach every part of the kernels.
 // Shared by the forward suite (tests/ops) and the gradient suite (tests/autograd).
 #pragma once
 #include <cmath>

@@ -14,7 +14,7 @@ using test::Json;
 
 // Layout ops move values without computing on them: every value, NaN and inf included, must
 // come out exactly as torch has it.
-constexpr test::Tolerance kExact{0.0, 0.0};
+constexpr test::Tolerance kLayoutExact{0.0, 0.0};
 
 class LayoutReference : public ::testing::TestWithParam<Device> {
  protected:
@@ -29,7 +29,7 @@ class LayoutReference : public ::testing::TestWithParam<Device> {
     for (std::size_t i = 0; i < got.size(); ++i) {
       SCOPED_TRACE("output " + std::to_string(i));
       EXPECT_EQ(got[i].device(), GetParam());
-      EXPECT_TRUE(test::matches(got[i], c.outputs[i], kExact));
+      EXPECT_TRUE(test::matches(got[i], c.outputs[i], kLayoutExact));
     }
   }
 
