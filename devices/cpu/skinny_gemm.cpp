@@ -12,19 +12,19 @@ namespace kiln::cpu {
 namespace {
 
 using simd::VF;
-constexpr int L = simd::kLanes;
+constexpr int kSkinnyLanes = simd::kLanes;
 
 constexpr std::int64_t kMaxRows = 8;
 using simd::kRegisters;
 // A pass over B serves this many rows of A.
-constexpr int kRowsPerPass = L == 16 ? 8 : 4;
+constexpr int kSkinnyRowsPerPass = kSkinnyLanes == 16 ? 8 : 4;
 // Below this many weights a product is over before a team could split it.
 constexpr std::int64_t kMinWeights = 1 << 15;
 // A narrow product (narrow_gemm) of up to this many weights runs on one thread: at most 8 x 2^16
 // multiply-adds, a few microseconds on one core.
 constexpr std::int64_t kMaxNarrowWeights = 1 << 16;
 
-// B stored [k, n]: rows r0..r0+R of C over columns [j0, j0 + V * L), over k rows of B (A's
+// B stored [k, n]: rows r0..r0+R of C over columns [j0, j0 + V * kSkinnyLanes), over k rows of B (A's
 // rows are lda apart). R * V accumulators stay in registers; each B vector loaded is used R times.
 template <int R, int V>
 void block_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, const float* b, float* c,
@@ -34,7 +34,7 @@ void block_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, 
   for (std::int64_t p = 0; p < k; ++p, bp += n) {
     VF bv[V];
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v) bv[v] = simd::load(bp + v * L);
+    for (int v = 0; v < V; ++v) bv[v] = simd::load(bp + v * kSkinnyLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const VF av = simd::splat(a[r * lda + p]);
@@ -43,13 +43,13 @@ void block_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, 
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) simd::store(c + r * n + j0 + v * L, acc[r][v]);
+    for (int v = 0; v < V; ++v) simd::store(c + r * n + j0 + v * kSkinnyLanes, acc[r][v]);
 }
 
 // The columns [j0, j1) that are not a whole block: one vector, then scalars.
 template <int R> void tail_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, const float* b, float* c,
                               std::int64_t j0, std::int64_t j1) {
-  for (; j0 + L <= j1; j0 += L) block_kn<R, 1>(n, k, lda, a, b, c, j0);
+  for (; j0 + kSkinnyLanes <= j1; j0 += kSkinnyLanes) block_kn<R, 1>(n, k, lda, a, b, c, j0);
   for (; j0 < j1; ++j0)
     for (int r = 0; r < R; ++r) {
       float s = 0;
@@ -70,7 +70,7 @@ template <int R> constexpr int kn_vectors() {
 template <int R> void rows_kn(std::int64_t n, std::int64_t k, std::int64_t lda, const float* a, const float* b, float* c) {
   constexpr int V = kn_vectors<R>();
   std::int64_t j0 = 0;
-  for (; j0 + V * L <= n; j0 += V * L) block_kn<R, V>(n, k, lda, a, b, c, j0);
+  for (; j0 + V * kSkinnyLanes <= n; j0 += V * kSkinnyLanes) block_kn<R, V>(n, k, lda, a, b, c, j0);
   tail_kn<R>(n, k, lda, a, b, c, j0, n);
 }
 
@@ -79,7 +79,7 @@ template <int R, int J>
 void block_nk(std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0) {
   VF acc[R][J] = {};
   std::int64_t p = 0;
-  for (; p + L <= k; p += L) {
+  for (; p + kSkinnyLanes <= k; p += kSkinnyLanes) {
     VF bv[J];
 #pragma GCC unroll 4
     for (int j = 0; j < J; ++j) bv[j] = simd::load(b + (j0 + j) * k + p);
@@ -93,7 +93,7 @@ void block_nk(std::int64_t n, std::int64_t k, const float* a, const float* b, fl
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < J; ++j) {
       float s = 0;
-      for (int l = 0; l < L; ++l) s += acc[r][j][l];
+      for (int l = 0; l < kSkinnyLanes; ++l) s += acc[r][j][l];
       for (std::int64_t q = p; q < k; ++q) s += a[r * k + q] * b[(j0 + j) * k + q];
       c[r * n + j0 + j] = s;
     }
@@ -113,23 +113,23 @@ template <int R> void rows_nk(std::int64_t n, std::int64_t k, const float* a, co
   for (; j0 < j1; ++j0) block_nk<R, 1>(n, k, a, b, c, j0);
 }
 
-// B [n, k]: columns [j0, j1) of every row of C, kRowsPerPass rows of A per pass over B.
+// B [n, k]: columns [j0, j1) of every row of C, kSkinnyRowsPerPass rows of A per pass over B.
 void part_nk(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c, std::int64_t j0,
              std::int64_t j1) {
   for (std::int64_t r = 0; r < m;) {
-    const std::int64_t rows = std::min<std::int64_t>(m - r, kRowsPerPass);
-    simd::with_count<kRowsPerPass>(rows, [&]<int R>() { rows_nk<R>(n, k, a + r * k, b, c + r * n, j0, j1); });
+    const std::int64_t rows = std::min<std::int64_t>(m - r, kSkinnyRowsPerPass);
+    simd::with_count<kSkinnyRowsPerPass>(rows, [&]<int R>() { rows_nk<R>(n, k, a + r * k, b, c + r * n, j0, j1); });
     r += rows;
   }
 }
 
-// B [k, n]: every column of C over B's rows [p0, p1), into `out` (m x n), kRowsPerPass rows of A
+// B [k, n]: every column of C over B's rows [p0, p1), into `out` (m x n), kSkinnyRowsPerPass rows of A
 // per pass over B.
 void part_kn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* out,
              std::int64_t p0, std::int64_t p1) {
   for (std::int64_t r = 0; r < m;) {
-    const std::int64_t rows = std::min<std::int64_t>(m - r, kRowsPerPass);
-    simd::with_count<kRowsPerPass>(rows, [&]<int R>() { rows_kn<R>(n, p1 - p0, k, a + r * k + p0, b + p0 * n, out + r * n); });
+    const std::int64_t rows = std::min<std::int64_t>(m - r, kSkinnyRowsPerPass);
+    simd::with_count<kSkinnyRowsPerPass>(rows, [&]<int R>() { rows_kn<R>(n, p1 - p0, k, a + r * k + p0, b + p0 * n, out + r * n); });
     r += rows;
   }
 }
@@ -142,12 +142,12 @@ void part_kn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, con
 template <int R, int V> void narrow_kn(std::int64_t n, std::int64_t k, const float* a, const float* b, float* c) {
   constexpr int S = std::max(1, 8 / (R * V));
   VF acc[S][R][V] = {};
-  // Rows p whose V vectors lie inside B: p * n + V * L <= k * n.
-  const std::int64_t whole = k * n >= V * L ? std::min(k, (k * n - V * L) / n + 1) : 0;
+  // Rows p whose V vectors lie inside B: p * n + V * kSkinnyLanes <= k * n.
+  const std::int64_t whole = k * n >= V * kSkinnyLanes ? std::min(k, (k * n - V * kSkinnyLanes) / n + 1) : 0;
   auto fma_row = [&](VF (&sum)[R][V], const float* row, std::int64_t p) {
     VF bv[V];
 #pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) bv[v] = simd::load(row + v * L);
+    for (int v = 0; v < V; ++v) bv[v] = simd::load(row + v * kSkinnyLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const VF av = simd::splat(a[r * k + p]);
@@ -160,16 +160,16 @@ template <int R, int V> void narrow_kn(std::int64_t n, std::int64_t k, const flo
 #pragma GCC unroll 8
     for (int s = 0; s < S; ++s) fma_row(acc[s], b + (p + s) * n, p + s);
   for (; p < k; ++p) {
-    alignas(64) float padded[V * L] = {};
+    alignas(64) float padded[V * kSkinnyLanes] = {};
     std::memcpy(padded, b + p * n, static_cast<std::size_t>(n) * sizeof(float));
     fma_row(acc[0], padded, p);
   }
   for (int r = 0; r < R; ++r) {
-    alignas(64) float out[V * L];
+    alignas(64) float out[V * kSkinnyLanes];
     for (int v = 0; v < V; ++v) {
       VF sum = acc[0][r][v];
       for (int s = 1; s < S; ++s) sum += acc[s][r][v];
-      simd::store(out + v * L, sum);
+      simd::store(out + v * kSkinnyLanes, sum);
     }
     std::memcpy(c + r * n, out, static_cast<std::size_t>(n) * sizeof(float));
   }
@@ -179,18 +179,18 @@ template <int R, int V> void narrow_kn(std::int64_t n, std::int64_t k, const flo
 
 bool skinny_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {
   // k of at least 64: every part of a split over B's rows gets some (part 0 writes C).
-  return m >= 1 && m <= kMaxRows && n >= 2 * L && k >= 64 && n * k >= kMinWeights;
+  return m >= 1 && m <= kMaxRows && n >= 2 * kSkinnyLanes && k >= 64 && n * k >= kMinWeights;
 }
 
 bool narrow_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return m >= 1 && m <= kMaxRows && n >= 1 && n <= 2 * L && k >= 16 && n * k <= kMaxNarrowWeights;
+  return m >= 1 && m <= kMaxRows && n >= 1 && n <= 2 * kSkinnyLanes && k >= 16 && n * k <= kMaxNarrowWeights;
 }
 
 void narrow_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
                  bool b_transposed) {
   if (b_transposed) return part_nk(m, n, k, a, b, c, 0, n);  // n dot products of A's rows
   simd::with_count<kMaxRows>(m, [&]<int R>() {
-    if (n <= L) narrow_kn<R, 1>(n, k, a, b, c);
+    if (n <= kSkinnyLanes) narrow_kn<R, 1>(n, k, a, b, c);
     else narrow_kn<R, 2>(n, k, a, b, c);
   });
 }
