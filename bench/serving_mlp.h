@@ -30,8 +30,8 @@ struct RawMlp {
 
 inline nn::Sequential module_mlp(Device d) {
   manual_seed(5);
-  return nn::Sequential(nn::Linear(784, 512, true, d), nn::ReLU(), nn::Linear(512, 512, true, d), nn::ReLU(),
-                        nn::Linear(512, 10, true, d));
+  return nn::Sequential(nn::Linear(784, 512, {.device = d}), nn::ReLU(), nn::Linear(512, 512, {.device = d}),
+                        nn::ReLU(), nn::Linear(512, 10, {.device = d}));
 }
 
 inline std::vector<float> request_input(int k) {

@@ -23,8 +23,8 @@ template <class Step> void time_steps(benchmark::State& state, Device device, St
 
 void mlp_train_step(benchmark::State& state, Device device) {
   manual_seed(3);
-  nn::Sequential model(nn::Linear(784, 512, true, device), nn::ReLU(), nn::Linear(512, 512, true, device), nn::ReLU(),
-                       nn::Linear(512, 10, true, device));
+  nn::Sequential model(nn::Linear(784, 512, {.device = device}), nn::ReLU(),
+                       nn::Linear(512, 512, {.device = device}), nn::ReLU(), nn::Linear(512, 10, {.device = device}));
   Generator gen(4);
   const Tensor x = randn(Shape{128, 784}, gen, {DType::f32, device});
   const Tensor target = to(cast(floor(mul(rand(Shape{128}, gen), 10.0)), DType::i64), device);

@@ -35,8 +35,8 @@ struct DeviceCapabilities {
   // Ops with a kernel of their own; every op unless the device clears it. (Control ops are the
   // executor's own and always run.)
   std::bitset<kOpCount> ops = std::bitset<kOpCount>().set();
-  // Dtypes whose matmul reads an operand transposed in place (attrs.ints = [transpose_a,
-  // transpose_b], engine/linalg.h); elsewhere a transposed operand is copied first.
+  // Dtypes whose matmul reads an operand transposed in place (MatmulAttrs, ops/attrs_linalg.h);
+  // elsewhere a transposed operand is copied first.
   DTypeSet matmul_transposed;
 
   // Whether `op` runs on the device as it is: its kind has a kernel, in the variant it asks for.

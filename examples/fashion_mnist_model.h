@@ -20,8 +20,8 @@ struct SmallCNN : kiln::nn::Module {
         bn1(32, {.device = d}),
         bn2(64, {.device = d}),
         bn3(64, {.device = d}),
-        fc1(64 * 7 * 7, 128, true, d),
-        fc2(128, 10, true, d) {}
+        fc1(64 * 7 * 7, 128, {.device = d}),
+        fc2(128, 10, {.device = d}) {}
   kiln::Tensor forward(const kiln::Tensor& x) const {
     kiln::Tensor h = kiln::relu(bn1(conv1(x)));  // [N, 32, 28, 28]
     h = kiln::relu(bn2(conv2(h)));               // [N, 64, 14, 14]

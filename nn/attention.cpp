@@ -78,7 +78,7 @@ std::int64_t checked_embed_dim(std::int64_t embed_dim, std::int64_t num_heads, c
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(std::int64_t e, std::int64_t heads, const MultiHeadAttentionOptions& o)
-    : out_proj(checked_embed_dim(e, heads, o), e, o.bias, o.device),
+    : out_proj(checked_embed_dim(e, heads, o), e, {.bias = o.bias, .device = o.device}),
       dropout({.p = o.dropout, .seed = default_generator().next_draw()}),
       embed_dim_(e),
       num_heads_(heads),

@@ -22,10 +22,10 @@ void check_positive(const char* layer, std::initializer_list<std::int64_t> sizes
 
 }  // namespace
 
-Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, Device device) {
+Linear::Linear(std::int64_t in, std::int64_t out, const LinearOptions& options) {
   check_positive("Linear", {in, out});
-  weight = Parameter(fan_in_uniform(Shape{out, in}, in, device));
-  if (with_bias) bias = Parameter(fan_in_uniform(Shape{out}, in, device));
+  weight = Parameter(fan_in_uniform(Shape{out, in}, in, options.device));
+  if (options.bias) bias = Parameter(fan_in_uniform(Shape{out}, in, options.device));
 }
 
 Tensor Linear::forward(Tensor x) const {
@@ -42,10 +42,10 @@ std::string Linear::describe() const {
          ", bias=" + (bias.defined() ? "true" : "false");
 }
 
-Bilinear::Bilinear(std::int64_t in1, std::int64_t in2, std::int64_t out, bool with_bias, Device device) {
+Bilinear::Bilinear(std::int64_t in1, std::int64_t in2, std::int64_t out, const LinearOptions& options) {
   check_positive("Bilinear", {in1, in2, out});
-  weight = Parameter(fan_in_uniform(Shape{out, in1, in2}, in1, device));
-  if (with_bias) bias = Parameter(fan_in_uniform(Shape{out}, in1, device));
+  weight = Parameter(fan_in_uniform(Shape{out, in1, in2}, in1, options.device));
+  if (options.bias) bias = Parameter(fan_in_uniform(Shape{out}, in1, options.device));
 }
 
 Tensor Bilinear::forward(const Tensor& x1, const Tensor& x2) const {
@@ -64,7 +64,9 @@ std::string Bilinear::describe() const {
          ", out_features=" + std::to_string(w[0]) + ", bias=" + (bias.defined() ? "true" : "false");
 }
 
-Embedding::Embedding(std::int64_t num, std::int64_t dim, std::optional<std::int64_t> padding_idx, Device device) {
+Embedding::Embedding(std::int64_t num, std::int64_t dim, const EmbeddingOptions& options) {
+  std::optional<std::int64_t> padding_idx = options.padding_idx;
+  const Device device = options.device;
   check_positive("Embedding", {num, dim});
   if (padding_idx) {
     KILN_CHECK(*padding_idx >= -num && *padding_idx < num, "Embedding",

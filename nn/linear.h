@@ -9,10 +9,17 @@
 
 namespace kiln::nn {
 
+// Linear's and Bilinear's settings.
+struct LinearOptions {
+  bool bias = true;
+  Device device = Device::cpu();
+};
+
 // y = x Wᵀ + b over the last dim. weight [out, in], bias [out].
 class Linear : public Module {
  public:
-  Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true, Device device = Device::cpu());
+  using Options = LinearOptions;
+  Linear(std::int64_t in_features, std::int64_t out_features, const LinearOptions& options = {});
   // By value: an input handed over (Sequential hands each layer's over) is consumed by the product.
   Tensor forward(Tensor x) const;
   std::string describe() const override;
@@ -26,8 +33,9 @@ class Linear : public Module {
 // y_k = x1ᵀ W_k x2 + b_k. weight [out, in1, in2], bias [out].
 class Bilinear : public Module {
  public:
-  Bilinear(std::int64_t in1_features, std::int64_t in2_features, std::int64_t out_features, bool bias = true,
-           Device device = Device::cpu());
+  using Options = LinearOptions;
+  Bilinear(std::int64_t in1_features, std::int64_t in2_features, std::int64_t out_features,
+           const LinearOptions& options = {});
   Tensor forward(const Tensor& x1, const Tensor& x2) const;
   std::string describe() const override;
 
@@ -35,12 +43,16 @@ class Bilinear : public Module {
   KILN_MODULE(Bilinear, weight, bias)
 };
 
-// Rows of `weight` [num_embeddings, dim] picked by i64 indices; the padding row starts at zero
-// and takes no gradient.
+struct EmbeddingOptions {
+  std::optional<std::int64_t> padding_idx;  // a row that starts at zero and takes no gradient
+  Device device = Device::cpu();
+};
+
+// Rows of `weight` [num_embeddings, dim] picked by i64 indices.
 class Embedding : public Module {
  public:
-  Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim,
-            std::optional<std::int64_t> padding_idx = std::nullopt, Device device = Device::cpu());
+  using Options = EmbeddingOptions;
+  Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, const EmbeddingOptions& options = {});
   Tensor forward(const Tensor& indices) const;
   std::string describe() const override;
 

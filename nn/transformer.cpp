@@ -57,9 +57,9 @@ void check_layers(const char* stack, std::int64_t num_layers) {
 
 TransformerEncoderLayer::TransformerEncoderLayer(std::int64_t d, std::int64_t nhead, const TransformerLayerOptions& o)
     : self_attn(d, nhead, attention_options(o)),
-      linear1(d, o.dim_feedforward, true, o.device),
+      linear1(d, o.dim_feedforward, {.device = o.device}),
       dropout(fresh_dropout(o.dropout)),
-      linear2(o.dim_feedforward, d, true, o.device),
+      linear2(o.dim_feedforward, d, {.device = o.device}),
       norm1({d}, {.eps = o.layer_norm_eps, .device = o.device}),
       norm2({d}, {.eps = o.layer_norm_eps, .device = o.device}),
       dropout1(fresh_dropout(o.dropout)),
@@ -88,9 +88,9 @@ std::string TransformerEncoderLayer::describe() const { return layer_describe(se
 TransformerDecoderLayer::TransformerDecoderLayer(std::int64_t d, std::int64_t nhead, const TransformerLayerOptions& o)
     : self_attn(d, nhead, attention_options(o)),
       multihead_attn(d, nhead, attention_options(o)),
-      linear1(d, o.dim_feedforward, true, o.device),
+      linear1(d, o.dim_feedforward, {.device = o.device}),
       dropout(fresh_dropout(o.dropout)),
-      linear2(o.dim_feedforward, d, true, o.device),
+      linear2(o.dim_feedforward, d, {.device = o.device}),
       norm1({d}, {.eps = o.layer_norm_eps, .device = o.device}),
       norm2({d}, {.eps = o.layer_norm_eps, .device = o.device}),
       norm3({d}, {.eps = o.layer_norm_eps, .device = o.device}),

@@ -64,7 +64,7 @@ struct TileVariant {
   bool gather_b = false;
   bool row_bias = false;
   bool hooked() const { return gather_b || row_bias; }
-  // An operand stored transposed (matmul's attrs.ints = [transpose_a, transpose_b]): A as [K, M]
+  // An operand stored transposed (matmul's MatmulAttrs): A as [K, M]
   // or B as [N, K] in memory. Its loads are four strided elements, with the threads of a step
   // stepping along the stored rows so that neighbours read neighbouring words; vec_a / vec_b
   // then only say what C's stores may do.

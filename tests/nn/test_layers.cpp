@@ -53,7 +53,7 @@ template <class M> std::pair<std::string, std::function<void(Device)>> layer(con
 const std::vector<std::pair<std::string, std::function<void(Device)>>>& layers() {
   static const auto all = std::vector<std::pair<std::string, std::function<void(Device)>>>{
       layer("bilinear", nn::Bilinear(3, 4, 5)),
-      layer("embedding_padding", nn::Embedding(6, 3, 2)),
+      layer("embedding_padding", nn::Embedding(6, 3, {.padding_idx = 2})),
       layer("conv1d_stride_groups", nn::Conv1d(4, 6, {3}, {.stride = {2}, .padding = {1}, .groups = 2})),
       layer("conv3d", nn::Conv3d(2, 3, {2, 3, 2}, {.padding = {1, 0, 1}})),
       layer("conv2d_same_dilated", nn::Conv2d(3, 4, {3}, {.dilation = {2}, .same_padding = true})),

@@ -43,7 +43,7 @@ TEST(ModuleFields, EveryLibraryLayerListsEveryTensor) {
   const std::vector<std::pair<const char*, Factory>> layers = {
       fields_of("Linear", [] { return nn::Linear(4, 3); }),
       fields_of("Bilinear", [] { return nn::Bilinear(3, 4, 5); }),
-      fields_of("Embedding", [] { return nn::Embedding(6, 3, 2); }),
+      fields_of("Embedding", [] { return nn::Embedding(6, 3, {.padding_idx = 2}); }),
       fields_of("Flatten", [] { return nn::Flatten(); }),
       fields_of("Conv1d", [] { return nn::Conv1d(4, 6, {3}, {.groups = 2}); }),
       fields_of("Conv2d", [] { return nn::Conv2d(3, 4, {3}); }),

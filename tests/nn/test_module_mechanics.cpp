@@ -115,7 +115,7 @@ TEST(ModuleMechanics, ToDeviceMovesEveryTensor) {
 }
 
 TEST(ModuleMechanics, SummaryShowsTheTree) {
-  nn::Sequential net(nn::Linear(6, 8), nn::ReLU(), nn::Linear(8, 3, /*bias=*/false));
+  nn::Sequential net(nn::Linear(6, 8), nn::ReLU(), nn::Linear(8, 3, {.bias = false}));
   net.freeze();
   EXPECT_EQ(net.summary(),
             "Sequential(3 modules)  80 parameters (0 trainable)\n"

@@ -1,5 +1,7 @@
 #include "support/reference.h"
 
+#include "kiln/engine/runtime.h"
+
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -183,4 +185,25 @@ std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
   return b;
 }
 
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// Work still pending when a suite ends (ops whose results no test read) runs when the engine
+// shuts down. The engine's own handler runs at exit, after the static destructors of
+// libraries that set themselves up after it opened the GPUs: lavapipe's LLVM initializes at its
+// first shader and is gone by then, and a shader it first compiles for that last work crashes
+// the process (reproduced: an ops suite ending on ElementwiseBehaviour's unread i64 ops, with
+// fusion off). Each suite shuts the engine down while every library is whole. This file is in
+// every suite's link (the reference readers), so the environment is registered in all of them.
+class ShutDownBeforeExit : public ::testing::Environment {
+ public:
+  void TearDown() override { Engine::get().shut_down(); }
+};
+
+[[maybe_unused]] ::testing::Environment* const g_shut_down_before_exit =
+    ::testing::AddGlobalTestEnvironment(new ShutDownBeforeExit);
+
+}  // namespace
 }  // namespace kiln::test
