@@ -15,7 +15,9 @@ import argparse
 import collections
 import json
 import math
+import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -32,7 +34,7 @@ Policy = collections.namedtuple("Policy", "min_time repetitions iterations", def
 MATMUL_POLICY = {512: Policy(), 1024: Policy(0.2, 5), 2048: Policy(0.2, 3), 4096: Policy(0.0, 3, 1)}
 GPU_MATMUL_POLICY = Policy(0.2, 5)  # every matmul workload on cuda, as kiln's on a GPU
 # Workloads that kiln runs on a GPU only (f16/bf16 live on Vulkan devices).
-GPU_ONLY = {"grad_threads_streams", "conv2d_f16", "gelu_fused_f16", "attention_softmax_f16", "linear_relu_4096_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
+GPU_ONLY = {"fashion_mnist_first_epoch", "grad_threads_streams", "conv2d_f16", "gelu_fused_f16", "attention_softmax_f16", "linear_relu_4096_f16", "matmul_4096_f16", "matmul_4096_bf16", "matmul_4000_f16", "matmul_4000_bf16",
             "matmul_batched_f16", "matmul_batched_bf16"}
 
 
@@ -372,7 +374,7 @@ SERVING = {
 }
 
 
-def fashion_mnist_epoch(dev, metrics=False):
+def fashion_mnist_epoch(dev, metrics=False, warm_up=3, epochs=1):
     """Seconds of one training epoch of the main job's CNN (bench/fashion_mnist_twin.py), its
     loader included, after three warm-up steps. With metrics (the twin of
     fashion_mnist_learner_epoch): the loss and accuracy summed on the device each step and read
@@ -400,20 +402,40 @@ def fashion_mnist_epoch(dev, metrics=False):
                 float(sums["loss"]), float(sums["correct"])
 
     order = torch.randperm(len(train_x), device=dev)
-    for i in range(3):
+    for i in range(warm_up):
         step(order[i * 128:(i + 1) * 128])
-    start = time.perf_counter()
-    order = torch.randperm(len(train_x), device=dev)
-    for i in range(0, len(order), 128):
-        step(order[i:i + 128])
-    if dev == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
+    seconds = []
+    for _ in range(epochs):
+        start = time.perf_counter()
+        order = torch.randperm(len(train_x), device=dev)
+        for i in range(0, len(order), 128):
+            step(order[i:i + 128])
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - start)
+    return seconds[0] if epochs == 1 else seconds
+
+
+def fashion_mnist_first_epoch(dev):
+    """The twin of kiln's fashion_mnist_first_epoch: a fresh Python process (CUDA context and
+    cuDNN made anew; PyTorch keeps no kernel cache between processes) times its first epoch with
+    no warm-up step, and its second. The data and the model are on the device before the clock
+    starts, as kiln's child opens its device before its epoch."""
+    code = ("import json, sys, torch; sys.path.insert(0, %r); import torch_twin; "
+            "torch.backends.cudnn.benchmark = True; torch.backends.cudnn.allow_tf32 = False; "
+            "torch.backends.cuda.matmul.allow_tf32 = False; torch.manual_seed(0); "
+            "print(json.dumps(torch_twin.fashion_mnist_epoch(%r, warm_up=0, epochs=2)))") % (
+                os.path.dirname(os.path.abspath(__file__)), dev)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    first, warm = json.loads(out.strip().splitlines()[-1])
+    print(f"torch_twin: fashion_mnist_first_epoch: first {first:.2f} s, warm {warm:.2f} s", file=sys.stderr)
+    return first
 
 
 # id -> (unit, measure(device) returning seconds): one long run, on the default thread count.
 EPOCHS = {"fashion_mnist_epoch": ("s/epoch", fashion_mnist_epoch),
-          "fashion_mnist_learner_epoch": ("s/epoch", lambda dev: fashion_mnist_epoch(dev, metrics=True))}
+          "fashion_mnist_learner_epoch": ("s/epoch", lambda dev: fashion_mnist_epoch(dev, metrics=True)),
+          "fashion_mnist_first_epoch": ("s/epoch", fashion_mnist_first_epoch)}
 
 
 def next_count(n, seconds, min_time):

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "kiln/devices/vulkan/vk_autotune.h"
+#include "kiln/devices/vulkan/vk_parallel_compile.h"
 #include "kiln/devices/vulkan/vk_conv.h"
 #include "kiln/devices/vulkan/vk_device.h"
 #include "kiln/devices/vulkan/vk_layout_copy.h"
@@ -209,16 +210,9 @@ class ConvLauncher {
   // (coop_eligible).
   void run_coop(int index) {
     if (args_.size() == 0) fill_args();
-    const CoopShape shape = device_coop_shape(dev_);
     const CoopConfig& config = coop_configs()[static_cast<std::size_t>(index)];
-    const std::string key = "conv/coop/" + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
-                            std::to_string(shape.k) + "/" + config.name + (c_.gather ? "/gather" : "/direct");
-    const bool gather = c_.gather;
-    const SourceFn source = [this, shape, &config, gather] {
-      return gather ? conv_coop_source(dev_.prelude(), shape, config)
-                    : coop_matmul_source(dev_.prelude(), shape, config, DType::f16);
-    };
-    dev_.launch(key, "conv", source, args_, groups(config.bm, config.bn));
+    const KernelRequest k = request(ConvPlan{ConvPlan::coop, index});
+    dev_.launch(k.key, k.name, k.source, args_, groups(config.bm, config.bn));
     g_coop_convolutions.fetch_add(1, std::memory_order_relaxed);
     if (bias_) {
       const auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
@@ -245,24 +239,49 @@ class ConvLauncher {
   void run_tiled(int index) {
     if (args_.size() == 0) fill_args();
     const TileConfig& t = tile_configs()[static_cast<std::size_t>(index)];
+    const KernelRequest k = request(ConvPlan{ConvPlan::tiled, index});
+    dev_.launch(k.key, k.name, k.source, args_, groups(t.bm, t.bn));
+  }
+
+ public:
+  // The pipeline a tiled or cooperative-matrix plan launches; reads nothing the launches
+  // change, so the autotuner asks it of every candidate from several threads at once.
+  KernelRequest request(const ConvPlan& plan) const {
+    KernelRequest k;
+    k.name = "conv";
+    VulkanDevice& dev = dev_;
+    if (plan.kind == ConvPlan::coop) {
+      const CoopShape shape = device_coop_shape(dev_);
+      const CoopConfig& config = coop_configs()[static_cast<std::size_t>(plan.index)];
+      k.key = "conv/coop/" + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" + std::to_string(shape.k) +
+              "/" + config.name + (c_.gather ? "/gather" : "/direct");
+      const bool gather = c_.gather;
+      k.source = [&dev, shape, &config, gather] {
+        return gather ? conv_coop_source(dev.prelude(), shape, config)
+                      : coop_matmul_source(dev.prelude(), shape, config, DType::f16);
+      };
+      return k;
+    }
+    const TileConfig& t = tile_configs()[static_cast<std::size_t>(plan.index)];
     TileVariant v = variant_;
     // Whole tiles drop the bounds checks of A's loads and C's stores; the gather checks its own.
     v.whole = v.vec_a && v.vec_b && c_.m % t.bm == 0 && c_.l % t.bn == 0 && c_.k % t.bk == 0;
-    std::string key = std::string("conv/tiled/") + t.name + "/" + dtype_name(c_.dtype) + (v.vec_a ? "/va" : "/sa") +
-                      (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.gather_b ? "/gather" : "/direct") +
-                      (v.row_bias ? "/bias" : "");
+    k.key = std::string("conv/tiled/") + t.name + "/" + dtype_name(c_.dtype) + (v.vec_a ? "/va" : "/sa") +
+            (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.gather_b ? "/gather" : "/direct") +
+            (v.row_bias ? "/bias" : "");
     if (epilogue_) {
-      key += "/fused/";
-      key += epilogue_->key;
+      k.key += "/fused/";
+      k.key += epilogue_->key;
     }
     const ConvGemm& c = c_;
     const MatmulEpilogue* e = epilogue_;
-    const SourceFn source = [this, &t, v, &c, e] {
-      return tiled_matmul_source(dev_.prelude(), t, v, e, v.hooked() ? hooks_glsl(c, v.row_bias) : std::string());
+    k.source = [&dev, &t, v, &c, e] {
+      return tiled_matmul_source(dev.prelude(), t, v, e, v.hooked() ? hooks_glsl(c, v.row_bias) : std::string());
     };
-    dev_.launch(key, "conv", source, args_, groups(t.bm, t.bn));
+    return k;
   }
 
+ private:
   void fill_args() {
     if (!y_ && !epilogue_) {
       scratch_ = dev_.memory().allocate(static_cast<std::size_t>(c_.batches() * c_.m * c_.l) * dtype_size(c_.dtype));
@@ -399,6 +418,10 @@ ConvPlan choose(VulkanDevice& dev, const ConvGemm& c, ConvLauncher& launcher,
     if (coop_config_fits(dev, coops[i], coop)) candidates.push_back({ConvPlan::coop, static_cast<int>(i)});
   for (std::size_t i = 0; i < tile_configs().size(); ++i)
     if (tile_config_fits(dev, tile_configs()[i])) candidates.push_back({ConvPlan::tiled, static_cast<int>(i)});
+  std::vector<KernelRequest> requests;
+  for (const ConvPlan& p : candidates)
+    if (p.kind != ConvPlan::explicit_gemm) requests.push_back(launcher.request(p));
+  compile_in_parallel(dev, requests);
   const std::vector<double> times = time_candidates(dev, candidates.size(), [&](std::size_t i) {
     if (candidates[i].kind == ConvPlan::explicit_gemm)
       explicit_run();

@@ -306,7 +306,13 @@ std::string node_code(const FusedExpr& e, const Params& p, const std::string& sf
     else if (n.compute == DType::i64) value = i64_expr(n, ops[0], ops[1], p.lo[i], p.hi[i]);
     else if (n.compute == DType::bool_) value = bool_expr(n, ops[0], ops[1]);
     else unsupported(n);
-    s += indent + glsl_value_type(n.out) + " " + var("v", i, sfx) + " = " + value + ";\n";
+    // `precise` (SPIR-V NoContraction): the driver may not fuse a node's multiply with the
+    // add of the node or reduction that consumes it. Without it NVIDIA's compiler forms FMAs
+    // across nodes, so the bits of a value depended on which ops the planner happened to put
+    // in one kernel (and so on timing: two runs of one training job with the same seed
+    // drifted apart); with it every node rounds as its own op would.
+    const char* qualifier = is_floating(n.out) ? "precise " : "";
+    s += indent + qualifier + glsl_value_type(n.out) + " " + var("v", i, sfx) + " = " + value + ";\n";
   }
   return s;
 }

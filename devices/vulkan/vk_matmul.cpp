@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "kiln/devices/vulkan/vk_autotune.h"
+#include "kiln/devices/vulkan/vk_parallel_compile.h"
 #include "kiln/devices/vulkan/vk_device.h"
 #include "kiln/devices/vulkan/vk_layout_copy.h"
 #include "kiln/base/log.h"
@@ -320,41 +321,57 @@ class Launcher {
     if (p.kernel == MatmulKernel::wg_coop_padded) return run_padded(p.index);
     if (args_.size() == 0) fill_args();
     std::uint32_t bm, bn;
-    std::string key;
-    SourceFn source;
-    if (p.kernel == MatmulKernel::wg_coop) {
-      const WgCoopShape s = state_of(dev_).wg_coop_for(dtype_);
-      const WgCoopConfig& c = wg_coop_configs()[static_cast<std::size_t>(p.index)];
-      bm = c.bm, bn = c.bn;
-      key = "matmul/wg_coop/" + std::string(dtype_name(dtype_)) + "/" + std::to_string(s.at(c.threads).threads) + "/" +
-            c.name;
-      source = [this, s, &c] { return wg_coop_matmul_source(dev_.prelude(), s, c, dtype_, dtype_); };
-    } else if (p.kernel == MatmulKernel::coop) {
-      const CoopShape s = state_of(dev_).coop;
-      const CoopConfig& c = coop_configs()[static_cast<std::size_t>(p.index)];
-      bm = c.bm, bn = c.bn;
-      key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + c.name;
-      source = [this, s, &c] { return coop_matmul_source(dev_.prelude(), s, c, DType::f16); };
-    } else {
-      const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.index)];
-      bm = c.bm, bn = c.bn;
-      TileVariant v = variant_;
-      v.whole = v.vec_a && v.vec_b && g_.k > 0 && g_.m % c.bm == 0 && g_.n % c.bn == 0 && g_.k % c.bk == 0;
-      key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (v.vec_a ? "/va" : "/sa") +
-            (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.trans_a ? "/ta" : "") + (v.trans_b ? "/tb" : "");
-      if (epilogue_) {
-        key += "/fused/";
-        key += epilogue_->key;
-      }
-      source = [this, &c, v] { return tiled_matmul_source(dev_.prelude(), c, v, epilogue_); };
-    }
+    const KernelRequest k = request(p, &bm, &bn);
     const auto& max = dev_.context().limits().maxComputeWorkGroupCount;
     const std::uint64_t gx = (g_.n + bn - 1) / bn, gy = (g_.m + bm - 1) / bm;
     KILN_CHECK(gx <= max[0], "matmul", "N = " + std::to_string(g_.n) + " needs more workgroups than the device has");
     // The kernel loops over the row tiles and batches beyond the grid.
     const Groups groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(std::min<std::uint64_t>(gy, max[1])),
                         static_cast<std::uint32_t>(std::min<std::uint64_t>(g_.batches, max[2]))};
-    dev_.launch(key, "matmul", source, args_, groups);
+    dev_.launch(k.key, k.name, k.source, args_, groups);
+  }
+
+  // The pipeline a plan launches (a padded plan: its workgroup-scope kernel, whose key does not
+  // depend on the padded sizes), and its block tile. Reads nothing the launches change, so the
+  // autotuner asks it of every candidate from several threads at once.
+  KernelRequest request(const Plan& p, std::uint32_t* bm_out = nullptr, std::uint32_t* bn_out = nullptr) const {
+    KernelRequest k;
+    k.name = "matmul";
+    std::uint32_t bm, bn;
+    if (p.kernel == MatmulKernel::wg_coop || p.kernel == MatmulKernel::wg_coop_padded) {
+      const WgCoopShape s = state_of(dev_).wg_coop_for(dtype_);
+      const WgCoopConfig& c = wg_coop_configs()[static_cast<std::size_t>(p.index)];
+      bm = c.bm, bn = c.bn;
+      k.key = "matmul/wg_coop/" + std::string(dtype_name(dtype_)) + "/" + std::to_string(s.at(c.threads).threads) +
+              "/" + c.name;
+      VulkanDevice& dev = dev_;
+      const DType dtype = dtype_;
+      k.source = [&dev, s, &c, dtype] { return wg_coop_matmul_source(dev.prelude(), s, c, dtype, dtype); };
+    } else if (p.kernel == MatmulKernel::coop) {
+      const CoopShape s = state_of(dev_).coop;
+      const CoopConfig& c = coop_configs()[static_cast<std::size_t>(p.index)];
+      bm = c.bm, bn = c.bn;
+      k.key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + c.name;
+      VulkanDevice& dev = dev_;
+      k.source = [&dev, s, &c] { return coop_matmul_source(dev.prelude(), s, c, DType::f16); };
+    } else {
+      const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.index)];
+      bm = c.bm, bn = c.bn;
+      TileVariant v = variant_;
+      v.whole = v.vec_a && v.vec_b && g_.k > 0 && g_.m % c.bm == 0 && g_.n % c.bn == 0 && g_.k % c.bk == 0;
+      k.key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (v.vec_a ? "/va" : "/sa") +
+              (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.trans_a ? "/ta" : "") + (v.trans_b ? "/tb" : "");
+      if (epilogue_) {
+        k.key += "/fused/";
+        k.key += epilogue_->key;
+      }
+      VulkanDevice& dev = dev_;
+      const MatmulEpilogue* e = epilogue_;
+      k.source = [&dev, &c, v, e] { return tiled_matmul_source(dev.prelude(), c, v, e); };
+    }
+    if (bm_out) *bm_out = bm;
+    if (bn_out) *bn_out = bn;
+    return k;
   }
 
   DType dtype() const { return dtype_; }
@@ -451,6 +468,9 @@ class Launcher {
 };
 
 std::vector<double> time_plans(VulkanDevice& dev, Launcher& launcher, const std::vector<Plan>& plans) {
+  std::vector<KernelRequest> requests;
+  for (const Plan& p : plans) requests.push_back(launcher.request(p));
+  compile_in_parallel(dev, requests);
   return time_candidates(dev, plans.size(), [&](std::size_t i) { launcher.run(plans[i]); });
 }
 

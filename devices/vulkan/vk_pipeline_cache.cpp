@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "kiln/devices/vulkan/vk_cache_file.h"
 #include "kiln/devices/vulkan/vk_shader.h"
@@ -107,12 +108,42 @@ PipelineCacheStats PipelineCache::stats() const {
 }
 
 const Pipeline& PipelineCache::get(const std::string& key, const char* name, const std::function<std::string()>& source) {
-  std::lock_guard lock(mutex_);
-  if (auto it = pipelines_.find(key); it != pipelines_.end()) {
-    ++stats_.memory_hits;
-    return *it->second;
+  // The lock covers the maps only: a kernel compiles outside it, so several threads (the
+  // autotuner's candidates, vk_parallel_compile.h) compile at once, and a thread asking for a
+  // kernel another is compiling waits for that one compile instead of repeating it.
+  std::promise<const Pipeline*> promise;
+  {
+    std::unique_lock lock(mutex_);
+    if (auto it = pipelines_.find(key); it != pipelines_.end()) {
+      ++stats_.memory_hits;
+      return *it->second;
+    }
+    if (auto it = compiling_.find(key); it != compiling_.end()) {
+      std::shared_future<const Pipeline*> pending = it->second;
+      lock.unlock();
+      return *pending.get();  // rethrows that compile's error
+    }
+    compiling_.emplace(key, promise.get_future().share());
   }
-  const std::string glsl = source();
+  try {
+    bool from_disk = false;
+    auto p = std::make_unique<Pipeline>(build(key, name, source(), from_disk));
+    std::lock_guard lock(mutex_);
+    ++(from_disk ? stats_.disk_hits : stats_.compiles);
+    const Pipeline& ref = *p;
+    pipelines_.emplace(key, std::move(p));
+    compiling_.erase(key);
+    promise.set_value(&ref);
+    return ref;
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    compiling_.erase(key);
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+Pipeline PipelineCache::build(const std::string& key, const char* name, const std::string& glsl, bool& from_disk) {
   std::vector<std::uint32_t> spirv;
   fs::path file;
   if (!dir_.empty()) {
@@ -129,14 +160,12 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
           (bytes.size() - head) % 4 == 0) {
         spirv.resize((bytes.size() - head) / 4);
         std::memcpy(spirv.data(), bytes.data() + head, bytes.size() - head);
-        ++stats_.disk_hits;
       }
     }
   }
-  const bool from_disk = !spirv.empty();
+  from_disk = !spirv.empty();
   if (spirv.empty()) {
     spirv = compile_glsl(name, glsl, optimizer_);
-    ++stats_.compiles;
     if (!file.empty()) {
       std::vector<char> bytes(sizeof kMagic + 4 + key.size() + spirv.size() * 4);
       const auto key_len = static_cast<std::uint32_t>(key.size());
@@ -147,14 +176,12 @@ const Pipeline& PipelineCache::get(const std::string& key, const char* name, con
       if (const std::string why = write_cache_file(file, bytes.data(), bytes.size()); !why.empty()) warn_disk(why);
     }
   }
-  auto p = std::make_unique<Pipeline>(create(name, spirv));
+  Pipeline p = create(name, spirv);
   const std::string what = key.starts_with("fused") ? "fused elementwise" : key;
   if (log_enabled(spdlog::level::debug))
     logger().debug("vulkan: pipeline {} ({}) {}", name, what, from_disk ? "loaded from the disk cache" : "compiled");
-  if (ctx_.captures_statistics()) log_statistics(name + (" (" + what + ")"), p->pipeline.get());
-  const Pipeline& ref = *p;
-  pipelines_.emplace(key, std::move(p));
-  return ref;
+  if (ctx_.captures_statistics()) log_statistics(name + (" (" + what + ")"), p.pipeline.get());
+  return p;
 }
 
 Pipeline PipelineCache::create(const char* name, const std::vector<std::uint32_t>& spirv) {

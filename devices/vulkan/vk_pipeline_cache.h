@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,6 +70,8 @@ class PipelineCache {
   static std::string default_root();
 
  private:
+  // The SPIR-V of `glsl` (from disk, else compiled and saved) as a pipeline; no lock held.
+  Pipeline build(const std::string& key, const char* name, const std::string& glsl, bool& from_disk);
   Pipeline create(const char* name, const std::vector<std::uint32_t>& spirv);
   void log_statistics(const std::string& name, VkPipeline pipeline) const;  // name and key
 
@@ -79,6 +82,7 @@ class PipelineCache {
   Owned<VkPipelineCache> driver_cache_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  std::unordered_map<std::string, std::shared_future<const Pipeline*>> compiling_;  // by another thread
   PipelineCacheStats stats_;
 };
 

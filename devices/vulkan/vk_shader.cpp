@@ -29,11 +29,10 @@ std::string numbered(const std::string& source) {
 
 std::vector<std::uint32_t> compile_glsl(const std::string& kernel_name, const std::string& source,
                                         SpirvOptimizer optimizer) {
-  // glslang keeps process-wide state; one compile at a time keeps it simple (compiles are rare:
-  // the pipeline cache serves repeats from memory or disk).
-  static std::mutex mutex;
+  // glslang's process-wide state is made once; after that each thread compiles with its own
+  // TShader and thread-local pool allocator (glslang guards its shared symbol tables), so the
+  // autotuner's candidates compile on several threads at once (vk_parallel_compile.h).
   static std::once_flag init;
-  std::lock_guard lock(mutex);
   std::call_once(init, [] { glslang::InitializeProcess(); });
   using Clock = std::chrono::steady_clock;
   const auto ms_since = [](Clock::time_point t) {

@@ -209,5 +209,33 @@ TEST(VulkanFusedAnchor, KeptReductionIsWrittenBesideItsEpilogue) {
   EXPECT_TRUE(close(fused_r, plain_r, kFused));
 }
 
+
+// Which ops share a kernel depends on what is pending when the stream drains, so on timing: a
+// value must not depend on it. Fused nodes are `precise` (no multiply-add contracted across
+// nodes, as NVIDIA's compiler otherwise does), so a fused chain, a product's epilogue and a
+// reduction's prologue give the bits of the ops run one by one. (lavapipe contracts nothing,
+// so this fails only on drivers that do: run it on a GPU.)
+TEST(VulkanFusedAnchor, FusedValuesAreTheUnfusedBits) {
+  KILN_REQUIRE_VULKAN();
+  const Shape s{64, 48};
+  const std::vector<Tensor> in = {vk_randn(s, 30), vk_randn(s, 31), vk_randn(s, 32), vk_randn(Shape{48, 48}, 33)};
+  const std::vector<Expression> cases = {
+      [](std::vector<Tensor>& x) { return add(mul(x[0], x[1]), x[2]); },
+      [](std::vector<Tensor>& x) { return sub(mul(relu(add(mul(x[0], x[1]), x[2])), x[1]), mul(x[2], x[0])); },
+      [](std::vector<Tensor>& x) { return add(mul(exp(mul(x[0], 0.5)), x[1]), mul(x[2], 3.0)); },
+      [](std::vector<Tensor>& x) { return add(mul(matmul(x[0], x[3]), x[1]), x[2]); },
+      [](std::vector<Tensor>& x) { return relu(add(mul(matmul(x[0], x[3]), 0.5), x[2])); },
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const Outcome plain = run(cases[c], in, false);
+    const Outcome fused = run(cases[c], in, true);
+    EXPECT_GE(fused.fused_kernels, 1u) << "case " << c;
+    ASSERT_EQ(fused.values.size(), plain.values.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < plain.values.size(); ++i) differ += fused.values[i] != plain.values[i];
+    EXPECT_EQ(differ, 0u) << "case " << c << ": elements whose fused value is not the unfused one";
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -3,6 +3,7 @@
 // matmul, the autotune cache file, and the cooperative-matrix kernel's GLSL (compiled even where
 // no device can run it).
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -119,6 +120,34 @@ TEST(VulkanMatmul, EveryTileConfigurationMatchesTheCpu) {
     EXPECT_TRUE(matmul_same_as_cpu({5, 0}, {0, 6}));                // K = 0 writes zeros
     EXPECT_TRUE(matmul_same_as_cpu({2, 256, 64}, {2, 64, 256}));    // whole tiles: no bounds checks
     EXPECT_TRUE(matmul_same_as_cpu({128, 0}, {0, 128}));            // whole tiles but K = 0
+  }
+  vk::force_tile_config(-1);
+}
+
+// The autotuner's choice among f32 tilings must not change a value: every configuration sums
+// each output's K products in order with one FMA each (tiles split M and N only), so they give
+// the same bits, and a first run that autotunes trains as a run that reads the choice from disk.
+TEST(VulkanMatmul, EveryTileConfigurationGivesTheSameBits) {
+  KILN_REQUIRE_VULKAN();
+  const auto& configs = vk::tile_configs();
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{67, 45}, {45, 131}}, {{130, 36}, {36, 68}}, {{2, 256, 64}, {2, 64, 256}}};
+  for (const auto& [a_shape, b_shape] : shapes) {
+    SCOPED_TRACE(a_shape.str() + " @ " + b_shape.str());
+    const Tensor a = from_vector(random_values(a_shape.numel(), 5), a_shape, vk0());
+    const Tensor b = from_vector(random_values(b_shape.numel(), 6), b_shape, vk0());
+    std::vector<float> first;
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      vk::force_tile_config(static_cast<int>(i));
+      const std::vector<float> c = matmul(a, b).to_vector<float>().get();
+      if (i == 0) {
+        first = c;
+        continue;
+      }
+      ASSERT_EQ(c.size(), first.size());
+      EXPECT_EQ(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)), 0)
+          << configs[i].name << " differs from " << configs[0].name;
+    }
   }
   vk::force_tile_config(-1);
 }
