@@ -176,7 +176,8 @@ PoolAttrs PoolAttrs::decode(OpKind kind, const OpAttrs& attrs) {
   const std::int64_t* at = ints.data() + 1;
   for (Spatial* g : {&a.kernel, &a.stride, &a.padding, &a.dilation}) at = read_group(at, a.dims, *g);
   for (bool* flag : {&a.ceil_mode, &a.count_include_pad, &a.with_indices}) {
-    KILN_CHECK(*at == 0 || *at == 1, name, "ceil_mode, count_include_pad and with_indices must be 0 or 1 (" + form() + ")");
+    KILN_CHECK(*at == 0 || *at == 1, name,
+               "ceil_mode, count_include_pad and with_indices must be 0 or 1 (" + form() + ")");
     *flag = *at++ == 1;
   }
   if (sized) read_group(at, a.dims, a.input_size);

@@ -4,7 +4,6 @@
 #include "kiln/ops/decompositions.h"
 
 #include <initializer_list>
-
 #include <limits>
 
 #include "kiln/ops/attrs_creation.h"
@@ -273,7 +272,8 @@ struct PoolWindow {
   std::int64_t kk = 1, windows = 1;
 
   // in: the image's spatial sizes, out: the windows'.
-  PoolWindow(const OpIr& op, Ints image, Ints pooled) : a(PoolAttrs::decode(op)), in(std::move(image)), out(std::move(pooled)) {
+  PoolWindow(const OpIr& op, Ints image, Ints pooled)
+      : a(PoolAttrs::decode(op)), in(std::move(image)), out(std::move(pooled)) {
     for (int d = 0; d < a.dims; ++d) {
       const auto i = static_cast<std::size_t>(d);
       const std::int64_t span = a.dilation[i] * (a.kernel[i] - 1) + 1;
@@ -303,7 +303,8 @@ struct PoolWindow {
     if (!overhangs()) return t;
     PadAttrs p;
     p.count = a.dims;
-    for (int d = 0; d < a.dims; ++d) p.after[static_cast<std::size_t>(a.dims - 1 - d)] = overhang[static_cast<std::size_t>(d)];
+    for (int d = 0; d < a.dims; ++d)
+      p.after[static_cast<std::size_t>(a.dims - 1 - d)] = overhang[static_cast<std::size_t>(d)];
     p.value = value;
     return r.emit(OpKind::pad, {t}, p.encode());
   }
@@ -399,8 +400,8 @@ void max_pool_grad(const OpIr& op, Rewrite& r) {
       r.emit(OpKind::full, {}, FullAttrs{{Shape{n, c, product(spatial(dx))}, dy.dtype}, 0.0}.encode());
   OpAttrs along;
   along.dim = 2;
-  const TensorIr sums = r.emit(OpKind::scatter_add,
-                               {zeros, r.reshape(indices, {n, c, windows}), r.reshape(dy, {n, c, windows})}, along);
+  const TensorIr sums =
+      r.emit(OpKind::scatter_add, {zeros, r.reshape(indices, {n, c, windows}), r.reshape(dy, {n, c, windows})}, along);
   r.finish(OpKind::reshape, {sums}, dims_attrs(dx.to_vector()));
 }
 

@@ -45,8 +45,8 @@ void max_pool_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const PoolAttrs a = checked_attrs(op);
   const TensorIr& x = op.inputs[0];
-  const Shape shape = pooled_shape("max_pool", a, x.shape[0], x.shape[1], x.shape.begin() + 2,
-                                   [&] { return "input " + describe(x); });
+  const Shape shape =
+      pooled_shape("max_pool", a, x.shape[0], x.shape[1], x.shape.begin() + 2, [&] { return "input " + describe(x); });
   out.push_back(TensorIr{0, shape, x.dtype, TensorStatus::NotInit});
   if (a.with_indices) out.push_back(TensorIr{0, shape, DType::i64, TensorStatus::NotInit});
 }
@@ -55,10 +55,10 @@ void avg_pool_rule(const OpIr& op, TensorList& out) {
   check_arity(op, 1);
   const PoolAttrs a = checked_attrs(op);
   const TensorIr& x = op.inputs[0];
-  out.push_back(TensorIr{0,
-                         pooled_shape("avg_pool", a, x.shape[0], x.shape[1], x.shape.begin() + 2,
-                                      [&] { return "input " + describe(x); }),
-                         x.dtype, TensorStatus::NotInit});
+  out.push_back(TensorIr{
+      0,
+      pooled_shape("avg_pool", a, x.shape[0], x.shape[1], x.shape.begin() + 2, [&] { return "input " + describe(x); }),
+      x.dtype, TensorStatus::NotInit});
 }
 
 // The gradients: dy [N, C, *out] (and max_pool_grad's indices of its shape) -> dx [N, C, *input_size].

@@ -26,18 +26,22 @@ using simd::kLanes;
 using simd::VF;
 using simd::VM;
 
+// The per-vector helpers below run once per vector of a row: GCC kept them out of line, and
+// the calls took a third of the forward's time; the row functions are flattened too.
+#define KILN_POOL_INLINE [[gnu::always_inline]] inline
+
 // The outputs o in [0, out) whose input coordinate o * stride + offset lies in [0, size).
 struct Covered {
   std::int64_t lo, hi;
 };
-Covered covered(std::int64_t offset, std::int64_t stride, std::int64_t size, std::int64_t out) {
+KILN_POOL_INLINE Covered covered(std::int64_t offset, std::int64_t stride, std::int64_t size, std::int64_t out) {
   const std::int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
   const std::int64_t hi = size - 1 - offset < 0 ? 0 : (size - 1 - offset) / stride + 1;
   return {std::min(lo, out), std::clamp(hi, std::min(lo, out), out)};
 }
 
 // Lanes 0, 2, 4, ... of a, then of b: the elements a stride-2 row of outputs reads.
-VF even_lanes(VF a, VF b) {
+KILN_POOL_INLINE VF even_lanes(VF a, VF b) {
 #if defined(__AVX512F__)
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 #else
@@ -45,36 +49,79 @@ VF even_lanes(VF a, VF b) {
 #endif
 }
 
-// The kLanes elements of `row` that outputs ow .. ow + kLanes - 1 read at offset `off`.
+// Lanes [0, n) of p, the rest 0; n in [0, kLanes], and only those n elements are read (a row's
+// last output may read its last element: the next may lie past the buffer).
+#if defined(__AVX512F__)
+using Lanes = __mmask16;
+KILN_POOL_INLINE Lanes first_lanes(int n) { return static_cast<Lanes>((1u << n) - 1); }
+KILN_POOL_INLINE VF load_n(const float* p, int n) {
+  return reinterpret_cast<VF>(_mm512_maskz_loadu_ps(first_lanes(n), p));
+}
+KILN_POOL_INLINE void store_n(float* p, VF v, int n) {
+  _mm512_mask_storeu_ps(p, first_lanes(n), reinterpret_cast<__m512>(v));
+}
+KILN_POOL_INLINE void store_n(std::int32_t* p, VM v, int n) {
+  _mm512_mask_storeu_epi32(p, first_lanes(n), reinterpret_cast<__m512i>(v));
+}
+#else
+KILN_POOL_INLINE __m256i first_lanes(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+KILN_POOL_INLINE VF load_n(const float* p, int n) {
+  return reinterpret_cast<VF>(_mm256_maskload_ps(p, first_lanes(n)));
+}
+KILN_POOL_INLINE void store_n(float* p, VF v, int n) {
+  _mm256_maskstore_ps(p, first_lanes(n), reinterpret_cast<__m256>(v));
+}
+KILN_POOL_INLINE void store_n(std::int32_t* p, VM v, int n) {
+  _mm256_maskstore_epi32(reinterpret_cast<int*>(p), first_lanes(n), reinterpret_cast<__m256i>(v));
+}
+#endif
+
+// The elements that outputs ow .. ow + n - 1 (n in [1, kLanes]) read from `row` at `at`, the
+// first output's: kStride 1 or 2 (two loads of which the even lanes are kept). Lanes past n
+// hold 0. A full vector (n == kLanes) of stride 2 loads its last output's right neighbour too,
+// unless told it may not (`last`: only what the outputs need).
 template <int kStride>
-VF load_strided(const float* row, std::int64_t at) {
-  if constexpr (kStride == 1) return simd::load(row + at);
-  else return even_lanes(simd::load(row + at), simd::load(row + at + kLanes));
+KILN_POOL_INLINE VF load_outputs(const float* row, std::int64_t at, int n, bool last) {
+  if (!last && n == kLanes) {
+    if constexpr (kStride == 1)
+      return simd::load(row + at);
+    else
+      return even_lanes(simd::load(row + at), simd::load(row + at + kLanes));
+  }
+  if constexpr (kStride == 1) return load_n(row + at, n);
+  const int need = 2 * n - 1;
+  return even_lanes(load_n(row + at, std::min(need, kLanes)), load_n(row + at + kLanes, std::max(need - kLanes, 0)));
 }
 
 // l * kStride in lane l: where each output's element lies from the first one's.
 template <int kStride>
-VM lane_offsets() {
+KILN_POOL_INLINE VM lane_offsets() {
   VM v;
   for (int l = 0; l < kLanes; ++l) v[l] = l * kStride;
   return v;
 }
 
-VM load_ints(const std::int32_t* p) {
+KILN_POOL_INLINE VM load_ints(const std::int32_t* p) {
   VM v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-void store_ints(std::int32_t* p, VM v) { std::memcpy(p, &v, sizeof v); }
 
-// A vector of outputs reads kStride * kLanes elements from its first one's: a whole vector pass
-// while they stay inside the row (the last one's right neighbour included, for stride 2).
-template <int kStride>
-std::int64_t vector_end(std::int64_t lo, std::int64_t hi, std::int64_t off, std::int64_t W) {
-  if constexpr (kStride == 0) return lo;
-  std::int64_t end = lo;
-  while (end + kLanes <= hi && (end + kLanes) * kStride + off <= W) end += kLanes;
-  return end;
+// Calls pass(ow, n, last) over vectors of outputs covering [lo, hi): whole vectors while their
+// loads stay inside the row (for stride 2 that includes the last output's right neighbour),
+// then at most two of the rest, the last told to load only what its outputs need. The row
+// buffers the passes update hold kLanes spare elements past the row's end.
+template <int kStride, class Pass>
+KILN_POOL_INLINE void vector_passes(Covered c, std::int64_t off, std::int64_t W, const Pass& pass) {
+  std::int64_t ow = c.lo;
+  for (; ow + kLanes <= c.hi && (ow + kLanes) * kStride + off <= W; ow += kLanes) pass(ow, kLanes, false);
+  while (ow < c.hi) {
+    const int n = static_cast<int>(std::min<std::int64_t>(kLanes, c.hi - ow));
+    pass(ow, n, true);
+    ow += n;
+  }
 }
 
 // ---- max_pool ----
@@ -82,40 +129,39 @@ std::int64_t vector_end(std::int64_t lo, std::int64_t hi, std::int64_t off, std:
 // best[ow] / at[ow] take element ow * sw + off of `row` (plane position row_at + that) for ow in
 // [lo, hi) where it is greater, or NaN. kStride: 1 or 2 (vectorized), 0 for any stride (scalar).
 template <int kStride, bool kIndices>
-void max_pass(const float* row, std::int64_t row_at, std::int64_t off, std::int64_t sw, Covered c, std::int64_t W,
-              float* best, std::int32_t* at) {
-  std::int64_t ow = c.lo;
+KILN_POOL_INLINE void max_pass(const float* row, std::int64_t row_at, std::int64_t off, std::int64_t sw, Covered c,
+                               std::int64_t W, float* best, std::int32_t* at) {
   if constexpr (kStride != 0) {
-    const std::int64_t end = vector_end<kStride>(c.lo, c.hi, off, W);
-    for (; ow < end; ow += kLanes) {
-      const VF v = load_strided<kStride>(row, ow * kStride + off), b = simd::load(best + ow);
+    vector_passes<kStride>(c, off, W, [&](std::int64_t ow, int n, bool last) {
+      const VF v = load_outputs<kStride>(row, ow * kStride + off, n, last), b = simd::load(best + ow);
       const VM take = (v > b) | simd::isnan(v);
-      simd::store(best + ow, simd::select(take, v, b));
+      store_n(best + ow, simd::select(take, v, b), n);
       if constexpr (kIndices) {
         const VM here = static_cast<std::int32_t>(row_at + ow * kStride + off) + lane_offsets<kStride>();
-        store_ints(at + ow, take ? here : load_ints(at + ow));
+        store_n(at + ow, take ? here : load_ints(at + ow), n);
       }
-    }
-  }
-  for (; ow < c.hi; ++ow) {
-    const float v = row[ow * sw + off];
-    if (v > best[ow] || v != v) {
-      best[ow] = v;
-      if constexpr (kIndices) at[ow] = static_cast<std::int32_t>(row_at + ow * sw + off);
+    });
+  } else {
+    for (std::int64_t ow = c.lo; ow < c.hi; ++ow) {
+      const float v = row[ow * sw + off];
+      const bool take = v > best[ow] || v != v;
+      best[ow] = take ? v : best[ow];
+      if constexpr (kIndices) at[ow] = take ? static_cast<std::int32_t>(row_at + ow * sw + off) : at[ow];
     }
   }
 }
 
 template <int kStride, bool kIndices>
-void max_rows(const PoolGeometry& g, const float* x, float* y, std::int64_t* indices, std::int64_t begin,
-              std::int64_t end) {
+[[gnu::flatten]] void max_rows(const PoolGeometry& g, const float* x, float* y, std::int64_t* indices,
+                               std::int64_t begin, std::int64_t end) {
   const std::int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
-  std::vector<float> best(static_cast<std::size_t>(OW));
-  std::vector<std::int32_t> at(kIndices ? static_cast<std::size_t>(OW) : 0);
+  // kLanes spare elements: a last vector of the row loads a whole one (vector_passes).
+  std::vector<float> best(static_cast<std::size_t>(OW + kLanes));
+  std::vector<std::int32_t> at(static_cast<std::size_t>(OW + kLanes));
   for (std::int64_t r = begin; r < end; ++r) {
     const std::int64_t p = r / OH, oh = r % OH;
     const float* plane = x + p * g.in_plane();
-    std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
+    std::fill_n(best.begin(), OW, -std::numeric_limits<float>::infinity());
     if constexpr (kIndices) {
       const std::int64_t first_row = g.first_inside(0, oh) * W;
       for (std::int64_t ow = 0; ow < OW; ++ow) at[ow] = static_cast<std::int32_t>(first_row + g.first_inside(1, ow));
@@ -129,16 +175,20 @@ void max_rows(const PoolGeometry& g, const float* x, float* y, std::int64_t* ind
                                     best.data(), at.data());
       }
     }
-    std::copy(best.begin(), best.end(), y + r * OW);
-    if constexpr (kIndices) std::copy(at.begin(), at.end(), indices + r * OW);
+    std::copy_n(best.begin(), OW, y + r * OW);
+    if constexpr (kIndices) std::copy_n(at.begin(), OW, indices + r * OW);
   }
 }
 
 // Runs fn.template operator()<kStride>() with the row pass the stride allows.
-template <class Fn> void by_stride(std::int64_t stride, const Fn& fn) {
-  if (stride == 1) fn.template operator()<1>();
-  else if (stride == 2) fn.template operator()<2>();
-  else fn.template operator()<0>();
+template <class Fn>
+void by_stride(std::int64_t stride, const Fn& fn) {
+  if (stride == 1)
+    fn.template operator()<1>();
+  else if (stride == 2)
+    fn.template operator()<2>();
+  else
+    fn.template operator()<0>();
 }
 
 std::int64_t row_grain(const PoolGeometry& g) {
@@ -147,7 +197,8 @@ std::int64_t row_grain(const PoolGeometry& g) {
 
 void max_pool_kernel(const OpIr& op, const KernelArgs& a) {
   const TensorIr& x = op.inputs[0];
-  KILN_CHECK(x.dtype == DType::f32, "max_pool", "dtype " + std::string(dtype_name(x.dtype)) + " is not supported on the CPU");
+  KILN_CHECK(x.dtype == DType::f32, "max_pool",
+             "dtype " + std::string(dtype_name(x.dtype)) + " is not supported on the CPU");
   if (op.outputs[0].numel() == 0) return;
   const PoolGeometry g = pool_geometry(op);
   // Positions run in 32-bit lanes: a plane of 2^31 elements (8 GiB) is far beyond any pooling.
@@ -158,8 +209,10 @@ void max_pool_kernel(const OpIr& op, const KernelArgs& a) {
   std::int64_t* indices = op.outputs.size() > 1 ? out_ptr<std::int64_t>(a, 1) : nullptr;
   by_stride(g.stride[1], [&]<int kStride>() {
     parallel_for(g.planes * g.out[0], row_grain(g), [&](std::int64_t b, std::int64_t e) {
-      if (indices) max_rows<kStride, true>(g, in, y, indices, b, e);
-      else max_rows<kStride, false>(g, in, y, nullptr, b, e);
+      if (indices)
+        max_rows<kStride, true>(g, in, y, indices, b, e);
+      else
+        max_rows<kStride, false>(g, in, y, nullptr, b, e);
     });
   });
 }
@@ -167,23 +220,26 @@ void max_pool_kernel(const OpIr& op, const KernelArgs& a) {
 // ---- avg_pool ----
 
 template <int kStride>
-void sum_pass(const float* row, std::int64_t off, std::int64_t sw, Covered c, std::int64_t W, float* sum) {
-  std::int64_t ow = c.lo;
-  if constexpr (kStride != 0)
-    for (const std::int64_t end = vector_end<kStride>(c.lo, c.hi, off, W); ow < end; ow += kLanes)
-      simd::store(sum + ow, simd::load(sum + ow) + load_strided<kStride>(row, ow * kStride + off));
-  for (; ow < c.hi; ++ow) sum[ow] += row[ow * sw + off];
+KILN_POOL_INLINE void sum_pass(const float* row, std::int64_t off, std::int64_t sw, Covered c, std::int64_t W,
+                               float* sum) {
+  if constexpr (kStride != 0) {
+    vector_passes<kStride>(c, off, W, [&](std::int64_t ow, int n, bool last) {
+      store_n(sum + ow, simd::load(sum + ow) + load_outputs<kStride>(row, ow * kStride + off, n, last), n);
+    });
+  } else {
+    for (std::int64_t ow = c.lo; ow < c.hi; ++ow) sum[ow] += row[ow * sw + off];
+  }
 }
 
 template <int kStride>
-void avg_rows(const PoolGeometry& g, const float* x, float* y, std::int64_t begin, std::int64_t end) {
+[[gnu::flatten]] void avg_rows(const PoolGeometry& g, const float* x, float* y, std::int64_t begin, std::int64_t end) {
   const std::int64_t W = g.in[1], OH = g.out[0], OW = g.out[1];
-  std::vector<float> sum(static_cast<std::size_t>(OW));
+  std::vector<float> sum(static_cast<std::size_t>(OW + kLanes));  // spare: as max_rows
   for (std::int64_t r = begin; r < end; ++r) {
     const std::int64_t p = r / OH, oh = r % OH;
     const float* plane = x + p * g.in_plane();
     const PoolGeometry::AvgSpan h = g.avg_span(0, oh);
-    std::fill(sum.begin(), sum.end(), 0.0f);
+    std::fill_n(sum.begin(), OW, 0.0f);
     for (std::int64_t ih = h.lo; ih < h.hi; ++ih)
       for (std::int64_t kw = 0; kw < g.kernel[1]; ++kw) {
         const std::int64_t off = kw - g.padding[1];
@@ -199,7 +255,8 @@ void avg_rows(const PoolGeometry& g, const float* x, float* y, std::int64_t begi
 
 void avg_pool_kernel(const OpIr& op, const KernelArgs& a) {
   const TensorIr& x = op.inputs[0];
-  KILN_CHECK(x.dtype == DType::f32, "avg_pool", "dtype " + std::string(dtype_name(x.dtype)) + " is not supported on the CPU");
+  KILN_CHECK(x.dtype == DType::f32, "avg_pool",
+             "dtype " + std::string(dtype_name(x.dtype)) + " is not supported on the CPU");
   if (op.outputs[0].numel() == 0) return;
   const PoolGeometry g = pool_geometry(op);
   const float* in = in_ptr<float>(a, 0);
@@ -213,7 +270,8 @@ void avg_pool_kernel(const OpIr& op, const KernelArgs& a) {
 // ---- gradients ----
 
 // fn(plane) for every plane, each task owning whole planes of dx, zeroed first.
-template <class Fn> void for_each_plane(const PoolGeometry& g, float* dx, const Fn& fn) {
+template <class Fn>
+void for_each_plane(const PoolGeometry& g, float* dx, const Fn& fn) {
   const std::int64_t work = std::max<std::int64_t>(1, g.in_plane() + g.out_plane() * g.kernel[0] * g.kernel[1]);
   parallel_for(g.planes, std::max<std::int64_t>(1, kDefaultGrain / work), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t p = b; p < e; ++p) {
@@ -267,6 +325,8 @@ void avg_pool_grad_kernel(const OpIr& op, const KernelArgs& a) {
     }
   });
 }
+
+#undef KILN_POOL_INLINE
 
 }  // namespace pool
 

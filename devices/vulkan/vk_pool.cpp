@@ -28,8 +28,10 @@ LaunchArgs pool_args(const PoolGeometry& g, const KernelArgs& args, const Buffer
   const std::int64_t threads = g.planes * rows * row;
   LaunchArgs a;
   a.buffer(*args.inputs[0]).buffer(*args.outputs[0]);
-  if (indices) a.buffer(*indices);
-  else a.u64(0);
+  if (indices)
+    a.buffer(*indices);
+  else
+    a.u64(0);
   a.u32(static_cast<std::uint32_t>(threads));
   push_div(a, row);
   push_div(a, rows);
@@ -184,7 +186,8 @@ PoolGeometry checked_geometry(const char* op, const OpIr& o) {
   const PoolGeometry g = pool_geometry(o);
   for (int d = 0; d < 2; ++d) {
     const std::int64_t reach = g.out[d] * g.stride[d] + g.kernel[d] * g.dilation[d] + g.in[d];
-    KILN_CHECK(reach < INT32_MAX, op, "windows beyond 2^31 are not supported on Vulkan (" + describe(o.inputs[0]) + ")");
+    KILN_CHECK(reach < INT32_MAX, op,
+               "windows beyond 2^31 are not supported on Vulkan (" + describe(o.inputs[0]) + ")");
   }
   return g;
 }

@@ -163,24 +163,51 @@ TEST(OpAttrs, PoolRoundTrips) {
 }
 
 TEST(OpAttrs, MalformedPoolNamesTheOp) {
-  expect_error([] { return PoolAttrs::decode(OpKind::max_pool, ints({3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0})); },
-               "max_pool", {"1 or 2 spatial dims"});
-  expect_error([] { return PoolAttrs::decode(OpKind::avg_pool, ints({1, 2, 2, 0, 1, 0, 1})); }, "avg_pool",
-               {"got 7 ints"});
-  expect_error([] { return PoolAttrs::decode(OpKind::max_pool_grad, ints({1, 2, 2, 0, 1, 0, 1, 1})); },
-               "max_pool_grad", {"input_size[s]"});
-  expect_error([] { return PoolAttrs::decode(OpKind::max_pool, ints({1, 0, 2, 0, 1, 0, 1, 1})); }, "max_pool",
-               {"kernels, strides and dilations must be positive"});
-  expect_error([] { return PoolAttrs::decode(OpKind::max_pool, ints({1, 3, 2, 2, 1, 0, 1, 1})); }, "max_pool",
-               {"padding [2]", "half the kernel [3]"});
-  expect_error([] { return PoolAttrs::decode(OpKind::max_pool, ints({1, 3, 2, 1, 1, 2, 1, 1})); }, "max_pool",
-               {"must be 0 or 1"});
-  expect_error([] { return PoolAttrs::decode(OpKind::avg_pool, ints({1, 3, 2, 1, 2, 0, 1, 0})); }, "avg_pool",
-               {"no dilation"});
-  expect_error([] { return PoolAttrs::decode(OpKind::avg_pool_grad, ints({1, 3, 2, 1, 1, 0, 1, 0, 0})); },
-               "avg_pool_grad", {"input sizes must be positive"});
-  expect_error([] { return PoolAttrs::decode(OpKind::conv, ints({1, 3, 2, 1, 1, 0, 1, 0})); }, "conv",
-               {"not a pooling op"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+      },
+      "max_pool", {"1 or 2 spatial dims"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::avg_pool, ints({1, 2, 2, 0, 1, 0, 1}));
+      },
+      "avg_pool", {"got 7 ints"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool_grad, ints({1, 2, 2, 0, 1, 0, 1, 1}));
+      },
+      "max_pool_grad", {"input_size[s]"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({1, 0, 2, 0, 1, 0, 1, 1}));
+      },
+      "max_pool", {"kernels, strides and dilations must be positive"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({1, 3, 2, 2, 1, 0, 1, 1}));
+      },
+      "max_pool", {"padding [2]", "half the kernel [3]"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({1, 3, 2, 1, 1, 2, 1, 1}));
+      },
+      "max_pool", {"must be 0 or 1"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::avg_pool, ints({1, 3, 2, 1, 2, 0, 1, 0}));
+      },
+      "avg_pool", {"no dilation"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::avg_pool_grad, ints({1, 3, 2, 1, 1, 0, 1, 0, 0}));
+      },
+      "avg_pool_grad", {"input sizes must be positive"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::conv, ints({1, 3, 2, 1, 1, 0, 1, 0}));
+      },
+      "conv", {"not a pooling op"});
 }
 
 TEST(OpAttrs, MatmulRoundTrips) {

@@ -21,7 +21,9 @@ using test::matches;
 constexpr test::Tolerance kPoolExact{0.0, 0.0};
 constexpr test::Tolerance kPoolDivided{1e-6, 0.0};
 
-test::Tolerance pool_tolerance(const std::string& op) { return op.rfind("max_pool", 0) == 0 ? kPoolExact : kPoolDivided; }
+test::Tolerance pool_tolerance(const std::string& op) {
+  return op.rfind("max_pool", 0) == 0 ? kPoolExact : kPoolDivided;
+}
 
 class PoolNative : public ::testing::TestWithParam<Device> {};
 
@@ -65,10 +67,16 @@ TEST_P(PoolNative, CallSiteErrors) {
   k2.kernel = {2};
   expect_error([&] { (void)max_pool1d(x, k2); }, "max_pool1d", {"1 spatial dim", "f32[1, 2, 5, 5]"});
   expect_error([&] { (void)avg_pool2d(zeros(Shape{5, 5}, {DType::f32, d}), k2); }, "avg_pool2d", {"f32[5, 5]"});
-  expect_error([&] { (void)max_pool2d(zeros(Shape{1, 2, 5, 5}, {DType::i64, d}), k2); }, "max_pool2d",
-               {"floating-point", "i64[1, 2, 5, 5]"});
-  expect_error([&] { (void)max_pool2d(zeros(Shape{1, 2, 5, 5}, {DType::bool_, d}), k2); }, "max_pool2d",
-               {"floating-point", "bool[1, 2, 5, 5]"});
+  expect_error(
+      [&] {
+        (void)max_pool2d(zeros(Shape{1, 2, 5, 5}, {DType::i64, d}), k2);
+      },
+      "max_pool2d", {"floating-point", "i64[1, 2, 5, 5]"});
+  expect_error(
+      [&] {
+        (void)max_pool2d(zeros(Shape{1, 2, 5, 5}, {DType::bool_, d}), k2);
+      },
+      "max_pool2d", {"floating-point", "bool[1, 2, 5, 5]"});
   PoolOptions wide;
   wide.kernel = {2, 3};
   wide.padding = {1, 2};
@@ -91,8 +99,11 @@ TEST_P(PoolNative, ShapeRuleErrors) {
     return detail::submit(kind, in.data(), in.size(), attrs.encode(kind), d);
   };
   const Tensor x = zeros(Shape{1, 2, 4, 4}, {DType::f32, d});
-  expect_error([&] { return submit(OpKind::max_pool, {zeros(Shape{2, 4, 4}, {DType::f32, d})}, a); }, "max_pool",
-               {"2 spatial dims", "f32[2, 4, 4]"});
+  expect_error(
+      [&] {
+        return submit(OpKind::max_pool, {zeros(Shape{2, 4, 4}, {DType::f32, d})}, a);
+      },
+      "max_pool", {"2 spatial dims", "f32[2, 4, 4]"});
   PoolAttrs big = a;
   big.kernel = {5, 5};
   expect_error([&] { return submit(OpKind::avg_pool, {x}, big); }, "avg_pool", {"too small", "f32[1, 2, 4, 4]"});
@@ -102,8 +113,11 @@ TEST_P(PoolNative, ShapeRuleErrors) {
   expect_error([&] { return submit(OpKind::avg_pool_grad, {dy}, grad); }, "avg_pool_grad",
                {"dy f32[1, 2, 3, 2]", "[1, 2, 2, 2]", "input [4, 4]"});
   const Tensor dy2 = zeros(Shape{1, 2, 2, 2}, {DType::f32, d});
-  expect_error([&] { return submit(OpKind::max_pool_grad, {dy2, zeros(Shape{1, 2, 2, 2}, {DType::f32, d})}, grad); },
-               "max_pool_grad", {"indices i64", "f32[1, 2, 2, 2]"});
+  expect_error(
+      [&] {
+        return submit(OpKind::max_pool_grad, {dy2, zeros(Shape{1, 2, 2, 2}, {DType::f32, d})}, grad);
+      },
+      "max_pool_grad", {"indices i64", "f32[1, 2, 2, 2]"});
   PoolAttrs dilated = a;
   dilated.dilation = {2, 2};
   expect_error([&] { return submit(OpKind::avg_pool, {x}, dilated); }, "avg_pool", {"no dilation"});

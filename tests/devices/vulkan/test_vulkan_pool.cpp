@@ -3,8 +3,8 @@
 // with ties and NaN; f16 and bf16 against the CPU's f32 result rounded once (both sum and
 // compare in f32); and the gradient the same on every run (each input element gathers from the
 // windows that cover it: no atomics). Average pooling divides, which a GPU's f32 division may
-// round an ulp apart from the CPU's (lavapipe's does not): it is compared within that. PyTorch's values on every device: tests/ops/
-// test_pool_native.cpp and tests/autograd/test_pool_grads.cpp.
+// round an ulp apart from the CPU's (lavapipe's does not): it is compared within that. PyTorch's values on every
+// device: tests/ops/ test_pool_native.cpp and tests/autograd/test_pool_grads.cpp.
 #include <limits>
 
 #include "kiln/autograd/autograd.h"
@@ -25,12 +25,16 @@ std::vector<PoolCase> pool_cases() {
   return {
       {"max_stem", {2, 3, 11, 13}, {.kernel = {3}, .stride = {2}, .padding = {1}}, true},
       {"max_overlap_s1", {1, 2, 7, 35}, {.kernel = {3}, .stride = {1}, .padding = {1}}, true},
-      {"max_dilation_ceil", {1, 2, 9, 10}, {.kernel = {3, 2}, .stride = {2, 3}, .padding = {1}, .dilation = {2, 1},
-                                            .ceil_mode = true}, true},
+      {"max_dilation_ceil",
+       {1, 2, 9, 10},
+       {.kernel = {3, 2}, .stride = {2, 3}, .padding = {1}, .dilation = {2, 1}, .ceil_mode = true},
+       true},
       {"max_1d", {2, 2, 37}, {.kernel = {2}, .stride = {1}}, true},
       {"avg_stem", {2, 3, 11, 13}, {.kernel = {3}, .stride = {2}, .padding = {1}}, false},
-      {"avg_exclude_ceil", {1, 2, 8, 7}, {.kernel = {3, 4}, .stride = {2, 3}, .padding = {1, 2}, .ceil_mode = true,
-                                          .count_include_pad = false}, false},
+      {"avg_exclude_ceil",
+       {1, 2, 8, 7},
+       {.kernel = {3, 4}, .stride = {2, 3}, .padding = {1, 2}, .ceil_mode = true, .count_include_pad = false},
+       false},
       {"avg_1d_overlap", {2, 2, 33}, {.kernel = {3}, .stride = {1}, .padding = {1}}, false},
   };
 }
@@ -70,8 +74,8 @@ PoolRun pool_run(const PoolCase& c, Device d, DType dtype) {
 }
 
 // Bit for bit, or for average pooling within an ulp of a division.
-::testing::AssertionResult pool_agree(const PoolCase& c, const std::vector<double>& got, const std::vector<double>& want,
-                                 double ulp) {
+::testing::AssertionResult pool_agree(const PoolCase& c, const std::vector<double>& got,
+                                      const std::vector<double>& want, double ulp) {
   return c.max ? same_bits(got, want) : close(got, want, Tol{ulp, 0.0});
 }
 
