@@ -10,6 +10,7 @@ const RuleTable& backward_rules() {
     register_linalg_rules(t);
     register_layout_rules(t);
     register_conv_rules(t);
+    register_pool_rules(t);
     register_index_rules(t);
     return t;
   }();

@@ -2,7 +2,8 @@
 // [8, 64, 56, 56] input by [64, 64, 3, 3] weights; conv2d_backward, its input and weight
 // gradients (each iteration runs the forward that backward needs, in kiln and in the twin);
 // resnet_block, conv-bn-relu-conv-bn + residual add, relu, forward and backward in training
-// mode, as nn modules; on a GPU also conv2d_f16. torch_twin.py runs the same in PyTorch.
+// mode, as nn modules; max_pool2d, a ResNet stem's 3x3 stride-2 max pooling forward and backward;
+// on a GPU also conv2d_f16. torch_twin.py runs the same in PyTorch.
 #include "kiln/autograd/autograd.h"
 #include "bench/bench_common.h"
 #include "kiln/nn/nn.h"
@@ -77,6 +78,24 @@ void resnet_block(benchmark::State& state, Device device) {
   state.counters["steps_per_iter"] = 1;
 }
 
+// A ResNet stem's pooling: [8, 64, 112, 112], kernel 3, stride 2, padding 1, forward and the
+// input's gradient, ms per step.
+void max_pool2d_step(benchmark::State& state, Device device) {
+  Generator gen(5);
+  const Tensor x = require_grad(randn(Shape{kN, kC, 2 * kH, 2 * kW}, gen, {DType::f32, device}));
+  const Tensor seed = randn(Shape{kN, kC, kH, kW}, gen, {DType::f32, device});
+  const PoolOptions pool{.kernel = {3}, .stride = {2}, .padding = {1}};
+  auto step = [&] {
+    Gradients g = backward(max_pool2d(x, pool), seed);
+    wait(device);
+  };
+  step();
+  CounterDelta delta(device);
+  for (auto _ : state) step();
+  delta.report(state);
+  state.counters["steps_per_iter"] = 1;
+}
+
 }  // namespace
 
 void register_nn(Device device) {
@@ -86,6 +105,7 @@ void register_nn(Device device) {
     apply(benchmark::RegisterBenchmark("conv2d_f16", conv2d_forward, device, DType::f16), slow);
   apply(benchmark::RegisterBenchmark("conv2d_backward", conv2d_backward, device), slow);
   apply(benchmark::RegisterBenchmark("resnet_block", resnet_block, device), slow);
+  apply(benchmark::RegisterBenchmark("max_pool2d", max_pool2d_step, device), slow);
 }
 
 }  // namespace kiln::bench

@@ -171,6 +171,14 @@ def resnet_block(dev):
     return lambda: torch.autograd.grad(block(x), params, seed)
 
 
+def max_pool2d(dev):
+    """A ResNet stem's pooling: [8, 64, 112, 112], kernel 3, stride 2, padding 1, forward and the
+    input's gradient."""
+    x = torch.randn(CONV_N, CONV_C, 2 * CONV_HW, 2 * CONV_HW, device=dev, requires_grad=True)
+    seed = torch.randn(CONV_N, CONV_C, CONV_HW, CONV_HW, device=dev)
+    return lambda: torch.autograd.grad(torch.nn.functional.max_pool2d(x, 3, 2, 1), [x], seed)
+
+
 def train_step(model, opt, loss_fn):
     """One training step as a PyTorch loop writes it: zero_grad, forward, backward, step."""
     def step():
@@ -281,6 +289,7 @@ WORKLOADS = {
     "conv2d_f16": ("GFLOP/s", CONV_FLOPS, Policy(0.5, 3), lambda dev: conv2d(dev, torch.float16)),
     "conv2d_backward": ("GFLOP/s", 2 * CONV_FLOPS, Policy(0.5, 3), conv2d_backward),
     "resnet_block": ("ms/step", 1, Policy(0.5, 3), resnet_block),
+    "max_pool2d": ("ms/step", 1, Policy(0.5, 3), max_pool2d),
     "mlp_train_step": ("ms/step", 1, Policy(0.5, 3), mlp_train_step),
     "transformer_train_step": ("ms/step", 1, Policy(0.5, 3), transformer_train_step),
     "matmul_batched_f16": ("GFLOP/s", 2 * 16 * 2000 * 1000 * 2000, GPU_MATMUL_POLICY,

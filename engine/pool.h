@@ -1,8 +1,11 @@
 // Pooling over 1 or 2 spatial dims with torch.nn.functional's semantics: max pooling (padding
 // that never wins, dilation, ceil_mode, the indices torch returns), average pooling
-// (count_include_pad, ceil_mode divisors) and adaptive pooling. Composites of unfold
-// (engine/unfold.h), reductions and index ops; gradients come from their backward rules (max
-// pooling's goes to the chosen element only, the first maximum of its window, as in torch).
+// (count_include_pad, ceil_mode divisors) and adaptive pooling. Max and average pooling are one
+// op each, with gradient ops of their own (max pooling's gradient goes to the chosen element
+// only, the first maximum of its window, or its last NaN, as in torch; overlapping windows add
+// up); a device without their kernels runs them as unfold and reductions. Adaptive pooling whose
+// windows are uniform (out divides in) is plain pooling; otherwise a composite of matmuls or
+// gathers and reductions.
 #pragma once
 #include "kiln/engine/unfold.h"
 

@@ -133,4 +133,86 @@ WindowAttrs ConvAttrs::window(const std::int64_t* kernel) const {
   return w;
 }
 
+// ---- max_pool, avg_pool, max_pool_grad, avg_pool_grad ----
+
+namespace {
+
+bool is_pool(OpKind kind) {
+  return kind == OpKind::max_pool || kind == OpKind::avg_pool || kind == OpKind::max_pool_grad ||
+         kind == OpKind::avg_pool_grad;
+}
+bool is_avg(OpKind kind) { return kind == OpKind::avg_pool || kind == OpKind::avg_pool_grad; }
+
+}  // namespace
+
+OpAttrs PoolAttrs::encode(OpKind kind) const {
+  OpAttrs a;
+  a.ints.reserve(4 + 5 * static_cast<std::size_t>(dims));
+  a.ints.push_back(dims);
+  append_groups(a.ints, dims, {&kernel, &stride, &padding, &dilation});
+  a.ints.push_back(ceil_mode);
+  a.ints.push_back(count_include_pad);
+  a.ints.push_back(with_indices);
+  if (has_input_size(kind)) append_groups(a.ints, dims, {&input_size});
+  return a;
+}
+
+PoolAttrs PoolAttrs::decode(OpKind kind, const OpAttrs& attrs) {
+  const char* name = op_name(kind);
+  KILN_CHECK(is_pool(kind), name, "internal error: not a pooling op");
+  const bool sized = has_input_size(kind);
+  const auto& ints = attrs.ints;
+  // Built only on failure: a shape rule decodes every op submitted.
+  const auto form = [&] {
+    return "ints = [s, kernel[s], stride[s], padding[s], dilation[s], ceil_mode, count_include_pad, with_indices" +
+           std::string(sized ? ", input_size[s]" : "") + "] with s = 1 or 2 spatial dims, got " +
+           std::to_string(ints.size()) + " ints";
+  };
+  KILN_CHECK(!ints.empty() && ints[0] >= 1 && ints[0] <= kMaxPoolDims, name, "expected " + form());
+  PoolAttrs a;
+  a.dims = static_cast<int>(ints[0]);
+  const std::size_t want = 4 + (sized ? 5 : 4) * static_cast<std::size_t>(a.dims);
+  KILN_CHECK(ints.size() == want, name, "expected " + form());
+  const std::int64_t* at = ints.data() + 1;
+  for (Spatial* g : {&a.kernel, &a.stride, &a.padding, &a.dilation}) at = read_group(at, a.dims, *g);
+  for (bool* flag : {&a.ceil_mode, &a.count_include_pad, &a.with_indices}) {
+    KILN_CHECK(*at == 0 || *at == 1, name,
+               "ceil_mode, count_include_pad and with_indices must be 0 or 1 (" + form() + ")");
+    *flag = *at++ == 1;
+  }
+  if (sized) read_group(at, a.dims, a.input_size);
+  KILN_CHECK(all_of(a.kernel, a.dims, positive) && all_of(a.stride, a.dims, positive) &&
+                 all_of(a.dilation, a.dims, positive) && all_of(a.padding, a.dims, non_negative),
+             name, "kernels, strides and dilations must be positive and paddings not negative, got " + a.str());
+  for (int d = 0; d < a.dims; ++d)
+    KILN_CHECK(2 * a.padding[d] <= a.kernel[d], name,
+               "padding " + spatial_str(a.padding, a.dims) + " must be at most half the kernel " +
+                   spatial_str(a.kernel, a.dims));
+  if (is_avg(kind))
+    for (int d = 0; d < a.dims; ++d)
+      KILN_CHECK(a.dilation[d] == 1, name, "average pooling takes no dilation, got " + a.str());
+  KILN_CHECK(!sized || all_of(a.input_size, a.dims, positive), name,
+             "input sizes must be positive, got " + spatial_str(a.input_size, a.dims));
+  return a;
+}
+
+std::int64_t PoolAttrs::output_size(int d, std::int64_t in) const {
+  const std::int64_t k = kernel[d], s = stride[d], p = padding[d], dil = dilation[d];
+  // The decoder bounds nothing above: a window this large fits no input anyway.
+  if (k > (std::int64_t{1} << 40) || dil > (std::int64_t{1} << 20) || s > (std::int64_t{1} << 40) ||
+      in > (std::int64_t{1} << 50))
+    return 0;
+  const std::int64_t span = dil * (k - 1) + 1;
+  const std::int64_t reach = in + 2 * p - span + (ceil_mode ? s - 1 : 0);
+  if (reach < 0) return 0;  // floor division of a negative: no window
+  std::int64_t out = reach / s + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  return out;
+}
+
+std::string PoolAttrs::str() const {
+  return "kernel " + spatial_str(kernel, dims) + ", stride " + spatial_str(stride, dims) + ", padding " +
+         spatial_str(padding, dims) + ", dilation " + spatial_str(dilation, dims) + (ceil_mode ? ", ceil_mode" : "");
+}
+
 }  // namespace kiln

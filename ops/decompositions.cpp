@@ -4,7 +4,10 @@
 #include "kiln/ops/decompositions.h"
 
 #include <initializer_list>
+#include <limits>
 
+#include "kiln/ops/attrs_creation.h"
+#include "kiln/ops/attrs_layout.h"
 #include "kiln/ops/attrs_linalg.h"
 #include "kiln/ops/attrs_window.h"
 #include "kiln/ops/registry.h"
@@ -39,6 +42,13 @@ class Rewrite {
     message(kind, inputs, std::move(attrs)).outputs = op_.outputs;
     hand_over();
   }
+  // For an op of several outputs: a message that writes its output i; done() after the last.
+  void output(std::size_t i, OpKind kind, std::initializer_list<TensorIr> inputs, OpAttrs attrs = {}) {
+    TensorList& outs = message(kind, inputs, std::move(attrs)).outputs;
+    outs.clear();
+    outs.push_back(op_.outputs[i]);
+  }
+  void done() { hand_over(); }
 
  private:
   OpIr& message(OpKind kind, std::initializer_list<TensorIr> inputs, OpAttrs attrs) {
@@ -62,8 +72,9 @@ class Rewrite {
     std::vector<EntityId> ending;
     for (const TensorIr& t : op_.inputs)
       if (t.status == TensorStatus::ReadWrite) ending.push_back(t.id);
-    for (std::size_t i = first_; i + 1 < out_.size(); ++i)
-      for (const TensorIr& t : out_[i].outputs) ending.push_back(t.id);
+    for (std::size_t i = first_; i < out_.size(); ++i)
+      for (const TensorIr& t : out_[i].outputs)
+        if (!is_op_output(t.id)) ending.push_back(t.id);
     for (EntityId id : ending) {
       if (hand_over_last_read(id)) continue;
       OpIr drop;
@@ -73,6 +84,11 @@ class Rewrite {
       drop.inputs.push_back(TensorIr{id, Shape{}, DType::f32, TensorStatus::ReadWrite});
       out_.push_back(std::move(drop));
     }
+  }
+  bool is_op_output(EntityId id) const {
+    for (const TensorIr& t : op_.outputs)
+      if (t.id == id) return true;
+    return false;
   }
   bool hand_over_last_read(EntityId id) {
     for (std::size_t i = out_.size(); i-- > first_;)
@@ -227,6 +243,208 @@ void conv_weight_grad(const OpIr& op, Rewrite& r) {
   r.finish(OpKind::reshape, {summed}, std::move(a));
 }
 
+// ---- pooling ----
+
+OpAttrs dims_attrs(Ints dims, bool keepdim = false) {
+  OpAttrs a;
+  a.ints = std::move(dims);
+  a.keepdim = keepdim;
+  return a;
+}
+OpAttrs dim_attrs(std::int64_t dim) {
+  OpAttrs a;
+  a.dim = dim;
+  a.flag = true;  // argmax along `dim`, not over all dims
+  return a;
+}
+OpAttrs scalar_attrs(double value, ScalarSide side) {
+  OpAttrs a;
+  a.scalar = value;
+  a.scalar_side = side;
+  return a;
+}
+
+// A pooling op's window as unfold sees it. ceil_mode's last window may hang past the padded
+// input's end (`overhang`): unfold pads symmetrically, so a pad op adds that much first.
+struct PoolWindow {
+  PoolAttrs a;
+  Ints in, out, overhang;
+  std::int64_t kk = 1, windows = 1;
+
+  // in: the image's spatial sizes, out: the windows'.
+  PoolWindow(const OpIr& op, Ints image, Ints pooled)
+      : a(PoolAttrs::decode(op)), in(std::move(image)), out(std::move(pooled)) {
+    for (int d = 0; d < a.dims; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      const std::int64_t span = a.dilation[i] * (a.kernel[i] - 1) + 1;
+      overhang.push_back(std::max<std::int64_t>(0, (out[i] - 1) * a.stride[i] + span - (in[i] + 2 * a.padding[i])));
+      kk *= a.kernel[i];
+      windows *= out[i];
+    }
+  }
+  bool overhangs() const {
+    for (std::int64_t v : overhang)
+      if (v > 0) return true;
+    return false;
+  }
+  // unfold's attrs: this window, padded by `padding` (the pool's, or none) with `value`.
+  OpAttrs unfold(bool padded, double value) const {
+    WindowAttrs w;
+    w.dims = a.dims;
+    w.kernel = a.kernel;
+    w.dilation = a.dilation;
+    w.stride = a.stride;
+    if (padded) w.padding = a.padding;
+    w.pad_value = value;
+    return w.encode(OpKind::unfold);
+  }
+  // [n, c, *size] with the overhang added at the end of each spatial dim, filled with `value`.
+  TensorIr extend(Rewrite& r, const TensorIr& t, double value) const {
+    if (!overhangs()) return t;
+    PadAttrs p;
+    p.count = a.dims;
+    for (int d = 0; d < a.dims; ++d)
+      p.after[static_cast<std::size_t>(a.dims - 1 - d)] = overhang[static_cast<std::size_t>(d)];
+    p.value = value;
+    return r.emit(OpKind::pad, {t}, p.encode());
+  }
+  // t [n, c, *in] as its windows [n, c, kk, L], the padding and overhang reading `value`.
+  TensorIr columns(Rewrite& r, const TensorIr& t, double value) const {
+    const TensorIr cols = r.emit(OpKind::unfold, {extend(r, t, value)}, unfold(true, value));
+    return r.reshape(cols, {t.shape[0], t.shape[1], kk, windows});
+  }
+  // Each window's torch divisor as f32 [1, 1, L]: the window's elements inside the input, or
+  // with count_include_pad inside the padded input (never the overhang): the windows of a plane
+  // of ones.
+  TensorIr divisors(Rewrite& r) const {
+    Ints plane{1, 1};
+    for (int d = 0; d < a.dims; ++d)
+      plane.push_back(in[static_cast<std::size_t>(d)] + (a.count_include_pad ? 2 * a.padding[d] : 0));
+    const TensorIr ones = r.emit(OpKind::full, {}, FullAttrs{{Shape(plane), DType::f32}, 1.0}.encode());
+    const TensorIr cols = r.emit(OpKind::unfold, {extend(r, ones, 0.0)}, unfold(!a.count_include_pad, 0.0));
+    return r.emit(OpKind::sum, {cols}, dims_attrs({1}, /*keepdim=*/true));
+  }
+  // The position in the plane (h * W + w) of every window element [kk * L], an element in the
+  // padding naming the window's first element inside the input (torch's index of a window
+  // whose elements are all -inf, the only one that can pick the padding).
+  TensorIr positions(Rewrite& r) const {
+    std::int64_t n = 1;
+    for (std::int64_t v : in) n *= v;
+    const TensorIr flat = r.emit(OpKind::arange, {}, ArangeAttrs{{Shape{n}, DType::i64}, 0.0, 1.0}.encode());
+    Ints plane{1, 1};
+    plane.insert(plane.end(), in.begin(), in.end());
+    const auto outside = static_cast<double>(n);  // past every position: the minimum skips it
+    const TensorIr at = r.emit(OpKind::unfold, {extend(r, r.reshape(flat, plane), outside)}, unfold(true, outside));
+    const TensorIr first = r.emit(OpKind::min, {at}, dims_attrs({1}, /*keepdim=*/true));
+    const TensorIr padding = r.emit(OpKind::eq, {at}, scalar_attrs(outside, ScalarSide::Rhs));
+    return r.reshape(r.emit(OpKind::where, {padding, first, at}), {kk * windows});
+  }
+};
+
+Ints spatial(const Shape& s) { return tail(s, 2); }
+
+// max_pool: the maximum of each window's columns (-inf in the padding); the index is the first
+// maximum's position (argmax), or where the window holds a NaN, the last NaN's (argmax of the
+// window reversed), as torch's kernels choose.
+void max_pool(const OpIr& op, Rewrite& r) {
+  const TensorIr& x = op.inputs[0];
+  const PoolWindow w(op, spatial(x.shape), spatial(op.outputs[0].shape));
+  const std::int64_t n = x.shape[0], c = x.shape[1];
+  const double inf = std::numeric_limits<double>::infinity();
+  Ints shape = {n, c};
+  shape.insert(shape.end(), w.out.begin(), w.out.end());
+  const TensorIr cols = w.columns(r, x, -inf);
+  const TensorIr best = r.emit(OpKind::max, {cols}, dims_attrs({2}));
+  if (!w.a.with_indices) return r.finish(OpKind::reshape, {best}, dims_attrs(shape));
+  const TensorIr first = r.emit(OpKind::argmax, {cols}, dim_attrs(2));
+  OpAttrs reverse;
+  reverse.ints = {2};
+  const TensorIr from_end = r.emit(OpKind::argmax, {r.emit(OpKind::flip, {cols}, std::move(reverse))}, dim_attrs(2));
+  const TensorIr last = r.emit(OpKind::sub, {from_end}, scalar_attrs(static_cast<double>(w.kk - 1), ScalarSide::Lhs));
+  const TensorIr chosen = r.emit(OpKind::where, {r.emit(OpKind::isnan, {best}), last, first});
+  // Window l's offset k is entry k * L + l of the positions.
+  const TensorIr row = r.emit(OpKind::mul, {chosen}, scalar_attrs(static_cast<double>(w.windows), ScalarSide::Rhs));
+  const TensorIr l = r.emit(OpKind::arange, {}, ArangeAttrs{{Shape{w.windows}, DType::i64}, 0.0, 1.0}.encode());
+  const TensorIr entry = r.reshape(r.emit(OpKind::add, {row, l}), {n * c * w.windows});
+  const TensorIr picked = r.emit(OpKind::index_select, {w.positions(r), entry}, OpAttrs{});
+  r.output(0, OpKind::reshape, {best}, dims_attrs(shape));
+  r.output(1, OpKind::reshape, {picked}, dims_attrs(shape));
+  r.done();
+}
+
+// avg_pool: each window's sum (0 in the padding) over its divisor, summed and divided in f32.
+void avg_pool(const OpIr& op, Rewrite& r) {
+  const TensorIr& x = op.inputs[0];
+  const PoolWindow w(op, spatial(x.shape), spatial(op.outputs[0].shape));
+  TensorIr cols = w.columns(r, x, 0.0);
+  if (cols.dtype != DType::f32) {
+    OpAttrs to_f32;
+    to_f32.dtype = DType::f32;
+    cols = r.emit(OpKind::cast, {cols}, std::move(to_f32));
+  }
+  TensorIr y = r.emit(OpKind::div, {r.emit(OpKind::sum, {cols}, dims_attrs({2})), w.divisors(r)});
+  if (x.dtype != DType::f32) {
+    OpAttrs back;
+    back.dtype = x.dtype;
+    y = r.emit(OpKind::cast, {y}, std::move(back));
+  }
+  r.finish(OpKind::reshape, {y}, dims_attrs(op.outputs[0].shape.to_vector()));
+}
+
+// max_pool_grad: dy added into a zero plane at the indices.
+void max_pool_grad(const OpIr& op, Rewrite& r) {
+  const TensorIr &dy = op.inputs[0], &indices = op.inputs[1];
+  const std::int64_t n = dy.shape[0], c = dy.shape[1], windows = product(spatial(dy.shape));
+  const Shape& dx = op.outputs[0].shape;
+  const TensorIr zeros =
+      r.emit(OpKind::full, {}, FullAttrs{{Shape{n, c, product(spatial(dx))}, dy.dtype}, 0.0}.encode());
+  OpAttrs along;
+  along.dim = 2;
+  const TensorIr sums =
+      r.emit(OpKind::scatter_add, {zeros, r.reshape(indices, {n, c, windows}), r.reshape(dy, {n, c, windows})}, along);
+  r.finish(OpKind::reshape, {sums}, dims_attrs(dx.to_vector()));
+}
+
+// avg_pool_grad: each dy over its divisor, copied to every offset of its window and folded back
+// (fold drops what lands in the padding; the overhang is sliced off after).
+void avg_pool_grad(const OpIr& op, Rewrite& r) {
+  const TensorIr& dy = op.inputs[0];
+  const Shape& dx = op.outputs[0].shape;
+  const PoolWindow w(op, spatial(dx), spatial(dy.shape));
+  const std::int64_t n = dy.shape[0], c = dy.shape[1];
+  TensorIr g = r.reshape(dy, {n, c, 1, w.windows});
+  if (g.dtype != DType::f32) {
+    OpAttrs to_f32;
+    to_f32.dtype = DType::f32;
+    g = r.emit(OpKind::cast, {g}, std::move(to_f32));
+  }
+  const TensorIr share = r.emit(OpKind::div, {g, r.reshape(w.divisors(r), {1, 1, 1, w.windows})});
+  const TensorIr spread = r.emit(OpKind::expand, {share}, dims_attrs({n, c, w.kk, w.windows}));
+  WindowAttrs fold;
+  fold.dims = w.a.dims;
+  fold.kernel = w.a.kernel;
+  fold.dilation = w.a.dilation;
+  fold.padding = w.a.padding;
+  fold.stride = w.a.stride;
+  for (int d = 0; d < w.a.dims; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    fold.output_size[i] = w.in[i] + w.overhang[i];
+  }
+  TensorIr image = r.emit(OpKind::fold, {r.reshape(spread, {n, c * w.kk, w.windows})}, fold.encode(OpKind::fold));
+  if (w.overhangs()) {
+    SliceAttrs cut;
+    cut.rank = dx.rank();
+    for (int d = 0; d < dx.rank(); ++d) cut.dims[static_cast<std::size_t>(d)] = {0, dx[d], 1};
+    image = r.emit(OpKind::slice, {image}, cut.encode());
+  }
+  if (image.dtype != dy.dtype) {
+    OpAttrs back;
+    back.dtype = dy.dtype;
+    image = r.emit(OpKind::cast, {image}, std::move(back));
+  }
+  r.finish(OpKind::reshape, {image}, dims_attrs(dx.to_vector()));
+}
+
 }  // namespace decompositions
 
 const char* decompose(const OpIr& op, EntityId& next_id, std::vector<OpIr>& out) {
@@ -245,6 +463,18 @@ const char* decompose(const OpIr& op, EntityId& next_id, std::vector<OpIr>& out)
     case OpKind::conv_weight_grad:
       decompositions::conv_weight_grad(op, r);
       return "conv_weight_grad_as_unfold_matmul";
+    case OpKind::max_pool:
+      decompositions::max_pool(op, r);
+      return "max_pool_as_unfold_max";
+    case OpKind::avg_pool:
+      decompositions::avg_pool(op, r);
+      return "avg_pool_as_unfold_sum";
+    case OpKind::max_pool_grad:
+      decompositions::max_pool_grad(op, r);
+      return "max_pool_grad_as_scatter_add";
+    case OpKind::avg_pool_grad:
+      decompositions::avg_pool_grad(op, r);
+      return "avg_pool_grad_as_fold";
     default:
       return nullptr;
   }

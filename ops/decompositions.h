@@ -9,6 +9,10 @@
 //   conv                              ->  unfold + matmul (+ add of the bias)
 //   conv_input_grad                   ->  matmul (weight transposed) + fold
 //   conv_weight_grad                  ->  unfold + matmul (columns transposed) + sum over the batch
+//   max_pool                          ->  unfold (-inf padding) + max (+ argmax, positions: indices)
+//   avg_pool                          ->  unfold + sum / divisors (the windows of a plane of ones)
+//   max_pool_grad                     ->  scatter_add of dy into zeros at the indices
+//   avg_pool_grad                     ->  dy / divisors, expanded over the window, fold
 //
 // A rule's messages come in order and the last one writes the op's own outputs. An entity made
 // in between takes its id from `next_id` (a range of the executor's own, apart from the engine's)

@@ -33,6 +33,7 @@ OpRegistry::OpRegistry() {
   register_layout_ops(*this);
   register_index_ops(*this);
   register_conv_ops(*this);
+  register_pool_ops(*this);
 }
 
 const OpRegistry& OpRegistry::get() {

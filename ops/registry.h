@@ -53,6 +53,7 @@ void register_linalg_ops(OpRegistry& r);
 void register_layout_ops(OpRegistry& r);
 void register_index_ops(OpRegistry& r);
 void register_conv_ops(OpRegistry& r);
+void register_pool_ops(OpRegistry& r);  // ops/pool.cpp
 
 // Shared helpers for shape rules.
 std::string describe(const TensorIr& t);  // "f32[2, 3]"

@@ -31,6 +31,7 @@ cpu::KernelTable build_kernel_table() {
   cpu::register_linalg_kernels(t);
   cpu::register_layout_kernels(t);
   cpu::register_conv_kernels(t);
+  cpu::register_pool_kernels(t);
   cpu::register_index_kernels(t);
   return t;
 }
@@ -45,7 +46,8 @@ class CpuDevice final : public DeviceBackend {
     info_.memory_bytes = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
     info_.on_host_cores = true;
     info_.concurrent_kernels = true;
-    // Every op has a CPU kernel; the matmul kernel reads either operand transposed (BLAS flags).
+    // Every op has a CPU kernel (capabilities_.ops: all of them, pooling and its gradients
+    // included); the matmul kernel reads either operand transposed (BLAS flags).
     capabilities_.matmul_transposed = DTypeSet{DType::f32};
   }
   const DeviceInfo& info() const override { return info_; }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kiln/base/log.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::vk {
@@ -43,10 +44,13 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<Pip
   register_reduce_kernels(kernels_);
   register_layout_kernels(kernels_);
   register_conv_kernels(kernels_);
+  register_pool_kernels(kernels_);
   register_index_kernels(kernels_);
   register_linalg_kernels(kernels_);
   prelude_ = kernel_prelude(*this);
-  // f16 and bf16 are 16-bit words converted with bit arithmetic: 16-bit storage is enough.
+  // Every op runs natively (capabilities_.ops: all, pooling and its gradients included, in each
+  // float dtype the device holds). f16 and bf16 are 16-bit words converted with bit
+  // arithmetic: 16-bit storage is enough.
   if (pinfo.storage_16bit) capabilities_.dtypes.add(DType::f16).add(DType::bf16);
   capabilities_.matmul_transposed = transposed_matmul_dtypes(*this);
 }

@@ -129,6 +129,7 @@ void register_elementwise_kernels(KernelTable& t);
 void register_reduce_kernels(KernelTable& t);  // vk_reduce*.cpp
 void register_layout_kernels(KernelTable& t);  // vk_layout.cpp
 void register_conv_kernels(KernelTable& t);    // vk_conv.cpp
+void register_pool_kernels(KernelTable& t);    // vk_pool.cpp
 void register_index_kernels(KernelTable& t);   // vk_index.cpp
 void register_linalg_kernels(KernelTable& t);
 

@@ -3,7 +3,7 @@
 // so that the executor runs the rule's messages in its place; both give the same values, and the
 // engine's ops_decomposed counter shows that the capability query chose the rule, and only where
 // the capability was missing. (The native kernels themselves are checked against PyTorch in
-// test_linalg.cpp and test_conv.cpp.)
+// test_linalg.cpp, test_conv.cpp and test_pool_native.cpp.)
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -11,6 +11,7 @@
 #include "kiln/autograd/autograd.h"
 #include "kiln/engine/runtime.h"
 #include "ops/conv_oracle.h"
+#include "support/conv_calls.h"
 #include "support/fusion_scope.h"
 #include "support/reference.h"
 
@@ -44,8 +45,9 @@ class WithheldCapability {
 };
 
 void no_transposed_matmul(DeviceCapabilities& c) { c.matmul_transposed = DTypeSet{}; }
-Withhold without(std::initializer_list<OpKind> ops) {
-  return [ops](DeviceCapabilities& c) {
+Withhold without(std::initializer_list<OpKind> kinds) {
+  // A copy: the list's array ends with the caller's full expression, the Withhold may not.
+  return [ops = std::vector<OpKind>(kinds)](DeviceCapabilities& c) {
     for (OpKind k : ops) c.ops.reset(static_cast<std::size_t>(k));
   };
 }
@@ -168,6 +170,41 @@ TEST(Decompositions, ConvGradientsAreUnfoldMatmulAndFold) {
     };
     expect_rule_agrees(run, without({OpKind::conv_weight_grad}));
     expect_rule_agrees(run, without({OpKind::conv, OpKind::conv_input_grad, OpKind::conv_weight_grad}), 3);
+  }
+}
+
+// Pooling: every case of tests/data/gen_pool.py natively and decomposed (values and indices:
+// ties, NaN and -inf windows, ceil_mode's overhang), the decomposition also against torch.
+TEST(Decompositions, PoolIsUnfoldAndReductions) {
+  const Withhold forwards = without({OpKind::max_pool, OpKind::avg_pool});
+  for (const test::RefCase& c : test::load_cases("pool.json")) {
+    SCOPED_TRACE(c.name);
+    const Tensor x = test::make_tensor(c.inputs[0]);
+    const auto run = [&] { return test::call_conv_op(c.op, c.attrs, {x}); };
+    expect_rule_agrees(run, forwards);
+    const WithheldCapability scope(forwards);
+    const std::vector<Tensor> out = run();
+    for (std::size_t i = 0; i < out.size(); ++i)
+      EXPECT_TRUE(test::matches(out[i], c.outputs[i], {1e-6, 1e-6})) << "output " << i << " against torch";
+  }
+}
+
+// Their gradients through autograd's pool rules: the gradient ops decomposed (so backward runs
+// max_pool_grad and avg_pool_grad: the rule counts them), then every pooling op.
+TEST(Decompositions, PoolGradientsAreScatterAddAndFold) {
+  for (const test::RefCase& c : test::load_cases("pool.json")) {
+    SCOPED_TRACE(c.name);
+    const Tensor x = require_grad(test::make_tensor(c.inputs[0]));
+    const Tensor seed = test::make_tensor(c.inputs[1]);
+    const auto run = [&] {
+      const Gradients g = backward(test::call_conv_op(c.op, c.attrs, {x}).at(0), seed);
+      return std::vector<Tensor>{g.get(x)};
+    };
+    expect_rule_agrees(run, without({OpKind::max_pool_grad, OpKind::avg_pool_grad}));
+    const Withhold all = without({OpKind::max_pool, OpKind::avg_pool, OpKind::max_pool_grad, OpKind::avg_pool_grad});
+    expect_rule_agrees(run, all, 2);
+    const WithheldCapability scope(all);
+    EXPECT_TRUE(test::matches(run().at(0), c.outputs.back(), {1e-5, 1e-6})) << "against torch";
   }
 }
 

@@ -121,6 +121,95 @@ TEST(OpAttrs, MalformedConvNamesTheOp) {
                "conv_weight_grad", {"sizes must be positive"});
 }
 
+PoolAttrs pool_2d() {
+  PoolAttrs a;
+  a.dims = 2;
+  a.kernel = {3, 2, 0};
+  a.stride = {2, 1, 0};
+  a.padding = {1, 0, 0};
+  a.dilation = {2, 1, 0};
+  a.ceil_mode = true;
+  a.count_include_pad = false;
+  a.with_indices = true;
+  return a;
+}
+
+TEST(OpAttrs, PoolRoundTrips) {
+  const PoolAttrs p = pool_2d();
+  const OpAttrs e = p.encode(OpKind::max_pool);
+  EXPECT_EQ(e.ints, (std::vector<std::int64_t>{2, 3, 2, 2, 1, 1, 0, 2, 1, 1, 0, 1}));
+  EXPECT_EQ(PoolAttrs::decode(OpKind::max_pool, e), p);
+  PoolAttrs g = pool_2d();
+  g.input_size = {9, 8, 0};
+  const OpAttrs eg = g.encode(OpKind::max_pool_grad);
+  EXPECT_EQ(eg.ints, (std::vector<std::int64_t>{2, 3, 2, 2, 1, 1, 0, 2, 1, 1, 0, 1, 9, 8}));
+  EXPECT_EQ(PoolAttrs::decode(OpKind::max_pool_grad, eg), g);
+  PoolAttrs avg = pool_2d();
+  avg.dilation = {1, 1, 0};
+  avg.input_size = {4, 5, 0};
+  EXPECT_EQ(PoolAttrs::decode(OpKind::avg_pool_grad, avg.encode(OpKind::avg_pool_grad)), avg);
+  // torch's pooling_output_shape: 9 + 2 - 5 = 6, ceil(6 / 2) + 1 = 4; 8 - 2 + 1 = 7.
+  EXPECT_EQ(p.output_size(0, 9), 4);
+  EXPECT_EQ(p.output_size(1, 8), 7);
+  // ceil_mode's extra window would start in the right padding: dropped (5 + 2 - 2 = 5, ceil(5 / 2) + 1 = 4 -> 3).
+  PoolAttrs k2 = pool_2d();
+  k2.kernel = {2, 2, 0};
+  k2.dilation = {1, 1, 0};
+  EXPECT_EQ(k2.output_size(0, 5), 3);
+  PoolAttrs k5 = k2;
+  k5.kernel = {5, 5, 0};
+  k5.ceil_mode = false;
+  EXPECT_EQ(k5.output_size(0, 2), 0);  // no window fits: the shape rule says too small
+}
+
+TEST(OpAttrs, MalformedPoolNamesTheOp) {
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+      },
+      "max_pool", {"1 or 2 spatial dims"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::avg_pool, ints({1, 2, 2, 0, 1, 0, 1}));
+      },
+      "avg_pool", {"got 7 ints"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool_grad, ints({1, 2, 2, 0, 1, 0, 1, 1}));
+      },
+      "max_pool_grad", {"input_size[s]"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({1, 0, 2, 0, 1, 0, 1, 1}));
+      },
+      "max_pool", {"kernels, strides and dilations must be positive"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({1, 3, 2, 2, 1, 0, 1, 1}));
+      },
+      "max_pool", {"padding [2]", "half the kernel [3]"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::max_pool, ints({1, 3, 2, 1, 1, 2, 1, 1}));
+      },
+      "max_pool", {"must be 0 or 1"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::avg_pool, ints({1, 3, 2, 1, 2, 0, 1, 0}));
+      },
+      "avg_pool", {"no dilation"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::avg_pool_grad, ints({1, 3, 2, 1, 1, 0, 1, 0, 0}));
+      },
+      "avg_pool_grad", {"input sizes must be positive"});
+  expect_error(
+      [] {
+        return PoolAttrs::decode(OpKind::conv, ints({1, 3, 2, 1, 1, 0, 1, 0}));
+      },
+      "conv", {"not a pooling op"});
+}
+
 TEST(OpAttrs, MatmulRoundTrips) {
   // No flags: no ints, as a plain matmul's message always was.
   EXPECT_TRUE(MatmulAttrs{}.encode().ints.empty());
