@@ -6,11 +6,14 @@
 //   auto f = RecordedFunction::record(
 //       [](std::vector<Tensor>& in, RecordedFunction::Recording& rec) {
 //         Tensor lr = rec.host_input({});               // a number each call brings
-//         Tensor w = std::move(in[1]);                  // handed over: updated in place
+//         Tensor w = std::move(in[1]);                  // handed to its last op: in place
 //         return std::vector<Tensor>{std::move(w) - in[0] * lr};
 //       },
 //       {{{3}}, {{3}}});
-//   w = f({grad, std::move(w)}, RecordedFunction::f32_values({0.1}))[0];
+//   std::vector<Tensor> in;                         // (a braced list would copy w: not handed over)
+//   in.push_back(grad);
+//   in.push_back(std::move(w));
+//   w = f(std::move(in), RecordedFunction::f32_values({0.1}))[0];
 //
 // Inputs. The function gets stand-ins of the inputs, which each call's tensors replace. An input
 // the caller hands over (std::move, its last handle) lends its buffer to the replay, so the op
