@@ -5,6 +5,7 @@
 
 #include "kiln/engine/recorder.h"
 #include "kiln/engine/runtime.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 
@@ -40,7 +41,27 @@ Tensor PassRecorder::stand_in(const Shape& shape, DType dtype) {
   return Tensor(std::move(s));
 }
 
+void PassRecorder::random_op(const OpIr& op) {
+  if (!open_seed_scopes.empty()) {
+    seed_scopes[open_seed_scopes.back()].ops.push_back(op.outputs[0].id);
+    return;
+  }
+  if (fixed_random_ops++ == 0)
+    first_fixed_random_op = std::string(op_name(op.kind)) + " " + dtype_name(op.outputs[0].dtype) + op.outputs[0].shape.str();
+}
+
 }  // namespace detail
+
+RedrawnSeeds::RedrawnSeeds(std::function<Generator()> make) : recorder_(detail::recording_pass()) {
+  if (!recorder_) return;
+  recorder_->open_seed_scopes.push_back(recorder_->seed_scopes.size());
+  recorder_->seed_scopes.push_back({std::move(make), {}});
+}
+
+RedrawnSeeds::~RedrawnSeeds() {
+  if (recorder_ && detail::recording_pass() == recorder_ && !recorder_->open_seed_scopes.empty())
+    recorder_->open_seed_scopes.pop_back();
+}
 
 namespace {
 
@@ -112,6 +133,13 @@ RecordedFunction RecordedFunction::record(const Function& fn, const std::vector<
     stand_ins.clear();
     for (const TensorIr& h : recorder.pass->host_inputs) result.host_bytes_ += h.bytes();
   }
+  for (detail::PassRecorder::SeedScope& scope : recorder.seed_scopes) {
+    if (scope.ops.empty()) continue;
+    result.seed_sources_.push_back({std::move(scope.make), scope.ops.size()});
+    recorder.pass->reseeded.insert(recorder.pass->reseeded.end(), scope.ops.begin(), scope.ops.end());
+  }
+  result.fixed_random_ops_ = recorder.fixed_random_ops;
+  result.first_fixed_random_op_ = recorder.first_fixed_random_op;
   for (const std::weak_ptr<detail::TensorState>& w : recorder.made_states)
     if (const std::shared_ptr<detail::TensorState> s = w.lock())
       KILN_CHECK(false, where,
@@ -173,6 +201,16 @@ std::vector<Tensor> RecordedFunction::operator()(std::vector<Tensor> inputs, std
   std::atomic_thread_fence(std::memory_order_acquire);
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (op.inputs[i].status == TensorStatus::ReadWrite) entity_owner(inputs[i]).consumed = true;
+  // The random ops' seeds of this call, after the host values.
+  for (const SeedSource& source : seed_sources_) {
+    Generator gen = source.make();
+    for (std::size_t k = 0; k < source.ops; ++k) {
+      const std::uint64_t seed = gen.next_draw();
+      const std::size_t at = host_values.size();
+      host_values.resize(at + sizeof seed);
+      std::memcpy(host_values.data() + at, &seed, sizeof seed);
+    }
+  }
   if (!host_values.empty()) {
     auto held = std::make_shared<const std::vector<std::byte>>(std::move(host_values));
     op.host_data = std::shared_ptr<const std::byte>(held, held->data());

@@ -27,7 +27,8 @@
 // ops are ops; its graph must die inside the call). What it may not, each a kiln::Error from
 // record(): read values or sync (nothing runs while recording), keep a tensor it made or a
 // stand-in beyond the call, return a tensor from outside, use another device. Random ops draw
-// the same values at every call. Record runs nothing: kernels compile at the first call.
+// the same values at every call, unless they were submitted under a RedrawnSeeds (below). Record
+// runs nothing: kernels compile at the first call.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -35,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/engine/creation.h"
 #include "kiln/engine/tensor.h"
 
 namespace kiln {
@@ -91,14 +93,46 @@ class RecordedFunction {
   // Messages the recording holds (ops and the drops between them).
   std::size_t size() const;
   const std::string& name() const { return name_; }
+  // Random ops that draw the values they were recorded with at every call (outside any
+  // RedrawnSeeds), and the first of them ("rand_normal f32[4, 8]"), for callers that refuse them.
+  std::size_t fixed_random_ops() const { return fixed_random_ops_; }
+  const std::string& first_fixed_random_op() const { return first_fixed_random_op_; }
 
  private:
+  struct SeedSource {  // a RedrawnSeeds of the recording, and how many random ops it covered
+    std::function<Generator()> make;
+    std::size_t ops = 0;
+  };
   RecordedFunction() = default;
   std::shared_ptr<RecordedOps> ops_;
+  std::vector<SeedSource> seed_sources_;
+  std::size_t fixed_random_ops_ = 0;
+  std::string first_fixed_random_op_;
   std::vector<Spec> inputs_, outputs_;
   std::size_t host_bytes_ = 0;
   Device device_;
   std::string name_;
+};
+
+// While one lives on a thread that records (RecordedFunction), the random ops submitted there
+// draw new seeds at every call of the recording: just before each call, `make()` gives a
+// generator, and each of those ops, in the order they were submitted, takes its next draw, as
+// the code that submitted them draws from the generator it makes itself. Dropout uses it, so a
+// replayed training step draws the mask an eager step would. Outside a recording it does nothing.
+//
+//   const std::uint64_t call = calls->fetch_add(1);
+//   const RedrawnSeeds redrawn([=] { return Generator(seed ^ calls->fetch_add(1)); });
+//   Generator gen(seed ^ call);
+//   Tensor mask = bernoulli(shape, p, gen);
+class RedrawnSeeds {
+ public:
+  explicit RedrawnSeeds(std::function<Generator()> make);
+  ~RedrawnSeeds();
+  RedrawnSeeds(const RedrawnSeeds&) = delete;
+  RedrawnSeeds& operator=(const RedrawnSeeds&) = delete;
+
+ private:
+  detail::PassRecorder* recorder_ = nullptr;
 };
 
 }  // namespace kiln

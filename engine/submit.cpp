@@ -122,10 +122,13 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     if (s.owner) s.owner->consumed = true;
   }
   const std::size_t n_outputs = metas.size();
-  if (rec) [[unlikely]]
+  if (rec) [[unlikely]] {
+    if (kind == OpKind::rand_uniform || kind == OpKind::rand_normal || kind == OpKind::rand_bernoulli)
+      rec->random_op(op);
     rec->add(std::move(op));
-  else
+  } else {
     rt.stream.submit(std::move(op), Flush::later);
+  }
   if (node) [[unlikely]]
     hooks->finish(node, outs, n_outputs);
 }

@@ -125,6 +125,9 @@ struct RecordedOps {
   std::vector<TensorIr> host_inputs;
   // What the replay hands to the message's outputs, in order (an entity may come twice, or be an input's).
   std::vector<EntityId> outputs;
+  // Random ops (by their output) whose seeds each replay brings: 8 bytes each, in this order,
+  // after the host inputs' values in the message's host_data.
+  std::vector<EntityId> reseeded;
   // The entities from outside the pass that its messages read (weights), kept alive while a
   // replay may still run: type-erased handles, as ops/ knows no tensors.
   std::vector<std::shared_ptr<void>> outside;

@@ -211,11 +211,6 @@ void RecordedStep::record_now(const std::vector<Tensor>& batch, double lr) {
     KILN_CHECK(!outs.empty() && outs.front().defined(), kRecord, "the forward function returned no loss");
     for (std::size_t k = 1; k < outs.size(); ++k)
       KILN_CHECK(outs[k].defined(), kRecord, "the forward function's output #" + std::to_string(k) + " is undefined");
-    for (const auto& [path, count] : nn::random_draws_by_path(model))
-      KILN_CHECK(count == draws.at(path), kRecord,
-                 "the module " + (path.empty() ? std::string("(the root)") : path) +
-                     " draws random numbers (Dropout in training mode): a recorded step would repeat its masks; "
-                     "step eagerly, or put it in eval mode");
     {
       Gradients grads = backward(outs.front());
       if (on_gradients_) on_gradients_(grads, model);
@@ -264,6 +259,11 @@ void RecordedStep::record_now(const std::vector<Tensor>& batch, double lr) {
     // An op's own error (item: ... cannot read values): named, and said to come from the recording.
     throw Error(kRecord, std::string(e.what()) + " (while recording a training step)");
   }
+  // Dropout redraws its masks at every replay (RedrawnSeeds); other random draws would repeat.
+  KILN_CHECK(r->function->fixed_random_ops() == 0, kRecord,
+             "the step draws random values (" + r->function->first_fixed_random_op() +
+                 ") that every replay would draw again, the same: draw them under a RedrawnSeeds (as Dropout "
+                 "does), or step eagerly");
   recording_ = std::move(r);
   ++recordings_;
 }

@@ -27,9 +27,10 @@
 // buffers or training modes change. A batch of other shapes is a kiln::Error. What cannot be
 // recorded is a kiln::Error from record() (and from the call that records again) naming the op:
 // reading a value in the step (`item()`, `to_vector`), a tensor made in the step kept beyond it,
-// a module that draws random numbers (Dropout in training mode: its masks would repeat), an
-// optimizer that is not recordable(). The model and the optimizer must outlive the step; one
-// thread drives a step (two steps of two models may run on two threads).
+// random values that every replay would draw the same (Dropout draws its masks anew at each
+// replay, as an eager step would: engine's RedrawnSeeds), an optimizer that is not
+// recordable(). The model and the optimizer must outlive the step; one thread drives a step (two
+// steps of two models may run on two threads).
 #pragma once
 #include <cstdint>
 #include <functional>

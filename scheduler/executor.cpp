@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <iterator>
 
 #include "kiln/base/log.h"
@@ -381,6 +382,29 @@ void Executor::run_read(OpIr& op) {
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
 }
 
+namespace {
+
+// What the executor keeps in a recorded pass (RecordedOps::plan): the plan of its messages and
+// where the random ops whose seeds each replay brings sit among them.
+struct RecordedPlan {
+  Plan plan;
+  std::vector<std::size_t> reseeded;
+};
+
+// The messages of pass.reseeded's random ops, found by their outputs (after decomposition).
+std::vector<std::size_t> reseeded_ops(const RecordedOps& pass) {
+  std::vector<std::size_t> at;
+  for (EntityId id : pass.reseeded) {
+    std::size_t i = 0;
+    while (i < pass.ops.size() && (pass.ops[i].outputs.empty() || pass.ops[i].outputs[0].id != id)) ++i;
+    KILN_CHECK(i < pass.ops.size(), "recorded pass", "a random op whose seed each replay brings was rewritten (internal error)");
+    at.push_back(i);
+  }
+  return at;
+}
+
+}  // namespace
+
 void Executor::run_recorded(OpIr& op) {
   RecordedOps& pass = *op.recorded;
   // The pass's entities are the same at every replay, so its steps run in order, never as
@@ -423,8 +447,19 @@ void Executor::run_recorded(OpIr& op) {
     if (op.inputs[i].status == TensorStatus::ReadWrite) slots_.erase(it);
     slots_[pass.inputs[i]] = std::move(in);
   }
-  // Host inputs: the message's bytes, one value after the other.
   try {
+    if (!pass.plan) {
+      // Decomposed once, with the plan: every replay runs the same messages.
+      std::vector<OpIr> native;
+      if (native_ops(pass.ops, native).data() == native.data()) pass.ops = std::move(native);
+      auto plan = std::make_shared<RecordedPlan>();
+      planner_.plan(pass.ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), plan->plan);
+      plan->reseeded = reseeded_ops(pass);
+      pass.plan = std::move(plan);
+    }
+    const RecordedPlan& recorded = *static_cast<const RecordedPlan*>(pass.plan.get());
+    // Host inputs: the message's bytes, one value after the other; then the random ops' seeds
+    // (creation ops run unfused, from their own message).
     std::size_t offset = 0;
     for (const TensorIr& h : pass.host_inputs) {
       BufferPtr buffer = device_.memory().allocate(h.bytes());
@@ -432,20 +467,16 @@ void Executor::run_recorded(OpIr& op) {
       offset += h.bytes();
       slots_[h.id] = Slot{std::move(buffer), nullptr, nullptr, nullptr};
     }
+    for (std::size_t index : recorded.reseeded) {
+      std::memcpy(&pass.ops[index].attrs.seed, op.host_data.get() + offset, sizeof(std::uint64_t));
+      offset += sizeof(std::uint64_t);
+    }
   } catch (const Error&) {
     return fail(std::current_exception());
   } catch (const std::exception& e) {
     return fail(std::make_exception_ptr(Error("recorded pass", e.what())));
   }
-  if (!pass.plan) {
-    // Decomposed once, with the plan: every replay runs the same messages.
-    std::vector<OpIr> native;
-    if (native_ops(pass.ops, native).data() == native.data()) pass.ops = std::move(native);
-    auto plan = std::make_shared<Plan>();
-    planner_.plan(pass.ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), *plan);
-    pass.plan = std::move(plan);
-  }
-  Plan& plan = *static_cast<Plan*>(pass.plan.get());
+  Plan& plan = static_cast<RecordedPlan*>(pass.plan.get())->plan;
   const trace::Span span("recorded pass", "scheduler");
   try {
     for (const PlanStep& step : plan.steps) {

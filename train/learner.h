@@ -186,7 +186,7 @@ class Learner {
     if constexpr (std::is_same_v<BatchT, data::Batch>) {
       const LearnerOptions& o = core_.options();
       if (!step_ || !o.record_steps || o.accumulate_grad_batches != 1) return nullptr;
-      if (!RecordedBatchStep::possible(model_, core_.optimizer())) return nullptr;
+      if (!RecordedBatchStep::possible(core_.optimizer())) return nullptr;
       return std::make_unique<RecordedBatchStep>(
           model_, core_.optimizer(), [this](const data::Batch& b) { return step_(model_, b); }, clip_options(o));
     } else {

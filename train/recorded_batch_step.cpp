@@ -14,8 +14,8 @@ std::vector<const Tensor*> batch_fields(const data::Batch& b) { return {&b.input
 RecordedBatchStep::RecordedBatchStep(nn::Module& model, optim::Optimizer& opt, Step step, ClipOptions clip)
     : model_(model), opt_(opt), step_(std::move(step)), clip_(clip) {}
 
-bool RecordedBatchStep::possible(const nn::Module& model, const optim::Optimizer& opt) {
-  return opt.recordable() && nn::random_draws_by_path(model).empty();
+bool RecordedBatchStep::possible(const optim::Optimizer& opt) {
+  return opt.recordable();
 }
 
 std::optional<StepOutput> RecordedBatchStep::run(const data::Batch& batch, double lr) {

@@ -25,10 +25,9 @@ class RecordedBatchStep {
   // `model` and `opt` must outlive it.
   RecordedBatchStep(nn::Module& model, optim::Optimizer& opt, Step step, ClipOptions clip);
 
-  // Whether a step of this model can be recorded at all: not when a module draws random numbers
-  // (Dropout: its masks would repeat) or the optimizer is not recordable. Asked before any
-  // recording, so that the step function is not called for nothing.
-  static bool possible(const nn::Module& model, const optim::Optimizer& opt);
+  // Whether a step of this optimizer can be recorded at all (Optimizer::recordable). Asked
+  // before any recording, so that the step function is not called for nothing.
+  static bool possible(const optim::Optimizer& opt);
 
   // The step on `batch` at learning rate `lr`, replayed (recorded first for a new batch shape);
   // nothing when the step cannot be recorded: the caller steps eagerly, and this gives up (the

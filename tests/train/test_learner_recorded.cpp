@@ -1,8 +1,8 @@
 // The Learner's recorded steps (LearnerOptions::record_steps): a loss-returning step without
 // accumulation is recorded once per batch shape and replayed as one message a batch, and trains
 // to the same weights, losses and metrics as eager steps, bit for bit: with a schedule, with
-// clipping, with the epoch's last, shorter batch, and across a resume from a checkpoint. Steps
-// that cannot be recorded (accumulation, dropout) run eagerly.
+// clipping, with dropout, with the epoch's last, shorter batch, and across a resume from a
+// checkpoint. Steps with accumulation run eagerly.
 #include <gtest/gtest.h>
 
 #include "learner_test_support.h"
@@ -86,13 +86,18 @@ TEST(LearnerRecorded, ClippedStepsAreRecordedToo) {
   EXPECT_EQ(recorded.replays, 18u);
 }
 
-TEST(LearnerRecorded, AccumulationAndDropoutStepEagerly) {
-  EXPECT_EQ(train({.accumulate_grad_batches = 2}).replays, 0u);
-  // The fixture's classifier holds a Dropout.
-  Learner<fixture::Classifier> learner = fixture::make({.epochs = 1});
+TEST(LearnerRecorded, AccumulatedStepsRunEagerly) { EXPECT_EQ(train({.accumulate_grad_batches = 2}).replays, 0u); }
+
+TEST(LearnerRecorded, DropoutMasksOfRecordedStepsAreTheEagerOnes) {
+  // The fixture's classifier holds a Dropout: each replay draws the mask of its own call.
+  Learner<fixture::Classifier> eager = fixture::make({.epochs = 2, .record_steps = false});
+  eager.fit(fixture::train_loader());
+  Learner<fixture::Classifier> recorded = fixture::make({.epochs = 2});
   const std::uint64_t before = counters().passes_replayed;
-  learner.fit(fixture::train_loader());
-  EXPECT_EQ(counters().passes_replayed, before);
+  recorded.fit(fixture::train_loader());
+  EXPECT_EQ(counters().passes_replayed - before, 16u);
+  EXPECT_EQ(fixture::weights(recorded.model()), fixture::weights(eager.model()));
+  EXPECT_EQ(nn::random_draws_by_path(recorded.model()), nn::random_draws_by_path(eager.model()));
 }
 
 TEST(LearnerRecorded, AResumedRunOfRecordedStepsEqualsAnUninterruptedOne) {
