@@ -14,12 +14,12 @@
 //
 // A replay reads the weights the pass saw when it was recorded: after the model's parameters
 // are replaced (load_state_dict, an optimizer step), record it again. Random ops draw the same
-// values at every replay.
+// values at every replay. A pass is a RecordedFunction (engine/recorded_function.h) of one input
+// and one output, without gradients.
 #pragma once
 #include <functional>
-#include <memory>
 
-#include "kiln/engine/tensor.h"
+#include "kiln/engine/recorded_function.h"
 
 namespace kiln {
 
@@ -34,17 +34,14 @@ class RecordedPass {
   // any thread, as an op is.
   Tensor operator()(const Tensor& x) const;
 
-  const Shape& input_shape() const { return input_shape_; }
-  const Shape& output_shape() const { return output_shape_; }
+  const Shape& input_shape() const { return function_.inputs()[0].shape; }
+  const Shape& output_shape() const { return function_.outputs()[0].shape; }
   // Messages the pass holds (ops and the drops between them).
-  std::size_t size() const { return ops_->ops.size(); }
+  std::size_t size() const { return function_.size(); }
 
  private:
-  RecordedPass() = default;
-  std::shared_ptr<RecordedOps> ops_;
-  Shape input_shape_, output_shape_;
-  DType input_dtype_ = DType::f32, output_dtype_ = DType::f32;
-  Device device_;
+  explicit RecordedPass(RecordedFunction f) : function_(std::move(f)) {}
+  RecordedFunction function_;
 };
 
 }  // namespace kiln

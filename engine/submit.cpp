@@ -88,7 +88,7 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   }
   if (rec) [[unlikely]] {
     rec->check_device(device, name);
-    KILN_CHECK(!node, name, "a recorded pass takes no gradients: record it under NoGradGuard");
+    KILN_CHECK(!node || rec->gradients, name, "a recorded pass takes no gradients: record it under NoGradGuard");
   }
 
   // Ownership: an input whose handle is the last one (the caller moved it in) is handed over.
@@ -97,7 +97,8 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
   for (std::size_t i = 0; i < n; ++i) {
     const std::shared_ptr<TensorState>& s = inputs[i].state();
     if (rec && !rec->made_inside(s->id)) [[unlikely]] {
-      // From outside the pass (a weight, the stand-in input): every replay reads it again.
+      // From outside the pass (a weight): every replay reads it again. Its stand-in inputs count
+      // as made inside: the last handle of one hands it over, as any value's.
       rec->keep_outside(s);
       continue;
     }
@@ -121,10 +122,13 @@ void submit_core(OpKind kind, Tensor* inputs, std::size_t n, OpAttrs&& attrs, De
     if (s.owner) s.owner->consumed = true;
   }
   const std::size_t n_outputs = metas.size();
-  if (rec) [[unlikely]]
+  if (rec) [[unlikely]] {
+    if (kind == OpKind::rand_uniform || kind == OpKind::rand_normal || kind == OpKind::rand_bernoulli)
+      rec->random_op(op);
     rec->add(std::move(op));
-  else
+  } else {
     rt.stream.submit(std::move(op), Flush::later);
+  }
   if (node) [[unlikely]]
     hooks->finish(node, outs, n_outputs);
 }

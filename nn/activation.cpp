@@ -1,5 +1,6 @@
 #include "kiln/nn/activation.h"
 
+#include "kiln/engine/recorded_function.h"
 #include "kiln/nn/functional.h"
 
 namespace kiln::nn {
@@ -39,8 +40,13 @@ Tensor Dropout::forward(const Tensor& x) const {
   if (!is_training() || p_ == 0.0) return x;
   // One generator per call, from the seed and the call's number (SplitMix64's odd constant
   // keeps the streams of consecutive calls apart).
-  const std::uint64_t call = calls_->fetch_add(1, std::memory_order_relaxed);
-  Generator gen(seed_ ^ ((call + 1) * 0x9E3779B97F4A7C15ULL));
+  const auto generator = [seed = seed_, calls = calls_] {
+    const std::uint64_t call = calls->fetch_add(1, std::memory_order_relaxed);
+    return Generator(seed ^ ((call + 1) * 0x9E3779B97F4A7C15ULL));
+  };
+  // In a recorded training step, each replay draws its own call's mask, as this call does.
+  const RedrawnSeeds redrawn(generator);
+  Generator gen = generator();
   return guarded([&] { return dropout(x, p_, true, gen); });
 }
 

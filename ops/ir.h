@@ -102,7 +102,8 @@ struct OpIr {
   TensorList outputs;
   OpAttrs attrs;
   // upload: the first of outputs[0].bytes() bytes, kept alive by whatever holds them (the
-  // caller's own vector, moved in: no copy into a byte vector of its own)
+  // caller's own vector, moved in: no copy into a byte vector of its own); replay: the values of
+  // the pass's host inputs (RecordedOps::host_inputs)
   std::shared_ptr<const std::byte> host_data;
   std::shared_ptr<const PendingHostData> pending_data;       // upload from another device
   std::shared_ptr<const PendingBuffer> pending_buffer;       // ... of the same memory
@@ -110,14 +111,23 @@ struct OpIr {
   std::shared_ptr<RecordedOps> recorded;                    // replay
 };
 
-// A forward pass recorded once (engine/recorded_pass.h) that a replay message runs as one step:
-// its messages as they were submitted while recording, and the two entities a replay puts its
-// own in place of. Every replay of a pass uses the same entities inside it: the executor runs a
-// replay's steps one after another, so one replay's entities are gone before the next starts.
+// A function recorded once (engine/recorded_function.h: a forward pass, a training step) that a
+// replay message runs as one step: its messages as they were submitted while recording, and the
+// entities a replay puts its own in place of. Every replay of a pass uses the same entities
+// inside: the executor runs a replay's steps one after another, so one replay's entities are
+// gone before the next starts.
 struct RecordedOps {
   std::vector<OpIr> ops;
-  EntityId input = 0;   // the stand-in input the pass was recorded on
-  EntityId output = 0;  // the pass's result
+  // The stand-ins of the replay message's inputs, in order: each replay's tensors take their place.
+  std::vector<EntityId> inputs;
+  // Stand-ins whose values the replay message carries as bytes (its host_data, one after the other
+  // in this order): numbers that change from replay to replay (a learning rate).
+  std::vector<TensorIr> host_inputs;
+  // What the replay hands to the message's outputs, in order (an entity may come twice, or be an input's).
+  std::vector<EntityId> outputs;
+  // Random ops (by their output) whose seeds each replay brings: 8 bytes each, in this order,
+  // after the host inputs' values in the message's host_data.
+  std::vector<EntityId> reseeded;
   // The entities from outside the pass that its messages read (weights), kept alive while a
   // replay may still run: type-erased handles, as ops/ knows no tensors.
   std::vector<std::shared_ptr<void>> outside;

@@ -32,20 +32,25 @@ std::vector<std::string> Adam::slot_names() const {
   return {"exp_avg", "exp_avg_sq"};
 }
 
+// -lr / (1 - b1^t), sqrt(1 - b2^t), and AdamW's 1 - lr * weight_decay.
+std::vector<double> Adam::step_numbers(const UpdateContext& ctx) const {
+  const double t = static_cast<double>(ctx.step);
+  std::vector<double> numbers{-(ctx.lr / (1 - std::pow(o_.beta1, t))), std::sqrt(1 - std::pow(o_.beta2, t))};
+  if (decoupled_ && ctx.weight_decay != 0) numbers.push_back(1 - ctx.lr * ctx.weight_decay);
+  return numbers;
+}
+
 Tensor Adam::update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad, std::vector<Tensor>& slots) const {
   Tensor g = grad;
   if (ctx.weight_decay != 0) {
-    if (decoupled_) param = std::move(param) * (1 - ctx.lr * ctx.weight_decay);
+    if (decoupled_) param = std::move(param) * ctx.number(2);
     else g = grad + param * ctx.weight_decay;
   }
-  const double t = static_cast<double>(ctx.step);
-  const double step_size = ctx.lr / (1 - std::pow(o_.beta1, t));
-  const double correction2_sqrt = std::sqrt(1 - std::pow(o_.beta2, t));
   slots[0] = std::move(slots[0]) * o_.beta1 + g * (1 - o_.beta1);
   slots[1] = std::move(slots[1]) * o_.beta2 + g * g * (1 - o_.beta2);
   if (o_.amsgrad) slots[2] = maximum(std::move(slots[2]), slots[1]);
-  Tensor denom = sqrt(o_.amsgrad ? slots[2] : slots[1]) / correction2_sqrt + o_.eps;
-  Tensor step = slots[0] / std::move(denom) * -step_size;
+  Tensor denom = sqrt(o_.amsgrad ? slots[2] : slots[1]) / ctx.number(1) + o_.eps;
+  Tensor step = slots[0] / std::move(denom) * ctx.number(0);
   return std::move(param) + std::move(step);
 }
 

@@ -29,6 +29,8 @@ std::vector<std::string> Rmsprop::slot_names() const {
 
 // square_avg = a sq + (1 - a) g^2; centered: avg = sqrt(sq - grad_avg^2), else sqrt(sq); then
 // p -= lr g / (avg + eps), or through a momentum buffer b = m b + g / (avg + eps).
+std::vector<double> Rmsprop::step_numbers(const UpdateContext& ctx) const { return {-ctx.lr}; }
+
 Tensor Rmsprop::update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad, std::vector<Tensor>& slots) const {
   const Tensor g = with_decay(grad, param, ctx.weight_decay);
   slots[0] = std::move(slots[0]) * o_.alpha + g * g * (1 - o_.alpha);
@@ -42,9 +44,9 @@ Tensor Rmsprop::update_parameter(const UpdateContext& ctx, Tensor param, const T
   }
   if (o_.momentum > 0) {
     slots[1] = std::move(slots[1]) * o_.momentum + g / std::move(avg);
-    return std::move(param) + slots[1] * -ctx.lr;
+    return std::move(param) + slots[1] * ctx.number(0);
   }
-  Tensor step = g / std::move(avg) * -ctx.lr;
+  Tensor step = g / std::move(avg) * ctx.number(0);
   return std::move(param) + std::move(step);
 }
 
@@ -63,12 +65,16 @@ std::vector<Tensor> Adagrad::initial_slots(const Tensor& param) const {
   return {full_like(param, o_.initial_accumulator_value)};
 }
 
+// -lr / (1 + (t - 1) lr_decay)
+std::vector<double> Adagrad::step_numbers(const UpdateContext& ctx) const {
+  return {-(ctx.lr / (1 + static_cast<double>(ctx.step - 1) * o_.lr_decay))};
+}
+
 // sum += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps).
 Tensor Adagrad::update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad, std::vector<Tensor>& slots) const {
   const Tensor g = with_decay(grad, param, ctx.weight_decay);
-  const double clr = ctx.lr / (1 + static_cast<double>(ctx.step - 1) * o_.lr_decay);
   slots[0] = std::move(slots[0]) + g * g;
-  Tensor step = g / (sqrt(slots[0]) + o_.eps) * -clr;
+  Tensor step = g / (sqrt(slots[0]) + o_.eps) * ctx.number(0);
   return std::move(param) + std::move(step);
 }
 
@@ -83,12 +89,14 @@ std::vector<std::string> Adadelta::slot_names() const { return {"square_avg", "a
 
 // sq = rho sq + (1 - rho) g^2; delta = sqrt(acc + eps) / sqrt(sq + eps) * g;
 // acc = rho acc + (1 - rho) delta^2; p -= lr delta.
+std::vector<double> Adadelta::step_numbers(const UpdateContext& ctx) const { return {-ctx.lr}; }
+
 Tensor Adadelta::update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad, std::vector<Tensor>& slots) const {
   const Tensor g = with_decay(grad, param, ctx.weight_decay);
   slots[0] = std::move(slots[0]) * o_.rho + g * g * (1 - o_.rho);
   const Tensor delta = sqrt(slots[1] + o_.eps) / sqrt(slots[0] + o_.eps) * g;
   slots[1] = std::move(slots[1]) * o_.rho + delta * delta * (1 - o_.rho);
-  return std::move(param) + delta * -ctx.lr;
+  return std::move(param) + delta * ctx.number(0);
 }
 
 }  // namespace kiln::optim

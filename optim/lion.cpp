@@ -15,9 +15,16 @@ Lion::Lion(LionOptions options) : Optimizer(options.lr, options.weight_decay), o
 
 std::vector<std::string> Lion::slot_names() const { return {"exp_avg"}; }
 
+// -lr, and 1 - lr * weight_decay with weight decay.
+std::vector<double> Lion::step_numbers(const UpdateContext& ctx) const {
+  std::vector<double> numbers{-ctx.lr};
+  if (ctx.weight_decay != 0) numbers.push_back(1 - ctx.lr * ctx.weight_decay);
+  return numbers;
+}
+
 Tensor Lion::update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad, std::vector<Tensor>& slots) const {
-  if (ctx.weight_decay != 0) param = std::move(param) * (1 - ctx.lr * ctx.weight_decay);
-  Tensor step = sign(slots[0] * o_.beta1 + grad * (1 - o_.beta1)) * -ctx.lr;
+  if (ctx.weight_decay != 0) param = std::move(param) * ctx.number(1);
+  Tensor step = sign(slots[0] * o_.beta1 + grad * (1 - o_.beta1)) * ctx.number(0);
   slots[0] = std::move(slots[0]) * o_.beta2 + grad * (1 - o_.beta2);
   return std::move(param) + std::move(step);
 }

@@ -6,4 +6,5 @@
 #include "kiln/optim/lr_scheduler.h"
 #include "kiln/optim/optimizer.h"
 #include "kiln/optim/optimizers.h"
+#include "kiln/optim/recorded_step.h"
 #include "kiln/optim/state.h"

@@ -73,23 +73,36 @@ void Optimizer::check_step(double lr, const nn::Module& module, const Gradients&
   }
 }
 
-void Optimizer::apply_step(double lr, nn::Module& module, const Gradients& grads) {
+UpdateContext Optimizer::context_of(double lr, const std::string& path, const Tensor& value, std::int64_t step) const {
+  const ParamGroup* group = group_of(path, value);
+  UpdateContext ctx;
+  ctx.lr = lr * (group ? group->lr_scale : 1.0);
+  ctx.weight_decay = group && group->weight_decay ? *group->weight_decay : weight_decay_;
+  ctx.step = step;
+  ctx.path = &path;
+  return ctx;
+}
+
+void Optimizer::apply_step(double lr, nn::Module& module, const Gradients& grads, const RecordedNumbers* recorded) {
   TrainableParameters params;
   module.visit(params);
   // No op of the update is recorded: the new values are leaves of the next forward pass.
   const NoGradGuard no_grad;
   ++steps_;
+  std::vector<StepNumber> numbers;
   for (const auto& [path, p] : params.found) {
     if (!grads.contains(p->value())) continue;
-    const ParamGroup* group = group_of(path, p->value());
     ParamState& st = params_[path];
     if (st.slots.empty()) st.slots = initial_slots(p->value());
     ++st.step;
-    UpdateContext ctx;
-    ctx.lr = lr * (group ? group->lr_scale : 1.0);
-    ctx.weight_decay = group && group->weight_decay ? *group->weight_decay : weight_decay_;
-    ctx.step = st.step;
-    ctx.path = &path;
+    UpdateContext ctx = context_of(lr, path, p->value(), st.step);
+    if (recorded) {
+      numbers = (*recorded)(path, ctx);
+    } else {
+      numbers.clear();
+      for (double v : step_numbers(ctx)) numbers.emplace_back(v);
+    }
+    ctx.numbers = &numbers;
     const Tensor grad = grads.get(p->value());
     p->set(update_parameter(ctx, p->take(), grad, st.slots));
   }

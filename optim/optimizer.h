@@ -25,6 +25,7 @@
 
 #include "kiln/nn/module.h"
 #include "kiln/optim/state.h"
+#include "kiln/optim/step_number.h"
 
 namespace kiln::optim {
 
@@ -46,6 +47,9 @@ struct UpdateContext {
   double weight_decay = 0.0;
   std::int64_t step = 0;  // this parameter's updates so far, this one included (1 on the first)
   const std::string* path = nullptr;
+  // Optimizer::step_numbers of this context, as the update's ops take them (optim/step_number.h).
+  const std::vector<StepNumber>* numbers = nullptr;
+  const StepNumber& number(std::size_t k) const { return (*numbers)[k]; }
 };
 
 class Optimizer {
@@ -90,6 +94,11 @@ class Optimizer {
 
   virtual const char* name() const = 0;
 
+  // Whether its steps can be recorded (optim/recorded_step.h): its update takes every value that
+  // changes from step to step from ctx.number(k), none from ctx.lr or ctx.step. kiln's own
+  // optimizers can; one of a user's says so by overriding this and step_numbers.
+  virtual bool recordable() const { return false; }
+
  protected:
   Optimizer(double lr, double weight_decay);
 
@@ -102,20 +111,31 @@ class Optimizer {
   // and returns the new value, leaving the new slots in `slots`.
   virtual Tensor update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad,
                                   std::vector<Tensor>& slots) const = 0;
+  // The numbers of a parameter's update that change from step to step, computed on the host
+  // from ctx.lr, ctx.step and ctx.weight_decay at every step, eager or recorded; the update
+  // reads them as ctx.number(k) (SGD: -lr; Adam: -lr / (1 - beta1^t) and sqrt(1 - beta2^t)).
+  virtual std::vector<double> step_numbers(const UpdateContext& ctx) const { return {}; }
 
   // "Adam: beta1 must be in [0, 1), got 1.5" style checks for the options.
   void check_option(bool ok, const std::string& what) const;
 
  private:
+  friend class RecordedStep;  // replays steps: reads and replaces the moments and counts below
+
   struct ParamState {
     std::int64_t step = 0;
     std::vector<Tensor> slots;
   };
+  // A recorded step's numbers of one parameter's update: 0-d tensors that each replay fills.
+  using RecordedNumbers = std::function<std::vector<StepNumber>(const std::string& path, const UpdateContext& ctx)>;
 
   // Learning rate, gradient shapes and devices, the saved moments against the parameters.
   void check_step(double lr, const nn::Module& module, const Gradients& grads) const;
-  void apply_step(double lr, nn::Module& module, const Gradients& grads);
+  // `recorded`: where the numbers come from while a step is recorded (else step_numbers' doubles).
+  void apply_step(double lr, nn::Module& module, const Gradients& grads, const RecordedNumbers* recorded = nullptr);
   const ParamGroup* group_of(const std::string& path, const Tensor& value) const;
+  // The context of `path`'s update number `step` at learning rate `lr`.
+  UpdateContext context_of(double lr, const std::string& path, const Tensor& value, std::int64_t step) const;
 
   double lr_;
   double weight_decay_;

@@ -19,6 +19,7 @@ struct SgdOptions {
 class Sgd : public Optimizer {
  public:
   explicit Sgd(SgdOptions options = {});
+  bool recordable() const override { return true; }
   const char* name() const override { return "SGD"; }
   const SgdOptions& options() const { return o_; }
 
@@ -27,6 +28,7 @@ class Sgd : public Optimizer {
   std::vector<Tensor> initial_slots(const Tensor& param) const override;
   Tensor update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad,
                           std::vector<Tensor>& slots) const override;
+  std::vector<double> step_numbers(const UpdateContext& ctx) const override;
 
  private:
   SgdOptions o_;
@@ -52,6 +54,7 @@ class Adam : public Optimizer {
  public:
   using Options = AdamOptions;
   explicit Adam(AdamOptions options = {});
+  bool recordable() const override { return true; }
   const char* name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   const AdamOptions& options() const { return o_; }
 
@@ -60,6 +63,7 @@ class Adam : public Optimizer {
   std::vector<std::string> slot_names() const override;
   Tensor update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad,
                           std::vector<Tensor>& slots) const override;
+  std::vector<double> step_numbers(const UpdateContext& ctx) const override;
 
  private:
   AdamOptions o_;
@@ -87,12 +91,14 @@ struct RmspropOptions {
 class Rmsprop : public Optimizer {
  public:
   explicit Rmsprop(RmspropOptions options = {});
+  bool recordable() const override { return true; }
   const char* name() const override { return "RMSprop"; }
 
  protected:
   std::vector<std::string> slot_names() const override;
   Tensor update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad,
                           std::vector<Tensor>& slots) const override;
+  std::vector<double> step_numbers(const UpdateContext& ctx) const override;
 
  private:
   RmspropOptions o_;
@@ -110,6 +116,7 @@ struct AdagradOptions {
 class Adagrad : public Optimizer {
  public:
   explicit Adagrad(AdagradOptions options = {});
+  bool recordable() const override { return true; }
   const char* name() const override { return "Adagrad"; }
 
  protected:
@@ -117,6 +124,7 @@ class Adagrad : public Optimizer {
   std::vector<Tensor> initial_slots(const Tensor& param) const override;
   Tensor update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad,
                           std::vector<Tensor>& slots) const override;
+  std::vector<double> step_numbers(const UpdateContext& ctx) const override;
 
  private:
   AdagradOptions o_;
@@ -133,12 +141,14 @@ struct AdadeltaOptions {
 class Adadelta : public Optimizer {
  public:
   explicit Adadelta(AdadeltaOptions options = {});
+  bool recordable() const override { return true; }
   const char* name() const override { return "Adadelta"; }
 
  protected:
   std::vector<std::string> slot_names() const override;
   Tensor update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad,
                           std::vector<Tensor>& slots) const override;
+  std::vector<double> step_numbers(const UpdateContext& ctx) const override;
 
  private:
   AdadeltaOptions o_;
@@ -155,12 +165,14 @@ struct LionOptions {
 class Lion : public Optimizer {
  public:
   explicit Lion(LionOptions options = {});
+  bool recordable() const override { return true; }
   const char* name() const override { return "Lion"; }
 
  protected:
   std::vector<std::string> slot_names() const override;
   Tensor update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad,
                           std::vector<Tensor>& slots) const override;
+  std::vector<double> step_numbers(const UpdateContext& ctx) const override;
 
  private:
   LionOptions o_;

@@ -24,6 +24,8 @@ std::vector<std::string> Sgd::slot_names() const {
 // The buffer is made from the first gradient, not zeros.
 std::vector<Tensor> Sgd::initial_slots(const Tensor&) const { return std::vector<Tensor>(slot_names().size()); }
 
+std::vector<double> Sgd::step_numbers(const UpdateContext& ctx) const { return {-ctx.lr}; }
+
 Tensor Sgd::update_parameter(const UpdateContext& ctx, Tensor param, const Tensor& grad, std::vector<Tensor>& slots) const {
   Tensor d = ctx.weight_decay != 0 ? grad + param * ctx.weight_decay : grad;
   if (o_.momentum != 0) {
@@ -31,7 +33,7 @@ Tensor Sgd::update_parameter(const UpdateContext& ctx, Tensor param, const Tenso
     buf = buf.defined() ? std::move(buf) * o_.momentum + d * (1 - o_.dampening) : d;
     d = o_.nesterov ? d + buf * o_.momentum : buf;
   }
-  return std::move(param) + std::move(d) * -ctx.lr;
+  return std::move(param) + std::move(d) * ctx.number(0);
 }
 
 }  // namespace kiln::optim

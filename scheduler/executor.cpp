@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <iterator>
 
 #include "kiln/base/log.h"
@@ -381,6 +382,29 @@ void Executor::run_read(OpIr& op) {
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
 }
 
+namespace {
+
+// What the executor keeps in a recorded pass (RecordedOps::plan): the plan of its messages and
+// where the random ops whose seeds each replay brings sit among them.
+struct RecordedPlan {
+  Plan plan;
+  std::vector<std::size_t> reseeded;
+};
+
+// The messages of pass.reseeded's random ops, found by their outputs (after decomposition).
+std::vector<std::size_t> reseeded_ops(const RecordedOps& pass) {
+  std::vector<std::size_t> at;
+  for (EntityId id : pass.reseeded) {
+    std::size_t i = 0;
+    while (i < pass.ops.size() && (pass.ops[i].outputs.empty() || pass.ops[i].outputs[0].id != id)) ++i;
+    KILN_CHECK(i < pass.ops.size(), "recorded pass", "a random op whose seed each replay brings was rewritten (internal error)");
+    at.push_back(i);
+  }
+  return at;
+}
+
+}  // namespace
+
 void Executor::run_recorded(OpIr& op) {
   RecordedOps& pass = *op.recorded;
   // The pass's entities are the same at every replay, so its steps run in order, never as
@@ -393,26 +417,66 @@ void Executor::run_recorded(OpIr& op) {
     bool value;
     ~Restore() { flag = value; }
   } restore{overlapping_, overlapping};
+  // Every entity of the pass, so that none outlives this replay (the next would find it).
+  auto erase_pass_entities = [&] {
+    for (const OpIr& o : pass.ops)
+      for (const TensorIr& t : o.outputs) slots_.erase(t.id);
+    for (EntityId id : pass.inputs) slots_.erase(id);
+    for (const TensorIr& t : pass.host_inputs) slots_.erase(t.id);
+  };
+  auto fail = [&](std::exception_ptr error) {
+    erase_pass_entities();
+    for (const TensorIr& in : op.inputs)
+      if (in.status == TensorStatus::ReadWrite) slots_.erase(in.id);
+    fail_outputs(op.outputs, std::move(error));
+  };
 
-  const Slot* in = find(op.inputs[0].id);
-  if (!in || in->error) {
-    fail_outputs(
-        op.outputs,
-        in ? in->error : std::make_exception_ptr(Error("recorded pass", "input entity is unknown (internal error)")));
-    return;
+  for (const TensorIr& in : op.inputs) {
+    const Slot* s = find(in.id);
+    if (!s) return fail(std::make_exception_ptr(Error("recorded pass", "input entity is unknown (internal error)")));
+    if (s->error) return fail(s->error);
   }
-  // The caller's input stands in for the one recorded; sharing its buffer, no step can take it
-  // over (in place needs a buffer of one owner).
-  slots_[pass.input] = Slot{in->buffer, nullptr, in->checks, nullptr};
-  if (!pass.plan) {
-    // Decomposed once, with the plan: every replay runs the same messages.
-    std::vector<OpIr> native;
-    if (native_ops(pass.ops, native).data() == native.data()) pass.ops = std::move(native);
-    auto plan = std::make_shared<Plan>();
-    planner_.plan(pass.ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), *plan);
-    pass.plan = std::move(plan);
+  // The caller's inputs stand in for the ones recorded. One handed over (ReadWrite) moves in
+  // whole, so a step the recording handed the stand-in to may write its buffer in place; one
+  // the caller keeps shares its buffer, which no step can then take over (in place needs a
+  // buffer of one owner).
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+    auto it = slots_.find(op.inputs[i].id);
+    Slot in = op.inputs[i].status == TensorStatus::ReadWrite ? std::move(it->second)
+                                                             : Slot{it->second.buffer, nullptr, it->second.checks, nullptr};
+    if (op.inputs[i].status == TensorStatus::ReadWrite) slots_.erase(it);
+    slots_[pass.inputs[i]] = std::move(in);
   }
-  Plan& plan = *static_cast<Plan*>(pass.plan.get());
+  try {
+    if (!pass.plan) {
+      // Decomposed once, with the plan: every replay runs the same messages.
+      std::vector<OpIr> native;
+      if (native_ops(pass.ops, native).data() == native.data()) pass.ops = std::move(native);
+      auto plan = std::make_shared<RecordedPlan>();
+      planner_.plan(pass.ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), plan->plan);
+      plan->reseeded = reseeded_ops(pass);
+      pass.plan = std::move(plan);
+    }
+    const RecordedPlan& recorded = *static_cast<const RecordedPlan*>(pass.plan.get());
+    // Host inputs: the message's bytes, one value after the other; then the random ops' seeds
+    // (creation ops run unfused, from their own message).
+    std::size_t offset = 0;
+    for (const TensorIr& h : pass.host_inputs) {
+      BufferPtr buffer = device_.memory().allocate(h.bytes());
+      device_.write(*buffer, op.host_data.get() + offset, h.bytes());
+      offset += h.bytes();
+      slots_[h.id] = Slot{std::move(buffer), nullptr, nullptr, nullptr};
+    }
+    for (std::size_t index : recorded.reseeded) {
+      std::memcpy(&pass.ops[index].attrs.seed, op.host_data.get() + offset, sizeof(std::uint64_t));
+      offset += sizeof(std::uint64_t);
+    }
+  } catch (const Error&) {
+    return fail(std::current_exception());
+  } catch (const std::exception& e) {
+    return fail(std::make_exception_ptr(Error("recorded pass", e.what())));
+  }
+  Plan& plan = static_cast<RecordedPlan*>(pass.plan.get())->plan;
   const trace::Span span("recorded pass", "scheduler");
   try {
     for (const PlanStep& step : plan.steps) {
@@ -422,25 +486,21 @@ void Executor::run_recorded(OpIr& op) {
         run_one(pass.ops[step.index]);
     }
   } catch (...) {
-    // Out of the ordinary (the steps report their own failures in their outputs): none of the
-    // pass's entities may outlive this replay, or the next would find them.
-    for (const OpIr& o : pass.ops)
-      for (const TensorIr& t : o.outputs) slots_.erase(t.id);
-    slots_.erase(pass.input);
-    fail_outputs(op.outputs, std::current_exception());
-    return;
+    // Out of the ordinary (the steps report their own failures in their outputs).
+    return fail(std::current_exception());
   }
   counters_.passes_replayed.fetch_add(1, std::memory_order_relaxed);
-  slots_.erase(pass.input);
-  auto result = slots_.find(pass.output);
-  if (result == slots_.end()) {
-    fail_outputs(op.outputs,
-                 std::make_exception_ptr(Error("recorded pass", "the pass left no result (internal error)")));
-    return;
+  // Each output takes its slot; one named twice, or an input's, is shared.
+  for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+    const Slot* result = find(pass.outputs[k]);
+    Slot value = result ? Slot{result->buffer, result->error, result->checks, nullptr}
+                        : Slot{nullptr, std::make_exception_ptr(Error("recorded pass", "the pass left no result (internal error)")),
+                               nullptr, nullptr};
+    slots_[op.outputs[k].id] = std::move(value);
   }
-  Slot value = std::move(result->second);
-  slots_.erase(result);
-  slots_[op.outputs[0].id] = std::move(value);
+  for (EntityId id : pass.outputs) slots_.erase(id);
+  for (EntityId id : pass.inputs) slots_.erase(id);
+  for (const TensorIr& t : pass.host_inputs) slots_.erase(t.id);
 }
 
 void Executor::fail_outputs(std::span<const TensorIr> outputs, std::exception_ptr error) {

@@ -6,6 +6,11 @@
 
 namespace kiln::train {
 
+void clip_gradients(Gradients& grads, const nn::Module& model, const ClipOptions& clip) {
+  if (clip.max_value) optim::clip_grad_value(grads, model, *clip.max_value);
+  if (clip.max_norm) optim::clip_grad_norm(grads, model, *clip.max_norm, clip.norm_type);
+}
+
 void GradientUpdate::add(Gradients grads) {
   if (batches_ == 0)
     sum_ = std::move(grads);
@@ -24,8 +29,7 @@ Gradients GradientUpdate::take(const nn::Module& model) {
     for (const Tensor& p : model.parameters(/*trainable_only=*/true))
       if (grads.contains(p)) grads.set(p, mul(grads.get(p), scale));
   }
-  if (clip_.max_value) optim::clip_grad_value(grads, model, *clip_.max_value);
-  if (clip_.max_norm) optim::clip_grad_norm(grads, model, *clip_.max_norm, clip_.norm_type);
+  clip_gradients(grads, model, clip_);
   return grads;
 }
 

@@ -19,6 +19,9 @@ struct ClipOptions {
   std::optional<double> max_value{};  // optim::clip_grad_value, applied before the norm
 };
 
+// Clips `grads` as `clip` says (by value first, then by norm): ops only, nothing waits.
+void clip_gradients(Gradients& grads, const nn::Module& model, const ClipOptions& clip);
+
 class GradientUpdate {
  public:
   explicit GradientUpdate(ClipOptions clip = {}) : clip_(clip) {}

@@ -36,11 +36,14 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <type_traits>
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/data/loader.h"
 #include "kiln/train/gradient_update.h"
 #include "kiln/train/learner_core.h"
+#include "kiln/train/recorded_batch_step.h"
 #include "kiln/train/step.h"
 
 namespace kiln::train {
@@ -110,6 +113,7 @@ class Learner {
     KILN_CHECK(!valid || valid_step_, "Learner", "a validation loader needs a validation step");
     update_ = GradientUpdate(clip_options(core_.options()));
     Progress at = core_.begin_run(model_, train.num_batches(), valid ? valid->num_batches() : 0);
+    recorded_ = recorded_step();
     while (at.epoch < core_.options().epochs) {
       model_.train();
       core_.begin_phase(Phase::train, at.epoch);
@@ -159,6 +163,12 @@ class Learner {
       core_.after_train_step(r.output, true);
       return true;
     }
+    if (recorded_) {
+      if (std::optional<StepOutput> out = recorded_->run(batch, core_.schedule().lr())) {
+        core_.after_train_step(*out, true);
+        return true;
+      }
+    }
     const StepOutput out = step_(model_, batch);
     update_.add(backward(out.loss));
     const bool ends = core_.ends_group(batch_index);
@@ -170,12 +180,27 @@ class Learner {
     return ends;
   }
 
+  // The recorded step (options.record_steps), where the step allows one: a loss-returning step on
+  // data::Batch, one batch an update.
+  std::unique_ptr<RecordedBatchStep> recorded_step() {
+    if constexpr (std::is_same_v<BatchT, data::Batch>) {
+      const LearnerOptions& o = core_.options();
+      if (!step_ || !o.record_steps || o.accumulate_grad_batches != 1) return nullptr;
+      if (!RecordedBatchStep::possible(core_.optimizer())) return nullptr;
+      return std::make_unique<RecordedBatchStep>(
+          model_, core_.optimizer(), [this](const data::Batch& b) { return step_(model_, b); }, clip_options(o));
+    } else {
+      return nullptr;
+    }
+  }
+
   M model_;
   Step step_;             // the loss-returning form's
   TrainStep train_step_;  // the full-control form's
   Step valid_step_;
   GradientUpdate update_;
   LearnerCore core_;
+  std::unique_ptr<RecordedBatchStep> recorded_;  // during fit(), see recorded_step()
 };
 
 // `Learner learner(model, optimizer, schedule, lambda, options)`, `Learner learner(model, optimizer,

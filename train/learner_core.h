@@ -60,6 +60,13 @@ struct LearnerOptions {
   std::optional<double> clip_grad_norm{};
   double clip_norm_type = 2.0;
   std::optional<double> clip_grad_value{};
+  // A loss-returning step on data::Batch without accumulation is recorded once per batch shape
+  // (forward, backward, clipping and the update: optim::RecordedStep) and replayed as one message
+  // a batch, with the same results bit for bit (Dropout's masks included). Off: every batch steps
+  // eagerly, as it also does when the step cannot be recorded (it reads a value, the optimizer
+  // is not recordable). The step function then runs once per batch shape, not once per batch:
+  // turn this off for a step that does more than ops (counts its calls, requests a stop).
+  bool record_steps = true;
   std::filesystem::path report{};  // the HTML report written when the run ends (empty: none)
   std::string name = "training";
   DashboardMode dashboard = DashboardMode::automatic;
