@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kiln/base/log.h"
+#include "kiln/devices/vulkan/vk_matmul.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::vk {
