@@ -11,6 +11,7 @@ const RuleTable& backward_rules() {
     register_layout_rules(t);
     register_conv_rules(t);
     register_index_rules(t);
+    register_norm_rules(t);
     return t;
   }();
   return table;

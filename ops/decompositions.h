@@ -9,6 +9,8 @@
 //   conv                              ->  unfold + matmul (+ add of the bias)
 //   conv_input_grad                   ->  matmul (weight transposed) + fold
 //   conv_weight_grad                  ->  unfold + matmul (columns transposed) + sum over the batch
+//   batch_norm                        ->  mean, var over all dims but the channels + elementwise ops
+//   batch_norm_backward               ->  mean, var, sums over all dims but the channels + elementwise
 //
 // A rule's messages come in order and the last one writes the op's own outputs. An entity made
 // in between takes its id from `next_id` (a range of the executor's own, apart from the engine's)
