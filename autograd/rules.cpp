@@ -12,6 +12,7 @@ const RuleTable& backward_rules() {
     register_conv_rules(t);
     register_pool_rules(t);
     register_index_rules(t);
+    register_norm_rules(t);
     return t;
   }();
   return table;

@@ -57,6 +57,7 @@ void register_layout_rules(RuleTable& t);
 void register_index_rules(RuleTable& t);
 void register_conv_rules(RuleTable& t);
 void register_pool_rules(RuleTable& t);
+void register_norm_rules(RuleTable& t);
 
 // Shared helpers for rules.
 // Sums `grad` over the dims that broadcasting added or expanded, back to `shape`.

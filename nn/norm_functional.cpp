@@ -1,10 +1,13 @@
 // Layer, group, instance, RMS and batch normalization: mean and (biased) variance over the
 // normalized dims, then an optional per-element or per-channel scale and shift. Every
-// normalization shares normalize() below; they differ only in which dims they reduce.
+// normalization shares normalize() below; they differ only in which dims they reduce. Batch
+// normalization in training mode is the exception: one op of its own (ops/norm.cpp), whose
+// kernel makes the statistics and the normalization in one read of x.
 #include <cfloat>
 #include <string>
 
 #include "kiln/autograd/autograd.h"
+#include "kiln/engine/submit.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/functional_detail.h"
 
@@ -122,24 +125,27 @@ BatchNormResult batch_norm(Tensor x, Tensor running_mean, Tensor running_var, Te
     return {std::move(y), std::move(running_mean), std::move(running_var)};
   }
 
-  Dims dims{0};
-  for (int d = 2; d < r; ++d) dims.push_back(d);
   const std::int64_t count = channels == 0 ? 0 : x.numel() / channels;
   KILN_CHECK(count > 1, op, "expected more than 1 value per channel when training, got input " + x.shape().str());
-  Tensor batch_mean = mean(x, dims, true);
-  Tensor batch_var = var(x, dims, 0.0, true);
-  Tensor y = mul(sub(std::move(x), batch_mean), rsqrt(add(batch_var, eps)));
-  y = channel_affine(std::move(y), std::move(weight), std::move(bias));
+  // One batch_norm op (ops/norm.cpp): the statistics and the normalization in one kernel, and
+  // one batch_norm_backward op for the gradient. It takes weight and bias of x's dtype.
+  const TensorOptions like{x.dtype(), x.device()};
+  auto as_x = [&](Tensor t) { return t.dtype() == like.dtype ? t : cast(std::move(t), like.dtype); };
+  weight = weight.defined() ? as_x(std::move(weight)) : ones(Shape{channels}, like);
+  bias = bias.defined() ? as_x(std::move(bias)) : zeros(Shape{channels}, like);
+  OpAttrs attrs;
+  attrs.scalar = eps;
+  Tensor operands[3] = {std::move(x), std::move(weight), std::move(bias)};
+  std::vector<Tensor> out = kiln::detail::submit(OpKind::batch_norm, operands, 3, attrs, like.device);
+  Tensor y = std::move(out[0]);
   if (!running_mean.defined()) return {std::move(y), Tensor{}, Tensor{}};
 
   // The running statistics are buffers, not part of the graph: torch updates them in place
   // under no_grad, with the unbiased variance.
   NoGradGuard no_grad;
   const double unbiased = static_cast<double>(count) / static_cast<double>(count - 1);
-  Tensor new_mean =
-      add(mul(std::move(running_mean), 1.0 - momentum), mul(reshape(detach(batch_mean), {channels}), momentum));
-  Tensor new_var = add(mul(std::move(running_var), 1.0 - momentum),
-                       mul(reshape(detach(batch_var), {channels}), momentum * unbiased));
+  Tensor new_mean = add(mul(std::move(running_mean), 1.0 - momentum), mul(detach(out[1]), momentum));
+  Tensor new_var = add(mul(std::move(running_var), 1.0 - momentum), mul(detach(out[2]), momentum * unbiased));
   return {std::move(y), std::move(new_mean), std::move(new_var)};
 }
 

@@ -3,6 +3,7 @@
 // the rewrite over to its last reader.
 #include "kiln/ops/decompositions.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <limits>
 
@@ -37,17 +38,21 @@ class Rewrite {
     a.ints = std::move(shape);
     return emit(OpKind::reshape, {t}, std::move(a));
   }
-  // The last message, which writes the op's own outputs.
+  // A message that writes the op's own output k (of an op with several, such as batch_norm's
+  // statistics); returns it, for later messages to read.
+  TensorIr output(std::size_t k, OpKind kind, std::initializer_list<TensorIr> inputs, OpAttrs attrs = {}) {
+    message(kind, inputs, std::move(attrs)).outputs.push_back(op_.outputs[k]);
+    written_ |= 1u << k;
+    return op_.outputs[k];
+  }
+  // The last message, which writes the op's own outputs (those no output() call wrote).
   void finish(OpKind kind, std::initializer_list<TensorIr> inputs, OpAttrs attrs = {}) {
-    message(kind, inputs, std::move(attrs)).outputs = op_.outputs;
+    OpIr& m = message(kind, inputs, std::move(attrs));
+    for (std::size_t k = 0; k < op_.outputs.size(); ++k)
+      if (!(written_ >> k & 1u)) m.outputs.push_back(op_.outputs[k]);
     hand_over();
   }
-  // For an op of several outputs: a message that writes its output i; done() after the last.
-  void output(std::size_t i, OpKind kind, std::initializer_list<TensorIr> inputs, OpAttrs attrs = {}) {
-    TensorList& outs = message(kind, inputs, std::move(attrs)).outputs;
-    outs.clear();
-    outs.push_back(op_.outputs[i]);
-  }
+  // After output() wrote every output of the op (no finish()): hands over what ends inside.
   void done() { hand_over(); }
 
  private:
@@ -104,6 +109,7 @@ class Rewrite {
   EntityId& next_id_;
   std::vector<OpIr>& out_;
   std::size_t first_;
+  std::uint32_t written_ = 0;  // the op's outputs that output() wrote
 };
 
 std::int64_t product(const Ints& v) {
@@ -443,6 +449,58 @@ void avg_pool_grad(const OpIr& op, Rewrite& r) {
     image = r.emit(OpKind::cast, {image}, std::move(back));
   }
   r.finish(OpKind::reshape, {image}, dims_attrs(dx.to_vector()));
+// The dims a batch norm reduces (all but the channels, dim 1), as a reduction's attrs.
+OpAttrs over_channels(const TensorIr& x, double correction = 0.0) {
+  OpAttrs a;
+  a.ints.push_back(0);
+  for (int d = 2; d < x.shape.rank(); ++d) a.ints.push_back(d);
+  a.scalar = correction;  // var's
+  return a;
+}
+OpAttrs scalar_rhs(double v) {
+  OpAttrs a;
+  a.scalar = v;
+  a.scalar_side = ScalarSide::Rhs;
+  return a;
+}
+// [C] -> [1, C, 1, ...] against x.
+TensorIr per_channel(Rewrite& r, const TensorIr& t, const TensorIr& x) {
+  Ints shape(static_cast<std::size_t>(x.shape.rank()), 1);
+  shape[1] = x.shape[1];
+  return r.reshape(t, std::move(shape));
+}
+
+// batch_norm: the batch's mean and biased variance per channel, then
+// y = (x - mean) * rsqrt(var + eps) * weight + bias.
+void batch_norm(const OpIr& op, Rewrite& r) {
+  const TensorIr &x = op.inputs[0], &w = op.inputs[1], &b = op.inputs[2];
+  const double eps = op.attrs.scalar;
+  const TensorIr mean = r.output(1, OpKind::mean, {x}, over_channels(x));
+  const TensorIr var = r.output(2, OpKind::var, {x}, over_channels(x));
+  const TensorIr invstd = r.emit(OpKind::rsqrt, {r.emit(OpKind::add, {per_channel(r, var, x)}, scalar_rhs(eps))});
+  const TensorIr centered = r.emit(OpKind::sub, {x, per_channel(r, mean, x)});
+  const TensorIr scaled = r.emit(OpKind::mul, {r.emit(OpKind::mul, {centered, invstd}), per_channel(r, w, x)});
+  r.finish(OpKind::add, {scaled, per_channel(r, b, x)});
+}
+
+// batch_norm_backward, from the statistics of x again (M values per channel):
+// dbias = sum(dy), dweight = sum(dy * (x - mean)) * invstd and
+// dx = (dy - dbias / M - (x - mean) * invstd^2 * sum(dy * (x - mean)) / M) * invstd * weight.
+void batch_norm_backward(const OpIr& op, Rewrite& r) {
+  const TensorIr &dy = op.inputs[0], &x = op.inputs[1], &w = op.inputs[2];
+  const double eps = op.attrs.scalar, count = static_cast<double>(x.numel() / std::max<std::int64_t>(x.shape[1], 1));
+  const TensorIr mean = r.emit(OpKind::mean, {x}, over_channels(x));
+  const TensorIr invstd =
+      r.emit(OpKind::rsqrt, {r.emit(OpKind::add, {r.emit(OpKind::var, {x}, over_channels(x))}, scalar_rhs(eps))});
+  const TensorIr centered = r.emit(OpKind::sub, {x, per_channel(r, mean, x)});
+  const TensorIr dbias = r.output(2, OpKind::sum, {dy}, over_channels(x));
+  const TensorIr dot = r.emit(OpKind::sum, {r.emit(OpKind::mul, {dy, centered})}, over_channels(x));
+  r.output(1, OpKind::mul, {dot, invstd});
+  const TensorIr k = r.emit(OpKind::div, {r.emit(OpKind::mul, {dot, r.emit(OpKind::square, {invstd})})}, scalar_rhs(count));
+  const TensorIr mean_dy = r.emit(OpKind::div, {dbias}, scalar_rhs(count));
+  const TensorIr centered_dy = r.emit(OpKind::sub, {dy, per_channel(r, mean_dy, x)});
+  const TensorIr projected = r.emit(OpKind::sub, {centered_dy, r.emit(OpKind::mul, {centered, per_channel(r, k, x)})});
+  r.finish(OpKind::mul, {projected, per_channel(r, r.emit(OpKind::mul, {invstd, w}), x)});
 }
 
 }  // namespace decompositions
@@ -475,6 +533,12 @@ const char* decompose(const OpIr& op, EntityId& next_id, std::vector<OpIr>& out)
     case OpKind::avg_pool_grad:
       decompositions::avg_pool_grad(op, r);
       return "avg_pool_grad_as_fold";
+    case OpKind::batch_norm:
+      decompositions::batch_norm(op, r);
+      return "batch_norm_as_reductions";
+    case OpKind::batch_norm_backward:
+      decompositions::batch_norm_backward(op, r);
+      return "batch_norm_backward_as_reductions";
     default:
       return nullptr;
   }

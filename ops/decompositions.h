@@ -13,6 +13,8 @@
 //   avg_pool                          ->  unfold + sum / divisors (the windows of a plane of ones)
 //   max_pool_grad                     ->  scatter_add of dy into zeros at the indices
 //   avg_pool_grad                     ->  dy / divisors, expanded over the window, fold
+//   batch_norm                        ->  mean, var over all dims but the channels + elementwise ops
+//   batch_norm_backward               ->  mean, var, sums over all dims but the channels + elementwise
 //
 // A rule's messages come in order and the last one writes the op's own outputs. An entity made
 // in between takes its id from `next_id` (a range of the executor's own, apart from the engine's)

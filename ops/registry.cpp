@@ -16,6 +16,7 @@ constexpr OpFamily family_of(const char* f) {
   if (s == "layout") return OpFamily::layout;
   if (s == "index") return OpFamily::index;
   if (s == "conv") return OpFamily::conv;
+  if (s == "norm") return OpFamily::norm;
   return OpFamily::control;
 }
 }  // namespace
@@ -34,6 +35,7 @@ OpRegistry::OpRegistry() {
   register_index_ops(*this);
   register_conv_ops(*this);
   register_pool_ops(*this);
+  register_norm_ops(*this);
 }
 
 const OpRegistry& OpRegistry::get() {

@@ -10,7 +10,7 @@
 
 namespace kiln {
 
-enum class OpFamily : std::uint8_t { control, creation, unary, binary, ternary, reduce, linalg, layout, index, conv };
+enum class OpFamily : std::uint8_t { control, creation, unary, binary, ternary, reduce, linalg, layout, index, conv, norm };
 
 // Fills `outputs` (shape, dtype) from op.inputs and op.attrs; throws kiln::Error on bad input.
 using ShapeRule = void (*)(const OpIr& op, TensorList& outputs);
@@ -54,6 +54,7 @@ void register_layout_ops(OpRegistry& r);
 void register_index_ops(OpRegistry& r);
 void register_conv_ops(OpRegistry& r);
 void register_pool_ops(OpRegistry& r);  // ops/pool.cpp
+void register_norm_ops(OpRegistry& r);
 
 // Shared helpers for shape rules.
 std::string describe(const TensorIr& t);  // "f32[2, 3]"

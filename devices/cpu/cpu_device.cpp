@@ -33,6 +33,7 @@ cpu::KernelTable build_kernel_table() {
   cpu::register_conv_kernels(t);
   cpu::register_pool_kernels(t);
   cpu::register_index_kernels(t);
+  cpu::register_norm_kernels(t);
   return t;
 }
 

@@ -26,6 +26,7 @@ void register_layout_kernels(KernelTable& t);
 void register_conv_kernels(KernelTable& t);
 void register_pool_kernels(KernelTable& t);  // kernels_pool.cpp
 void register_index_kernels(KernelTable& t);
+void register_norm_kernels(KernelTable& t);
 
 // out = relu?(A @ B + bias) for a matmul message of a few rows, `bias` its last dim's n values,
 // where B is already packed for such products (packed_weights.h: the epilogue applied as the

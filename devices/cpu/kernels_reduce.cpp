@@ -24,6 +24,10 @@ namespace {
 template <class In, class Out, class R, class E>
 void reduce_kernel(const OpIr& op, const KernelArgs& a, const R& r, const E& e) {
   auto* y = static_cast<Storage<Out>*>(a.outputs[0]->data());
+  if (const ReduceLayout l = plan_reduce_layout(op.inputs[0].shape, reduced_dims(op)); l.split) {
+    const auto* x = static_cast<const Storage<In>*>(a.inputs[0]->data());
+    return reduce_split(r, PlainInput<Storage<In>>{}, e, x, y, l.reduced[0].size, l.kept[0].size, l.reduced[1].size);
+  }
   with_canonical_input<Storage<In>>(op, a, [&](const Storage<In>* x, const ReduceGeometry& g) {
     reduce_canonical(r, PlainInput<Storage<In>>{}, e, x, y, g);
   });
@@ -85,17 +89,16 @@ void truth_kernel(const OpIr& op, const KernelArgs& a) {
   }
 }
 
-// The f32 forms of sum, mean, prod, max and min on prologue p; the kernels above use the same
-// reducers and finishes.
-template <class P>
-void plain_f32(const OpIr& op, const P& p, const float* x, float* y, const ReduceGeometry& g) {
+// The f32 forms of sum, mean, prod, max and min on prologue p, as `run(reducer, finish)` runs
+// them; the kernels above use the same reducers and finishes.
+template <class Run>
+void plain_f32(const OpIr& op, const Run& run) {
   switch (op.kind) {
-    case OpKind::sum: return reduce_canonical(SumReducer<float>{}, p, StoreAs<float>{}, x, y, g);
-    case OpKind::mean:
-      return reduce_canonical(SumReducer<float>{}, p, DivideBy<float>{static_cast<double>(reduced_count(op))}, x, y, g);
-    case OpKind::prod: return reduce_canonical(ProdReducer<float>{}, p, StoreAs<float>{}, x, y, g);
-    case OpKind::max: return reduce_canonical(ExtremumReducer<float, true>{}, p, StoreAs<float>{}, x, y, g);
-    case OpKind::min: return reduce_canonical(ExtremumReducer<float, false>{}, p, StoreAs<float>{}, x, y, g);
+    case OpKind::sum: return run(SumReducer<float>{}, StoreAs<float>{});
+    case OpKind::mean: return run(SumReducer<float>{}, DivideBy<float>{static_cast<double>(reduced_count(op))});
+    case OpKind::prod: return run(ProdReducer<float>{}, StoreAs<float>{});
+    case OpKind::max: return run(ExtremumReducer<float, true>{}, StoreAs<float>{});
+    case OpKind::min: return run(ExtremumReducer<float, false>{}, StoreAs<float>{});
     default: throw Error(op_name(op.kind), "not a plain reduction (internal error)");
   }
 }
@@ -106,17 +109,24 @@ void reduce_from_source(const OpIr& op, const ReduceSource& source, float* y) {
   const bool statistic = op.kind == OpKind::var || op.kind == OpKind::std || op.kind == OpKind::logsumexp;
   if (op.kind == OpKind::softmax || op.kind == OpKind::log_softmax) return softmax_f32(op, &source, nullptr, y);
   const ReduceLayout layout = plan_reduce_layout(op.inputs[0].shape, reduced_dims(op));
+  const SourceInput pulled{&source};
   if (!layout.needs_gather) {
     if (statistic) return stats_f32(op, &source, nullptr, y, layout.geometry);
-    return plain_f32(op, SourceInput{&source}, nullptr, y, layout.geometry);
+    return plain_f32(op, [&](const auto& r, const auto& e) { reduce_canonical(r, pulled, e, nullptr, y, layout.geometry); });
   }
+  if (layout.split && !statistic)
+    return plain_f32(op, [&](const auto& r, const auto& e) {
+      reduce_split(r, pulled, e, nullptr, y, layout.reduced[0].size, layout.kept[0].size, layout.reduced[1].size);
+    });
   // Reduced dims that are not adjacent: the values are gathered into rows first anyway.
   std::vector<float> values(static_cast<std::size_t>(op.inputs[0].numel()));
   source.fill(0, values.data(), op.inputs[0].numel());
   std::vector<float> rows(values.size());
   gather_reduced_last(values.data(), rows.data(), layout);
   if (statistic) return stats_f32(op, nullptr, rows.data(), y, layout.geometry);
-  plain_f32(op, PlainInput<float>{}, rows.data(), y, layout.geometry);
+  plain_f32(op, [&](const auto& r, const auto& e) {
+    reduce_canonical(r, PlainInput<float>{}, e, rows.data(), y, layout.geometry);
+  });
 }
 
 void register_reduce_kernels(KernelTable& t) {

@@ -193,6 +193,22 @@ void reduce_cols(const R& r, const P& p, const E& e, const typename P::In* x, Ou
   });
 }
 
+// out[k] for x [before, kept, after], reducing before and after: each row of `after` values
+// reduces on its own (reduce_rows) into partials [before, kept], which then merge along
+// `before` in order. One read of x, where gathering [kept, before * after] first copied it.
+template <class R, class P, class E, class Out>
+void reduce_split(const R& r, const P& p, const E& e, const typename P::In* x, Out* y, std::int64_t before,
+                  std::int64_t kept, std::int64_t after) {
+  using Acc = typename R::Acc;
+  std::vector<Acc> partial(static_cast<std::size_t>(before * kept));
+  reduce_rows(r, p, [](Acc a, std::int64_t) { return a; }, x, partial.data(), before * kept, after);
+  for (std::int64_t k = 0; k < kept; ++k) {
+    Acc acc = partial[static_cast<std::size_t>(k)];
+    for (std::int64_t b = 1; b < before; ++b) acc = r.merge(acc, partial[static_cast<std::size_t>(b * kept + k)]);
+    y[k] = e(acc, k);
+  }
+}
+
 // Runs a reduction on the canonical view, choosing the loop by the inner size.
 template <class R, class P, class E, class Out>
 void reduce_canonical(const R& r, const P& p, const E& e, const typename P::In* x, Out* y, const ReduceGeometry& g) {

@@ -26,6 +26,7 @@ ReduceLayout plan_reduce_layout(const Shape& shape, const std::vector<std::int64
     }
   } else {
     l.needs_gather = true;
+    l.split = segs.size() == 3 && segs[0].reduced && segs[2].reduced;
     g = {1, 1, 1};
     for (const ReduceRun& s : segs) {
       if (s.reduced) {

@@ -19,6 +19,11 @@ struct ReduceLayout {
     std::int64_t size, stride;
   };
   std::vector<Run> kept, reduced;  // outermost first; only filled when needs_gather
+  // needs_gather, with the reduced dims around one kept run: [before, kept, after] as
+  // reduced[0], kept[0], reduced[1] (all dims but the channels of [N, C, H, W]: a batch norm's
+  // statistics, a conv bias's gradient). The plain reductions take it in two stages
+  // (reduce_split) instead of gathering.
+  bool split = false;
 };
 
 // `dims` are sorted, unique and non-negative (ops/reduce_rules.h).

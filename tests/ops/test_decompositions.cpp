@@ -10,6 +10,7 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/engine/runtime.h"
+#include "kiln/engine/submit.h"
 #include "ops/conv_oracle.h"
 #include "support/conv_calls.h"
 #include "support/fusion_scope.h"
@@ -220,6 +221,34 @@ TEST(Decompositions, RecordedPassIsDecomposedOnce) {
   const std::uint64_t before = decomposed();
   for (int replay = 0; replay < 3; ++replay) EXPECT_TRUE(test::values_close(test::host_values(pass(x)), native, kRuleAgrees));
   EXPECT_EQ(decomposed() - before, 1u);
+}
+
+// batch_norm and batch_norm_backward (nn::batch_norm in training mode): per-channel statistics
+// and sums, then elementwise passes, against mean, var, sum and elementwise ops; every rank, runs
+// with and without vector tails, and a copy of x and dy handed over, so that y and dx may take
+// their buffers.
+TEST(Decompositions, BatchNormIsReductionsAndElementwise) {
+  Generator gen(37);
+  const Shape shapes[] = {{6, 4}, {3, 5, 7}, {2, 3, 5, 19}, {2, 2, 3, 2, 5}, {2, 3, 16, 4}};
+  OpAttrs eps;
+  eps.scalar = 1e-3;
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(s.str());
+    const Tensor x = add(mul(randn(s, gen), 2.0), 0.5), dy = randn(s, gen);
+    const Tensor w = randn(Shape{s[1]}, gen), b = randn(Shape{s[1]}, gen);
+    const auto run = [&] {
+      std::vector<Tensor> out;
+      for (int handed_over = 0; handed_over < 2; ++handed_over) {
+        Tensor fwd[3] = {handed_over ? mul(x, 1.0) : x, w, b};
+        for (Tensor& t : detail::submit(OpKind::batch_norm, fwd, 3, eps, Device::cpu())) out.push_back(std::move(t));
+        Tensor bwd[3] = {handed_over ? mul(dy, 1.0) : dy, x, w};
+        for (Tensor& t : detail::submit(OpKind::batch_norm_backward, bwd, 3, eps, Device::cpu()))
+          out.push_back(std::move(t));
+      }
+      return out;
+    };
+    expect_rule_agrees(run, without({OpKind::batch_norm, OpKind::batch_norm_backward}), 4);
+  }
 }
 
 }  // namespace
