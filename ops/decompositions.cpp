@@ -449,6 +449,10 @@ void avg_pool_grad(const OpIr& op, Rewrite& r) {
     image = r.emit(OpKind::cast, {image}, std::move(back));
   }
   r.finish(OpKind::reshape, {image}, dims_attrs(dx.to_vector()));
+}
+
+// ---- batch norm ----
+
 // The dims a batch norm reduces (all but the channels, dim 1), as a reduction's attrs.
 OpAttrs over_channels(const TensorIr& x, double correction = 0.0) {
   OpAttrs a;
