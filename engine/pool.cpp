@@ -22,7 +22,7 @@ using detail::ints_str;
 
 // The op's attrs from the options, one value per spatial dim, checked against the input.
 // `w` with one value per spatial dim, each at least `min_value`: the error names the input too.
-Window window_of(const char* op, const char* what, const Window& w, int dims, std::int64_t min_value, const Tensor& x) {
+Window pool_window(const char* op, const char* what, const Window& w, int dims, std::int64_t min_value, const Tensor& x) {
   Window v = detail::per_dim(op, what, w, dims, std::numeric_limits<std::int64_t>::min());
   for (std::int64_t e : v)
     KILN_CHECK(e >= min_value, op,
@@ -32,10 +32,10 @@ Window window_of(const char* op, const char* what, const Window& w, int dims, st
 }
 
 PoolAttrs pool_attrs(const char* op, int dims, const Tensor& x, const Tensor& xb, const PoolOptions& o, bool dilated) {
-  const Window kernel = window_of(op, "kernel", o.kernel, dims, 1, x);
-  const Window stride = o.stride.empty() ? kernel : window_of(op, "stride", o.stride, dims, 1, x);
-  const Window padding = window_of(op, "padding", o.padding, dims, 0, x);
-  const Window dilation = window_of(op, "dilation", o.dilation, dims, 1, x);
+  const Window kernel = pool_window(op, "kernel", o.kernel, dims, 1, x);
+  const Window stride = o.stride.empty() ? kernel : pool_window(op, "stride", o.stride, dims, 1, x);
+  const Window padding = pool_window(op, "padding", o.padding, dims, 0, x);
+  const Window dilation = pool_window(op, "dilation", o.dilation, dims, 1, x);
   PoolAttrs a;
   a.dims = dims;
   a.ceil_mode = o.ceil_mode;
