@@ -6,6 +6,8 @@
 #include "kiln/engine/pool.h"
 
 #include <algorithm>
+#include <limits>
+#include <string>
 
 #include "kiln/engine/submit.h"
 #include "kiln/engine/window_args.h"
@@ -19,20 +21,32 @@ using detail::describe;
 using detail::ints_str;
 
 // The op's attrs from the options, one value per spatial dim, checked against the input.
+// `w` with one value per spatial dim, each at least `min_value`: the error names the input too.
+Window pool_window(const char* op, const char* what, const Window& w, int dims, std::int64_t min_value, const Tensor& x) {
+  Window v = detail::per_dim(op, what, w, dims, std::numeric_limits<std::int64_t>::min());
+  for (std::int64_t e : v)
+    KILN_CHECK(e >= min_value, op,
+               std::string(what) + " " + ints_str(w) + " must be at least " + std::to_string(min_value) + " (input " +
+                   describe(x) + ")");
+  return v;
+}
+
 PoolAttrs pool_attrs(const char* op, int dims, const Tensor& x, const Tensor& xb, const PoolOptions& o, bool dilated) {
-  const Window kernel = detail::per_dim(op, "kernel", o.kernel, dims, 1);
-  const Window stride = o.stride.empty() ? kernel : detail::per_dim(op, "stride", o.stride, dims, 1);
-  const Window padding = detail::per_dim(op, "padding", o.padding, dims, 0);
-  const Window dilation = detail::per_dim(op, "dilation", o.dilation, dims, 1);
+  const Window kernel = pool_window(op, "kernel", o.kernel, dims, 1, x);
+  const Window stride = o.stride.empty() ? kernel : pool_window(op, "stride", o.stride, dims, 1, x);
+  const Window padding = pool_window(op, "padding", o.padding, dims, 0, x);
+  const Window dilation = pool_window(op, "dilation", o.dilation, dims, 1, x);
   PoolAttrs a;
   a.dims = dims;
   a.ceil_mode = o.ceil_mode;
   a.count_include_pad = o.count_include_pad;
   for (int d = 0; d < dims; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    KILN_CHECK(dilated || dilation[i] == 1, op, "average pooling takes no dilation, got " + ints_str(o.dilation));
+    KILN_CHECK(dilated || dilation[i] == 1, op,
+               "average pooling takes no dilation, got " + ints_str(o.dilation) + " (input " + describe(x) + ")");
     KILN_CHECK(2 * padding[i] <= kernel[i], op,
-               "padding " + ints_str(o.padding) + " must be at most half the kernel " + ints_str(o.kernel));
+               "padding " + ints_str(o.padding) + " must be at most half the kernel " + ints_str(o.kernel) +
+                   " (input " + describe(x) + ")");
     a.kernel[i] = kernel[i];
     a.stride[i] = stride[i];
     a.padding[i] = padding[i];

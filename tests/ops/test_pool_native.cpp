@@ -61,7 +61,7 @@ TEST_P(PoolNative, CallSiteErrors) {
   const Tensor x = zeros(Shape{1, 2, 5, 5}, {DType::f32, d});
   PoolOptions zero;
   zero.kernel = {0};
-  expect_error([&] { (void)max_pool2d(x, zero); }, "max_pool2d", {"kernel [0]", "at least 1"});
+  expect_error([&] { (void)max_pool2d(x, zero); }, "max_pool2d", {"kernel [0]", "at least 1", "f32[1, 2, 5, 5]"});
   expect_error([&] { (void)avg_pool1d(zeros(Shape{1, 2, 5}, {DType::f32, d}), zero); }, "avg_pool1d", {"kernel [0]"});
   PoolOptions k2;
   k2.kernel = {2};
@@ -80,7 +80,11 @@ TEST_P(PoolNative, CallSiteErrors) {
   PoolOptions wide;
   wide.kernel = {2, 3};
   wide.padding = {1, 2};
-  expect_error([&] { (void)avg_pool2d(x, wide); }, "avg_pool2d", {"padding [1, 2]", "half the kernel [2, 3]"});
+  expect_error([&] { (void)avg_pool2d(x, wide); }, "avg_pool2d",
+               {"padding [1, 2]", "half the kernel [2, 3]", "f32[1, 2, 5, 5]"});
+  PoolOptions negative = k2;
+  negative.padding = {-1};
+  expect_error([&] { (void)max_pool2d(x, negative); }, "max_pool2d", {"padding [-1]", "at least 0", "f32[1, 2, 5, 5]"});
   PoolOptions three;
   three.kernel = {2, 2, 2};
   expect_error([&] { (void)max_pool2d(x, three); }, "max_pool2d", {"kernel [2, 2, 2]", "one per spatial dim (2)"});
