@@ -1,14 +1,11 @@
-// Training-step workloads (shared/WORKLOADS.md): mlp_train_step, the MLP 784-512-512-10 with
-// ReLU, cross entropy, Adam, batch 128; transformer_train_step, one encoder layer (d_model 256,
-// 4 heads, feed-forward 1024, dropout 0.1, post-norm, batch-first) on [8, 128, 256], MSE against
-// a fixed target, AdamW. One iteration is forward, backward and the optimizer step, with the
-// module handed over (`model = opt.step(std::move(model), grads)`) as a training loop does.
-// "/recorded": the same step recorded once (optim::RecordedStep) and replayed, one message a step.
-// torch_twin.py runs the same steps in PyTorch (zero_grad, forward, backward, step).
-#include "kiln/autograd/autograd.h"
+// Training-step workloads (shared/WORKLOADS.md; bench/train_workloads.h builds them):
+// mlp_train_step and transformer_train_step. One iteration is forward, backward and the
+// optimizer step, with the module handed over (`model = opt.step(std::move(model), grads)`) as a
+// training loop does; "/recorded": the same step recorded once (optim::RecordedStep) and
+// replayed, one message a step. torch_twin.py runs the same steps in PyTorch (zero_grad,
+// forward, backward, step).
 #include "bench/bench_common.h"
-#include "kiln/nn/nn.h"
-#include "kiln/optim/optim.h"
+#include "bench/train_workloads.h"
 
 namespace kiln::bench {
 namespace {
@@ -23,50 +20,15 @@ template <class Step> void time_steps(benchmark::State& state, Device device, St
 }
 
 void mlp_train_step(benchmark::State& state, Device device, bool recorded) {
-  manual_seed(3);
-  nn::Sequential model(nn::Linear(784, 512, {.device = device}), nn::ReLU(),
-                       nn::Linear(512, 512, {.device = device}), nn::ReLU(), nn::Linear(512, 10, {.device = device}));
-  Generator gen(4);
-  const Tensor x = randn(Shape{128, 784}, gen, {DType::f32, device});
-  const Tensor target = to(cast(floor(mul(rand(Shape{128}, gen), 10.0)), DType::i64), device);
-  optim::Adam opt({.lr = 1e-3});
-  const auto loss_of = [](const nn::Sequential& m, const Tensor& in, const Tensor& y) {
-    return nn::cross_entropy(m(in), y);
-  };
-  if (recorded) {
-    auto step = optim::RecordedStep::record(model, opt, loss_of, x, target);
-    time_steps(state, device, [&] { return step(x, target, opt.lr()); });
-    return;
-  }
-  time_steps(state, device, [&] {
-    Tensor loss = loss_of(model, x, target);
-    const Gradients grads = backward(loss);
-    model = opt.step(std::move(model), grads);
-    return loss;
-  });
+  std::optional<MlpTrainStep> at;
+  MlpTrainStep* w = make_mlp_train_step(at, device, recorded);
+  time_steps(state, device, [w] { return w->step(); });
 }
 
 void transformer_train_step(benchmark::State& state, Device device, bool recorded) {
-  manual_seed(3);
-  nn::TransformerEncoderLayer layer(256, 4, {.dim_feedforward = 1024, .dropout = 0.1, .batch_first = true, .device = device});
-  Generator gen(4);
-  const Tensor x = randn(Shape{8, 128, 256}, gen, {DType::f32, device});
-  const Tensor target = randn(Shape{8, 128, 256}, gen, {DType::f32, device});
-  optim::AdamW opt({.lr = 1e-4});
-  const auto loss_of = [](const nn::TransformerEncoderLayer& m, const Tensor& in, const Tensor& y) {
-    return nn::mse_loss(m(in), y);
-  };
-  if (recorded) {
-    auto step = optim::RecordedStep::record(layer, opt, loss_of, x, target);
-    time_steps(state, device, [&] { return step(x, target, opt.lr()); });
-    return;
-  }
-  time_steps(state, device, [&] {
-    Tensor loss = loss_of(layer, x, target);
-    const Gradients grads = backward(loss);
-    layer = opt.step(std::move(layer), grads);
-    return loss;
-  });
+  std::optional<TransformerTrainStep> at;
+  TransformerTrainStep* w = make_transformer_train_step(at, device, recorded);
+  time_steps(state, device, [w] { return w->step(); });
 }
 
 }  // namespace

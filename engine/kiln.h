@@ -5,6 +5,7 @@
 //   Future   — what reading values or syncing a device returns
 //   ops      — creation, elementwise, reduce, linalg, layout, index
 //   engine   — sync, memory statistics and limits, scheduler counters
+//   recorded — RecordedPass, RecordedFunction: work recorded once and replayed as one message
 #pragma once
 
 #include "kiln/engine/bytes.h"
@@ -19,6 +20,7 @@
 #include "kiln/engine/layout.h"
 #include "kiln/engine/linalg.h"
 #include "kiln/engine/pool.h"
+#include "kiln/engine/recorded_function.h"
 #include "kiln/engine/recorded_pass.h"
 #include "kiln/engine/reduce.h"
 #include "kiln/engine/tensor.h"

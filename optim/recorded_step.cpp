@@ -128,16 +128,14 @@ bool RecordedStep::matches(const Live& live) const {
   return true;
 }
 
-void RecordedStep::record_now(const std::vector<Tensor>& batch, double lr) {
-  nn::Module& model = *model_;
-  Optimizer& opt = *opt_;
-  const Live live(model);
+std::unique_ptr<RecordedStep::Recording> RecordedStep::describe(const Live& live, const std::vector<Tensor>& batch,
+                                                                std::vector<RecordedFunction::Spec>& inputs) const {
   auto r = std::make_unique<Recording>();
   r->modes = live.modes;
-  std::vector<RecordedFunction::Spec> inputs;
   for (const Tensor& t : batch) inputs.push_back({t.shape(), t.dtype()});
   r->batch = inputs;
-  Device device = batch.front().device();
+  const Device device = batch.front().device();
+  std::map<EntityId, std::string> entities;  // a tensor two fields hold (tied weights)
   for (const Live::Field& l : live.fields) {
     Recording::Field f;
     f.path = l.path;
@@ -151,109 +149,133 @@ void RecordedStep::record_now(const std::vector<Tensor>& batch, double lr) {
       f.device = v.device();
       KILN_CHECK(f.device == device, kRecord,
                  l.path + " is on " + f.device.str() + ", the batch on " + device.str() + ": a step runs on one device");
+      const auto [it, first] = entities.emplace(v.id(), l.path);
+      KILN_CHECK(first, kRecord,
+                 l.path + " holds the tensor " + it->second +
+                     " holds (tied weights): a recorded step gives each field a value of its own; step eagerly");
       f.input = static_cast<int>(inputs.size());
       inputs.push_back({f.shape, f.dtype});
     }
-    if (f.defined && f.trainable) {
-      const auto it = opt.params_.find(l.path);
-      if (it != opt.params_.end()) {
-        for (const Tensor& s : it->second.slots) {
-          f.slots_defined.push_back(s.defined());
-          f.slot_inputs.push_back(s.defined() ? static_cast<int>(inputs.size()) : -1);
-          if (s.defined()) inputs.push_back({s.shape(), s.dtype()});
-        }
+    if (const auto it = opt_->params_.find(l.path); f.defined && f.trainable && it != opt_->params_.end()) {
+      for (const Tensor& s : it->second.slots) {
+        f.slots_defined.push_back(s.defined());
+        f.slot_inputs.push_back(s.defined() ? static_cast<int>(inputs.size()) : -1);
+        if (s.defined()) inputs.push_back({s.shape(), s.dtype()});
       }
     }
     r->fields.push_back(std::move(f));
   }
+  return r;
+}
 
-  const std::map<std::string, std::uint64_t> draws = nn::random_draws_by_path(model);
-  auto body = [&](std::vector<Tensor>& in, RecordedFunction::Recording& recording) -> std::vector<Tensor> {
-    // The module and the optimizer hold the stand-ins while the step is recorded, and their own
-    // values again after (also when the step throws).
-    struct Restore {
-      nn::Module& model;
-      Optimizer& opt;
-      const Live& live;
-      const std::map<std::string, std::uint64_t>& draws;
-      std::vector<nn::Parameter> params;
-      std::vector<Tensor> buffers;
-      std::map<std::string, Optimizer::ParamState> opt_params;
-      std::int64_t opt_steps;
-      ~Restore() {
-        for (std::size_t i = 0; i < live.fields.size(); ++i) {
-          if (live.fields[i].param) *live.fields[i].param = params[i];
-          else if (buffers[i].defined()) live.fields[i].buffer->set(buffers[i]);
-        }
-        opt.params_ = std::move(opt_params);
-        opt.steps_ = opt_steps;
-        nn::restore_random_draws(model, draws);
-      }
-    } restore{model, opt, live, draws, {}, {}, opt.params_, opt.steps_};
-    for (const Live::Field& l : live.fields) {
-      restore.params.push_back(l.param ? *l.param : nn::Parameter());
-      restore.buffers.push_back(l.param ? Tensor() : l.buffer->get());
+// While the step is recorded, the module's fields and the optimizer's moments hold the stand-ins
+// (each the only handle of its stand-in, so an update handed the value writes it in place); when
+// this goes, the module and the optimizer get their own values, counts and Dropout call counts
+// back, also when the step throws.
+struct RecordedStep::StandIns {
+  nn::Module& model;
+  Optimizer& opt;
+  const Live& live;
+  std::vector<nn::Parameter> params;
+  std::vector<Tensor> buffers;
+  std::map<std::string, Optimizer::ParamState> opt_params;
+  std::int64_t opt_steps;
+  std::map<std::string, std::uint64_t> draws;
+  std::vector<EntityId> ids;  // each field's stand-in (0: undefined)
+
+  StandIns(nn::Module& m, Optimizer& o, const Live& l, const Recording& r, std::vector<Tensor>& in)
+      : model(m), opt(o), live(l), opt_params(o.params_), opt_steps(o.steps_), draws(nn::random_draws_by_path(m)),
+        ids(l.fields.size(), 0) {
+    for (const Live::Field& f : live.fields) {
+      params.push_back(f.param ? *f.param : nn::Parameter());
+      buffers.push_back(f.param ? Tensor() : f.buffer->get());
     }
-    std::vector<EntityId> stand_in_ids(live.fields.size(), 0);
     for (std::size_t i = 0; i < live.fields.size(); ++i) {
-      const Recording::Field& f = r->fields[i];
+      const Recording::Field& f = r.fields[i];
       if (f.input < 0) continue;
-      // The module's handle is the stand-in's only one: an update handed the value writes in place.
       Tensor s = std::move(in[static_cast<std::size_t>(f.input)]);
-      stand_in_ids[i] = s.id();
+      ids[i] = s.id();
       if (live.fields[i].param) live.fields[i].param->set(s);
       else live.fields[i].buffer->set(s);
       for (std::size_t k = 0; k < f.slot_inputs.size(); ++k)
         if (f.slot_inputs[k] >= 0) opt.params_[f.path].slots[k] = std::move(in[static_cast<std::size_t>(f.slot_inputs[k])]);
     }
-    const std::vector<Tensor> data(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(r->batch.size()));
-    std::vector<Tensor> outs = forward_(data);
-    KILN_CHECK(!outs.empty() && outs.front().defined(), kRecord, "the forward function returned no loss");
-    for (std::size_t k = 1; k < outs.size(); ++k)
-      KILN_CHECK(outs[k].defined(), kRecord, "the forward function's output #" + std::to_string(k) + " is undefined");
-    {
-      Gradients grads = backward(outs.front());
-      if (on_gradients_) on_gradients_(grads, model);
-      const Optimizer::RecordedNumbers numbers = [&](const std::string& path, const UpdateContext& ctx) {
-        Recording::Updated u;
-        u.path = path;
-        for (std::size_t i = 0; i < live.fields.size(); ++i)
-          if (live.fields[i].param && live.fields[i].path == path) u.field = i;
-        u.numbers = opt.step_numbers(ctx).size();
-        std::vector<StepNumber> out;
-        for (std::size_t k = 0; k < u.numbers; ++k) out.emplace_back(recording.host_input({}, DType::f32));
-        r->updated.push_back(std::move(u));
-        return out;
-      };
-      opt.apply_step(lr, model, grads, &numbers);
-    }
-    // Outputs: forward's, then the fields the step replaced, then the updated moments.
-    std::vector<Tensor> result = std::move(outs);
-    r->user_outputs = result.size();
+  }
+  ~StandIns() {
     for (std::size_t i = 0; i < live.fields.size(); ++i) {
-      Recording::Field& f = r->fields[i];
-      const Tensor now = live.fields[i].value();
-      if (!now.defined() || (f.input >= 0 && now.id() == stand_in_ids[i])) continue;
-      KILN_CHECK(f.input >= 0 && now.shape() == f.shape && now.dtype() == f.dtype, kRecord,
-                 f.path + ": the step made it " + spec_str(now.dtype(), now.shape()) + " from " +
-                     (f.defined ? spec_str(f.dtype, f.shape) : std::string("undefined")) +
-                     ": a step keeps its parameters' and buffers' shapes");
-      f.output = static_cast<int>(result.size());
-      result.push_back(now);
+      if (live.fields[i].param) *live.fields[i].param = params[i];
+      else if (buffers[i].defined()) live.fields[i].buffer->set(buffers[i]);
     }
-    for (Recording::Updated& u : r->updated) {
-      for (const Tensor& s : opt.params_.at(u.path).slots) {
-        u.slot_outputs.push_back(s.defined() ? static_cast<int>(result.size()) : -1);
-        if (s.defined()) result.push_back(s);
-      }
+    opt.params_ = std::move(opt_params);
+    opt.steps_ = opt_steps;
+    nn::restore_random_draws(model, draws);
+  }
+  StandIns(const StandIns&) = delete;
+  StandIns& operator=(const StandIns&) = delete;
+};
+
+std::vector<Tensor> RecordedStep::record_body(Recording& r, const Live& live, double lr, std::vector<Tensor>& in,
+                                              RecordedFunction::Recording& recording) {
+  nn::Module& model = *model_;
+  Optimizer& opt = *opt_;
+  const StandIns stand_ins(model, opt, live, r, in);
+  const std::vector<Tensor> batch(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(r.batch.size()));
+  std::vector<Tensor> result = forward_(batch);
+  KILN_CHECK(!result.empty() && result.front().defined(), kRecord, "the forward function returned no loss");
+  for (std::size_t k = 1; k < result.size(); ++k)
+    KILN_CHECK(result[k].defined(), kRecord, "the forward function's output #" + std::to_string(k) + " is undefined");
+  r.user_outputs = result.size();
+  {
+    Gradients grads = backward(result.front());
+    if (on_gradients_) on_gradients_(grads, model);
+    // Each updated parameter's step numbers: host inputs, which every call fills.
+    const Optimizer::RecordedNumbers numbers = [&](const std::string& path, const UpdateContext& ctx) {
+      Recording::Updated u;
+      u.path = path;
+      for (std::size_t i = 0; i < live.fields.size(); ++i)
+        if (live.fields[i].param && live.fields[i].path == path) u.field = i;
+      u.numbers = opt.step_numbers(ctx).size();
+      std::vector<StepNumber> out;
+      for (std::size_t k = 0; k < u.numbers; ++k) out.emplace_back(recording.host_input({}, DType::f32));
+      r.updated.push_back(std::move(u));
+      return out;
+    };
+    opt.apply_step(lr, model, grads, &numbers);
+  }
+  // Outputs after forward's: the fields the step replaced, then the updated moments.
+  for (std::size_t i = 0; i < live.fields.size(); ++i) {
+    Recording::Field& f = r.fields[i];
+    const Tensor now = live.fields[i].value();
+    if (!now.defined() || now.id() == stand_ins.ids[i]) continue;
+    KILN_CHECK(f.defined && now.shape() == f.shape && now.dtype() == f.dtype, kRecord,
+               f.path + ": the step made it " + spec_str(now.dtype(), now.shape()) + " from " +
+                   (f.defined ? spec_str(f.dtype, f.shape) : std::string("undefined")) +
+                   ": a step keeps its parameters' and buffers' shapes");
+    f.output = static_cast<int>(result.size());
+    result.push_back(now);
+  }
+  for (Recording::Updated& u : r.updated) {
+    for (const Tensor& s : opt.params_.at(u.path).slots) {
+      u.slot_outputs.push_back(s.defined() ? static_cast<int>(result.size()) : -1);
+      if (s.defined()) result.push_back(s);
     }
-    return result;
-  };
+  }
+  return result;
+}
+
+void RecordedStep::record_now(const std::vector<Tensor>& batch, double lr) {
+  const Live live(*model_);
+  std::vector<RecordedFunction::Spec> inputs;
+  std::unique_ptr<Recording> r = describe(live, batch, inputs);
   RecordingOptions options;
   options.name = kCall;
   options.record_name = kRecord;
   try {
-    r->function = RecordedFunction::record(body, inputs, device, options);
+    r->function = RecordedFunction::record(
+        [&](std::vector<Tensor>& in, RecordedFunction::Recording& recording) {
+          return record_body(*r, live, lr, in, recording);
+        },
+        inputs, batch.front().device(), options);
   } catch (const Error& e) {
     if (e.op() == kRecord) throw;
     // An op's own error (item: ... cannot read values): named, and said to come from the recording.
@@ -266,6 +288,67 @@ void RecordedStep::record_now(const std::vector<Tensor>& batch, double lr) {
                  "does), or step eagerly");
   recording_ = std::move(r);
   ++recordings_;
+}
+
+std::vector<double> RecordedStep::numbers_of(const Live& live, double lr) const {
+  std::vector<double> numbers;
+  for (const Recording::Updated& u : recording_->updated) {
+    const auto it = opt_->params_.find(u.path);
+    const std::int64_t step = it == opt_->params_.end() ? 1 : it->second.step + 1;
+    // The same code as an eager step's, at the count that step would reach.
+    const UpdateContext ctx = opt_->context_of(lr, u.path, live.fields[u.field].value(), step);
+    const std::vector<double> v = opt_->step_numbers(ctx);
+    KILN_CHECK(v.size() == u.numbers, kCall,
+               std::string(opt_->name()) + ": " + u.path + " took " + std::to_string(v.size()) +
+                   " step numbers, recorded with " + std::to_string(u.numbers));
+    numbers.insert(numbers.end(), v.begin(), v.end());
+  }
+  return numbers;
+}
+
+std::vector<Tensor> RecordedStep::take_inputs(const Live& live, const std::vector<Tensor>& batch) {
+  const Recording& r = *recording_;
+  std::vector<Tensor> in = batch;
+  in.resize(r.function->inputs().size());
+  for (std::size_t i = 0; i < r.fields.size(); ++i) {
+    const Recording::Field& f = r.fields[i];
+    if (f.input < 0) continue;
+    const Live::Field& l = live.fields[i];
+    const bool replaced = f.output >= 0;
+    Tensor& slot = in[static_cast<std::size_t>(f.input)];
+    if (!replaced) {
+      slot = l.value();
+    } else if (l.param) {
+      slot = l.param->take();
+    } else {
+      slot = l.buffer->get();
+      l.buffer->set(Tensor());
+    }
+    if (f.slot_inputs.empty()) continue;
+    std::vector<Tensor>& slots = opt_->params_.at(f.path).slots;
+    for (std::size_t k = 0; k < f.slot_inputs.size(); ++k)
+      if (f.slot_inputs[k] >= 0) in[static_cast<std::size_t>(f.slot_inputs[k])] = replaced ? std::move(slots[k]) : slots[k];
+  }
+  return in;
+}
+
+void RecordedStep::rebind(const Live& live, const std::vector<Tensor>& outs) {
+  const Recording& r = *recording_;
+  for (std::size_t i = 0; i < r.fields.size(); ++i) {
+    const Recording::Field& f = r.fields[i];
+    if (f.output < 0) continue;
+    const Live::Field& l = live.fields[i];
+    if (l.param) l.param->set(outs[static_cast<std::size_t>(f.output)]);
+    else l.buffer->set(outs[static_cast<std::size_t>(f.output)]);
+  }
+  for (const Recording::Updated& u : r.updated) {
+    Optimizer::ParamState& st = opt_->params_[u.path];
+    st.slots.resize(u.slot_outputs.size());
+    for (std::size_t k = 0; k < u.slot_outputs.size(); ++k)
+      st.slots[k] = u.slot_outputs[k] >= 0 ? outs[static_cast<std::size_t>(u.slot_outputs[k])] : Tensor();
+    ++st.step;
+  }
+  ++opt_->steps_;
 }
 
 std::vector<Tensor> RecordedStep::run(const std::vector<Tensor>& batch, double lr) {
@@ -286,66 +369,11 @@ std::vector<Tensor> RecordedStep::run(const std::vector<Tensor>& batch, double l
     record_now(batch, lr);
     live.emplace(*model_);
   }
-  const Recording& r = *recording_;
-  Optimizer& opt = *opt_;
-
-  // The numbers of this step, from the same code as an eager step's, before any value is taken.
-  std::vector<double> numbers;
-  for (const Recording::Updated& u : r.updated) {
-    const auto it = opt.params_.find(u.path);
-    const std::int64_t step = it == opt.params_.end() ? 1 : it->second.step + 1;
-    const UpdateContext ctx = opt.context_of(lr, u.path, live->fields[u.field].value(), step);
-    const std::vector<double> v = opt.step_numbers(ctx);
-    KILN_CHECK(v.size() == u.numbers, kCall, std::string(opt.name()) + ": " + u.path + " took " +
-                                                 std::to_string(v.size()) + " step numbers, recorded with " +
-                                                 std::to_string(u.numbers));
-    numbers.insert(numbers.end(), v.begin(), v.end());
-  }
-
-  // Inputs: the batch, read; the fields and moments the step replaces, handed over (the module
-  // and the optimizer let go of them); the others, read.
-  std::vector<Tensor> in = batch;
-  in.resize(r.function->inputs().size());
-  for (std::size_t i = 0; i < r.fields.size(); ++i) {
-    const Recording::Field& f = r.fields[i];
-    if (f.input < 0) continue;
-    const Live::Field& l = live->fields[i];
-    Tensor& slot = in[static_cast<std::size_t>(f.input)];
-    if (f.output < 0) {
-      slot = l.value();
-    } else if (l.param) {
-      slot = l.param->take();
-    } else {
-      slot = l.buffer->get();
-      l.buffer->set(Tensor());
-    }
-    if (f.slot_inputs.empty()) continue;
-    std::vector<Tensor>& slots = opt.params_.at(f.path).slots;
-    const bool updated = f.output >= 0;
-    for (std::size_t k = 0; k < f.slot_inputs.size(); ++k) {
-      if (f.slot_inputs[k] < 0) continue;
-      in[static_cast<std::size_t>(f.slot_inputs[k])] = updated ? std::move(slots[k]) : slots[k];
-    }
-  }
-  std::vector<Tensor> outs = (*r.function)(std::move(in), RecordedFunction::f32_values(numbers));
-
-  // Rebind: the new values into the module, the new moments and counts into the optimizer.
-  for (std::size_t i = 0; i < r.fields.size(); ++i) {
-    const Recording::Field& f = r.fields[i];
-    if (f.output < 0) continue;
-    const Live::Field& l = live->fields[i];
-    if (l.param) l.param->set(outs[static_cast<std::size_t>(f.output)]);
-    else l.buffer->set(outs[static_cast<std::size_t>(f.output)]);
-  }
-  for (const Recording::Updated& u : r.updated) {
-    Optimizer::ParamState& st = opt.params_[u.path];
-    st.slots.resize(u.slot_outputs.size());
-    for (std::size_t k = 0; k < u.slot_outputs.size(); ++k)
-      st.slots[k] = u.slot_outputs[k] >= 0 ? outs[static_cast<std::size_t>(u.slot_outputs[k])] : Tensor();
-    ++st.step;
-  }
-  ++opt.steps_;
-  outs.resize(r.user_outputs);
+  // Everything that can fail is checked before a value leaves the module or the optimizer.
+  std::vector<double> numbers = numbers_of(*live, lr);
+  std::vector<Tensor> outs = (*recording_->function)(take_inputs(*live, batch), RecordedFunction::f32_values(numbers));
+  rebind(*live, outs);
+  outs.resize(recording_->user_outputs);
   return outs;
 }
 

@@ -39,6 +39,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kiln/engine/recorded_function.h"
 #include "kiln/optim/optimizer.h"
 
 namespace kiln::optim {
@@ -80,12 +81,25 @@ class RecordedStep {
   ~RecordedStep();
 
  private:
-  struct Recording;
-  struct Live;
+  struct Recording;  // what a recording was made on, and where each value goes in and comes out
+  struct Live;       // the module's fields and modes as they stand
+  struct StandIns;   // the module and the optimizer holding the stand-ins while recording
   RecordedStep(nn::Module& model, Optimizer& opt, Forward forward, GradientHook on_gradients);
+
   // Records the step as the module and the optimizer stand now.
   void record_now(const std::vector<Tensor>& batch, double lr);
+  // The recording's layout of the module and the optimizer as they stand, and its inputs' specs.
+  std::unique_ptr<Recording> describe(const Live& live, const std::vector<Tensor>& batch,
+                                      std::vector<RecordedFunction::Spec>& inputs) const;
+  // What the recorded function does on its stand-ins: the step, then its outputs.
+  std::vector<Tensor> record_body(Recording& r, const Live& live, double lr, std::vector<Tensor>& in,
+                                  RecordedFunction::Recording& recording);
   bool matches(const Live& live) const;
+  // A call: this step's numbers (host values), the inputs (taken out of the module and the
+  // optimizer where the step replaces them), and the outputs rebound into them.
+  std::vector<double> numbers_of(const Live& live, double lr) const;
+  std::vector<Tensor> take_inputs(const Live& live, const std::vector<Tensor>& batch);
+  void rebind(const Live& live, const std::vector<Tensor>& outs);
 
   nn::Module* model_;
   Optimizer* opt_;

@@ -127,6 +127,14 @@ TEST(RecordedStep, TheMemoryOfAStepIsTheSameAtEveryReplay) {
   for (int s = 3; s < 8; ++s) EXPECT_EQ(in_use[s], in_use[2]) << s;
 }
 
+// Two layers of one weight.
+struct Tied : nn::Module {
+  nn::Linear a{8, 8}, b{8, 8};
+  Tied() { b.weight = a.weight; }
+  Tensor forward(const Tensor& in) const { return b(a(in)); }
+  KILN_MODULE(Tied, a, b)
+};
+
 TEST(RecordedStep, WhatCannotBeRecordedIsAnErrorFromRecordNamingIt) {
   manual_seed(6);
   const auto batches = mlp_batches();
@@ -180,6 +188,15 @@ TEST(RecordedStep, WhatCannotBeRecordedIsAnErrorFromRecordNamingIt) {
             model, opt, [](const StepMlp& m, const Tensor& xx, const Tensor&) { return m(xx); }, x, y);
       },
       "RecordedStep::record", {"backward", "scalar", "f32[6, 4]"});
+  // Two fields holding one tensor (tied weights).
+  Tied tied;
+  test::expect_error(
+      [&] {
+        return optim::RecordedStep::record(
+            tied, opt, [](const Tied& m, const Tensor& xx, const Tensor& yy) { return nn::cross_entropy(m(xx), yy); },
+            x, y);
+      },
+      "RecordedStep::record", {"b.weight", "a.weight", "tied weights"});
   // After each error the module holds its own values and trains as before.
   const std::vector<float> w = model.fc1.weight.value().to_vector<float>().get();
   auto step = optim::RecordedStep::record(model, opt, test::step_loss<StepMlp>, x, y);
