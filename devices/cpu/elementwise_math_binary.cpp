@@ -4,6 +4,7 @@
 // are `and`.
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "kiln/devices/cpu/elementwise_loops.h"
 #include "kiln/devices/cpu/elementwise_math.h"
@@ -209,14 +210,37 @@ BinaryFn binary_bool_table(OpKind kind) {
 
 // ---- where --------------------------------------------------------------------------------
 
-// A selection copies bits, so plain loops are exact for every dtype. Stride-0 operands are
-// read once, before the loop (see map2_plain_strided).
+// A selection copies bits, so it is exact for every dtype. Both operands are read before the
+// choice, which is a mask (f32: vector lanes, else the bits of one element): no branch. A
+// branch on the condition mispredicted on every other element of a ReLU gradient's mask (13% of
+// resnet_block's step on the CPU). Stride-0 operands are read once, before the loop (see
+// map2_plain_strided).
+template <class T>
+using BitsOf = std::conditional_t<sizeof(T) == 1, std::uint8_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, u64>>;
+
 template <int kSC, int kSA, int kSB, class T>
 void where_strided(const bool* c, const T* a, const T* b, T* y, std::int64_t n) {
+  using U = BitsOf<T>;
+  static_assert(sizeof(U) == sizeof(T));
   const bool c0 = kSC ? false : c[0];
   const T a0 = kSA ? T{} : a[0];
   const T b0 = kSB ? T{} : b[0];
-  for (std::int64_t i = 0; i < n; ++i) y[i] = (kSC ? c[i] : c0) ? (kSA ? a[i] : a0) : (kSB ? b[i] : b0);
+  std::int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    const VM cm = simd::splat_mask(c0);
+    const VF av = simd::splat(a0), bv = simd::splat(b0);
+    for (; i + simd::kLanes <= n; i += simd::kLanes)
+      simd::store(y + i, simd::select(kSC ? simd::load_mask(c + i) : cm, kSA ? simd::load(a + i) : av,
+                                      kSB ? simd::load(b + i) : bv));
+  }
+  for (; i < n; ++i) {
+    U ai, bi;
+    std::memcpy(&ai, kSA ? a + i : &a0, sizeof(U));
+    std::memcpy(&bi, kSB ? b + i : &b0, sizeof(U));
+    const U m = U(0) - U(kSC ? c[i] : c0);
+    const U r = (ai & m) | (bi & U(~m));
+    std::memcpy(y + i, &r, sizeof(U));
+  }
 }
 
 template <class T>

@@ -32,7 +32,8 @@ constexpr int kNormHalf = kNormLanes / 2;
 using NormHalf = float __attribute__((vector_size(kNormHalf * 4)));
 using NormWide = double __attribute__((vector_size(kNormHalf * 8)));
 
-NormWide widen(const float* p) {
+// Forced inline: GCC kept widen() a call per 8 values (6% of a Fashion-MNIST epoch).
+[[gnu::always_inline]] inline NormWide widen(const float* p) {
   NormHalf h;
   std::memcpy(&h, p, sizeof h);
   return __builtin_convertvector(h, NormWide);
