@@ -500,7 +500,8 @@ void batch_norm_backward(const OpIr& op, Rewrite& r) {
   const TensorIr dbias = r.output(2, OpKind::sum, {dy}, over_channels(x));
   const TensorIr dot = r.emit(OpKind::sum, {r.emit(OpKind::mul, {dy, centered})}, over_channels(x));
   r.output(1, OpKind::mul, {dot, invstd});
-  const TensorIr k = r.emit(OpKind::div, {r.emit(OpKind::mul, {dot, r.emit(OpKind::square, {invstd})})}, scalar_rhs(count));
+  const TensorIr k =
+      r.emit(OpKind::div, {r.emit(OpKind::mul, {dot, r.emit(OpKind::square, {invstd})})}, scalar_rhs(count));
   const TensorIr mean_dy = r.emit(OpKind::div, {dbias}, scalar_rhs(count));
   const TensorIr centered_dy = r.emit(OpKind::sub, {dy, per_channel(r, mean_dy, x)});
   const TensorIr projected = r.emit(OpKind::sub, {centered_dy, r.emit(OpKind::mul, {centered, per_channel(r, k, x)})});

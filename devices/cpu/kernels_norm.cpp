@@ -188,7 +188,8 @@ void batch_norm_backward_kernel(const OpIr& op, const KernelArgs& a) {
       }
       const double shift = x[v.run(0, c)];
       Sums s;
-      for (std::int64_t n = 0; n < v.batch; ++n) add_gradient_sums(dy + v.run(n, c), x + v.run(n, c), v.inner, shift, s);
+      for (std::int64_t n = 0; n < v.batch; ++n)
+        add_gradient_sums(dy + v.run(n, c), x + v.run(n, c), v.inner, shift, s);
       const Moments m(s, shift, count);
       const double invstd = 1.0 / std::sqrt(m.var + eps);
       // sum(dy * (x - mean)) = sum(dy * (x - shift)) - (mean - shift) * sum(dy)

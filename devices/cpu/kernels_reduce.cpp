@@ -112,7 +112,8 @@ void reduce_from_source(const OpIr& op, const ReduceSource& source, float* y) {
   const SourceInput pulled{&source};
   if (!layout.needs_gather) {
     if (statistic) return stats_f32(op, &source, nullptr, y, layout.geometry);
-    return plain_f32(op, [&](const auto& r, const auto& e) { reduce_canonical(r, pulled, e, nullptr, y, layout.geometry); });
+    return plain_f32(
+        op, [&](const auto& r, const auto& e) { reduce_canonical(r, pulled, e, nullptr, y, layout.geometry); });
   }
   if (layout.split && !statistic)
     return plain_f32(op, [&](const auto& r, const auto& e) {

@@ -55,7 +55,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<Pip
   capabilities_.matmul_transposed = transposed_matmul_dtypes(*this);
   // Batch norm in training mode has CPU kernels only: here it runs as its decomposition into
   // reductions and elementwise ops (ops/decompositions.h).
-  for (OpKind k : {OpKind::batch_norm, OpKind::batch_norm_backward}) capabilities_.ops.reset(static_cast<std::size_t>(k));
+  for (OpKind k : {OpKind::batch_norm, OpKind::batch_norm_backward})
+    capabilities_.ops.reset(static_cast<std::size_t>(k));
 }
 
 VulkanDevice::~VulkanDevice() {

@@ -2,6 +2,7 @@
 // errors and in-place reuse. test_reduce_determinism.cpp checks thread-count independence.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -165,6 +166,38 @@ TEST_P(ReduceBehaviour, LargeSumIsAccurate) {
   const double got = sum(x).item<float>().get();
   EXPECT_NEAR(got, exact, 4e-7 * std::abs(exact) + 1e-2);
   EXPECT_NEAR(mean(x).item<float>().get(), exact / static_cast<double>(xs.size()), 1e-6);
+}
+
+// Over all dims but the channels of [N, C, H, W] (a batch norm's statistics, a conv bias's
+// gradient; on the CPU reduced as rows of H * W, then merged over N, without a gather): f32
+// sums within a few ulps of f64 sums, max exactly, i64 sums exactly.
+TEST_P(ReduceBehaviour, AllDimsButTheChannelsMatchF64Sums) {
+  const Shape shape{8, 16, 12, 45};
+  Generator gen(8);
+  const Tensor x = normal(shape, 0.5, 2.0, gen, {DType::f32, GetParam()});
+  const std::vector<float> xs = x.to_vector<float>().get();
+  const std::vector<float> sums = sum(x, {0, 2, 3}).to_vector<float>().get();
+  const std::vector<float> means = mean(x, {0, 2, 3}).to_vector<float>().get();
+  const std::vector<float> maxes = max(x, {0, 2, 3}).to_vector<float>().get();
+  const std::vector<std::int64_t> counts = sum(gt(x, 0.5), {0, 2, 3}).to_vector<std::int64_t>().get();
+  const std::int64_t per_channel = shape[0] * shape[2] * shape[3], inner = shape[2] * shape[3];
+  for (std::int64_t c = 0; c < shape[1]; ++c) {
+    double exact = 0;
+    float top = -INFINITY;
+    std::int64_t above = 0;
+    for (std::int64_t n = 0; n < shape[0]; ++n)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const float v = xs[static_cast<std::size_t>((n * shape[1] + c) * inner + i)];
+        exact += v;
+        top = std::max(top, v);
+        above += v > 0.5f;
+      }
+    const auto k = static_cast<std::size_t>(c);
+    EXPECT_NEAR(sums[k], exact, 1e-5 * std::abs(exact) + 1e-3) << "channel " << c;
+    EXPECT_NEAR(means[k], exact / static_cast<double>(per_channel), 1e-6) << "channel " << c;
+    EXPECT_EQ(maxes[k], top) << "channel " << c;
+    EXPECT_EQ(counts[k], above) << "channel " << c;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ReduceBehaviour, ::testing::ValuesIn(test::test_devices()), test::device_param_name);

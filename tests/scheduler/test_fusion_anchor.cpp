@@ -77,7 +77,8 @@ TEST(FusionAnchor, MatchesPyTorchAndTheUnfusedRun) {
 }
 
 // Shapes that take every path of the CPU kernels: rows split into blocks, short rows, columns,
-// reduced dims that need a gather; a tall product (OpenBLAS gives other last bits when its rows
+// reduced dims that need a gather, reduced dims around one kept run (reduce_split: rows of
+// partials, short or split into blocks); a tall product (OpenBLAS gives other last bits when its rows
 // are cut into several calls), batched products, a right operand per batch, gemv shapes.
 TEST(FusionAnchor, EveryKernelPathEqualsTheUnfusedRun) {
   Generator gen(11);
@@ -90,7 +91,8 @@ TEST(FusionAnchor, EveryKernelPathEqualsTheUnfusedRun) {
   };
   for (const ReduceCase& c : {ReduceCase{Shape{3, 40000}, {1}}, ReduceCase{Shape{70000}, {}}, ReduceCase{Shape{9, 13}, {1}},
                               ReduceCase{Shape{300, 70}, {0}}, ReduceCase{Shape{1500, 3}, {0}},
-                              ReduceCase{Shape{6, 7, 5}, {0, 2}}}) {
+                              ReduceCase{Shape{6, 7, 5}, {0, 2}}, ReduceCase{Shape{4, 6, 9, 40}, {0, 2, 3}},
+                              ReduceCase{Shape{2, 3, 20000}, {0, 2}}, ReduceCase{Shape{4, 3, 5, 6}, {1, 3}}}) {
     SCOPED_TRACE(c.shape.str());
     expect_fused(prologue(c.dims), {randn(c.shape, gen)}, 3);
   }
