@@ -1,6 +1,7 @@
 #include "kiln/streams/flow_control.h"
 
 #include <chrono>
+#include <thread>
 
 #include "kiln/base/error.h"
 #include "kiln/base/log.h"
@@ -52,7 +53,12 @@ void FlowControl::hold_back(std::uint64_t bytes, const char* op, void (*flush)(v
     sleepers_.fetch_add(1);
     const std::uint32_t seen = progress_.load();
     const bool within = within_bound(bytes);
-    if (!within) progress_.wait(seen);
+    // Sleep until a batch has run, but ask for a flush again every 2 ms: a request that meets
+    // a scheduler step already past the end of its queue is lost, and on an overloaded 2-core
+    // machine all submitters then slept for good (FlowControl.ManyThreadsAtATightBound...).
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+         !within && progress_.load() == seen && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     sleepers_.fetch_sub(1);
     if (within) break;
   }
