@@ -19,6 +19,7 @@
 #include "kiln/engine/interpolate.h"
 #include "kiln/engine/layout.h"
 #include "kiln/engine/linalg.h"
+#include "kiln/engine/norm.h"
 #include "kiln/engine/pool.h"
 #include "kiln/engine/recorded_function.h"
 #include "kiln/engine/recorded_pass.h"

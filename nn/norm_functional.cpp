@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kiln/autograd/autograd.h"
-#include "kiln/engine/submit.h"
+#include "kiln/engine/norm.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/functional_detail.h"
 
@@ -133,19 +133,16 @@ BatchNormResult batch_norm(Tensor x, Tensor running_mean, Tensor running_var, Te
   auto as_x = [&](Tensor t) { return t.dtype() == like.dtype ? t : cast(std::move(t), like.dtype); };
   weight = weight.defined() ? as_x(std::move(weight)) : ones(Shape{channels}, like);
   bias = bias.defined() ? as_x(std::move(bias)) : zeros(Shape{channels}, like);
-  OpAttrs attrs;
-  attrs.scalar = eps;
-  Tensor operands[3] = {std::move(x), std::move(weight), std::move(bias)};
-  std::vector<Tensor> out = kiln::detail::submit(OpKind::batch_norm, operands, 3, attrs, like.device);
-  Tensor y = std::move(out[0]);
+  BatchNormStatistics out = batch_norm_training(std::move(x), std::move(weight), std::move(bias), eps);
+  Tensor y = std::move(out.output);
   if (!running_mean.defined()) return {std::move(y), Tensor{}, Tensor{}};
 
   // The running statistics are buffers, not part of the graph: torch updates them in place
   // under no_grad, with the unbiased variance.
   NoGradGuard no_grad;
   const double unbiased = static_cast<double>(count) / static_cast<double>(count - 1);
-  Tensor new_mean = add(mul(std::move(running_mean), 1.0 - momentum), mul(detach(out[1]), momentum));
-  Tensor new_var = add(mul(std::move(running_var), 1.0 - momentum), mul(detach(out[2]), momentum * unbiased));
+  Tensor new_mean = add(mul(std::move(running_mean), 1.0 - momentum), mul(detach(out.mean), momentum));
+  Tensor new_var = add(mul(std::move(running_var), 1.0 - momentum), mul(detach(out.var), momentum * unbiased));
   return {std::move(y), std::move(new_mean), std::move(new_var)};
 }
 
