@@ -418,10 +418,19 @@ ConvPlan choose(VulkanDevice& dev, const ConvGemm& c, ConvLauncher& launcher,
     if (coop_config_fits(dev, coops[i], coop)) candidates.push_back({ConvPlan::coop, static_cast<int>(i)});
   for (std::size_t i = 0; i < tile_configs().size(); ++i)
     if (tile_config_fits(dev, tile_configs()[i])) candidates.push_back({ConvPlan::tiled, static_cast<int>(i)});
-  std::vector<KernelRequest> requests;
-  for (const ConvPlan& p : candidates)
-    if (p.kind != ConvPlan::explicit_gemm) requests.push_back(launcher.request(p));
-  compile_in_parallel(dev, requests);
+  auto requests = [&] {
+    std::vector<KernelRequest> r;
+    for (const ConvPlan& p : candidates)
+      if (p.kind != ConvPlan::explicit_gemm) r.push_back(launcher.request(p));
+    return r;
+  };
+  // Where every candidate gives the same bits (the tiled configurations: f32), they compile in
+  // the background while the class runs on the heuristic's choice (as the matmul's do).
+  const bool same_bits = std::all_of(candidates.begin(), candidates.end(),
+                                     [](const ConvPlan& p) { return p.kind == ConvPlan::tiled; });
+  if (same_bits && background_autotune_enabled() && !dev.background_compiler().ready("conv " + key, requests))
+    return ConvPlan{ConvPlan::tiled, heuristic_tile_config(dev, c.m, c.l, c.k, c.batches())};
+  compile_in_parallel(dev, requests());
   const std::vector<double> times = time_candidates(dev, candidates.size(), [&](std::size_t i) {
     if (candidates[i].kind == ConvPlan::explicit_gemm)
       explicit_run();

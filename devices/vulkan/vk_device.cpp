@@ -34,6 +34,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<Pip
   commands_ = std::make_unique<CommandStream>(*ctx_, stream);
   flags_ = std::make_unique<HostFlags>(*ctx_);
   pipelines_ = pipelines ? std::move(pipelines) : std::make_shared<PipelineCache>(*ctx_, std::move(cache_dir));
+  background_ = std::make_unique<BackgroundCompiler>(pipelines_);
   error_flag_ = allocate_buffer(*ctx_, 16, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
   std::memset(error_flag_.mapped, 0, 16);
   auto allocator = std::make_unique<DeviceAllocator>(*ctx_);
@@ -60,6 +61,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<Pip
 }
 
 VulkanDevice::~VulkanDevice() {
+  background_.reset();  // waits for a compile under way
   try {
     commands_->finish();
   } catch (...) {

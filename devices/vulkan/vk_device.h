@@ -12,6 +12,7 @@
 #include "kiln/devices/vulkan/vk_commands.h"
 #include "kiln/devices/vulkan/vk_host_flags.h"
 #include "kiln/devices/vulkan/vk_kernels.h"
+#include "kiln/devices/vulkan/vk_parallel_compile.h"
 #include "kiln/devices/vulkan/vk_pipeline_cache.h"
 
 namespace kiln::vk {
@@ -67,6 +68,7 @@ class VulkanDevice final : public DeviceBackend {
   // Records kernels mark to report what only they can see (vk_host_flags.h).
   HostFlags& host_flags() { return *flags_; }
   PipelineCache& pipelines() { return *pipelines_; }
+  BackgroundCompiler& background_compiler() { return *background_; }
   const std::string& prelude() const { return prelude_; }
 
  private:
@@ -88,6 +90,8 @@ class VulkanDevice final : public DeviceBackend {
   std::string prelude_;
   // One-node expressions of unfused elementwise ops, by structure key.
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> single_ops_;
+  // Last: destroyed first, so no background compile outlives what it reads.
+  std::unique_ptr<BackgroundCompiler> background_;
 };
 
 }  // namespace kiln::vk

@@ -590,6 +590,17 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
     if (fits(dev, coops[i], state.coop)) candidates.push_back(Plan{MatmulKernel::coop, static_cast<int>(i)});
   for (std::size_t i = 0; i < configs.size(); ++i)
     if (fits(dev, configs[i])) candidates.push_back(Plan{MatmulKernel::tiled, static_cast<int>(i)});
+  // Where every candidate gives the same bits (the tiled configurations: f32), they compile in
+  // the background while the class runs on the heuristic's choice; the timing itself (a few
+  // milliseconds) waits for the first use after they are made.
+  const bool same_bits =
+      std::all_of(candidates.begin(), candidates.end(), [](const Plan& p) { return p.kernel == MatmulKernel::tiled; });
+  if (same_bits && background_autotune_enabled() && !dev.background_compiler().ready("matmul " + key, [&] {
+        std::vector<KernelRequest> requests;
+        for (const Plan& p : candidates) requests.push_back(launcher.request(p));
+        return requests;
+      }))
+    return Plan{MatmulKernel::tiled, heuristic_tile(dev, g)};
   const std::vector<double> times = time_plans(dev, launcher, candidates);
   Plan best = candidates.front();
   double best_s = 0;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "kiln/devices/vulkan/vk_parallel_compile.h"
 #include "kiln/devices/vulkan/vk_pipeline_cache.h"
 #include "kiln/devices/vulkan/vk_shader.h"
 #include "vulkan_test_support.h"
@@ -67,6 +68,35 @@ TEST_F(PipelineCacheTest, SecondProcessLoadsFromDisk) {
   vk::PipelineCache nowhere(*ctx_, "/proc/kiln-cannot-write-here");
   nowhere.get("test/noop", "noop", source);
   EXPECT_EQ(nowhere.stats().compiles, 1u);
+}
+
+// The autotuner's candidates compile in the background: a job is queued by its first ready()
+// (false), made on the compiler's thread, then ready; its sources were taken as text when it
+// was queued (the captured counter is gone by the time they compile); a compiler destroyed with
+// jobs queued drops them and returns.
+TEST_F(PipelineCacheTest, BackgroundJobsCompileOnceAndReportReady) {
+  auto cache = std::make_shared<vk::PipelineCache>(*ctx_, "-");
+  auto requests = [] {
+    std::vector<vk::KernelRequest> r;
+    for (int i = 0; i < 3; ++i) {
+      auto count = std::make_shared<int>(i);  // released when the request is: sources must not need it later
+      r.push_back({"test/background/" + std::to_string(i), "noop",
+                   [count] { return kernel_source() + "// " + std::to_string(*count) + "\n"; }});
+    }
+    return r;
+  };
+  {
+    vk::BackgroundCompiler compiler(cache);
+    EXPECT_FALSE(compiler.ready("job", requests));
+    compiler.wait_idle();
+    EXPECT_TRUE(compiler.ready("job", requests));
+    EXPECT_EQ(cache->stats().compiles, 3u);
+    cache->get("test/background/1", "noop", [] { return std::string("not compiled: in memory"); });
+    EXPECT_EQ(cache->stats().memory_hits, 1u);
+    EXPECT_EQ(cache->stats().compiles, 3u);
+  }
+  vk::BackgroundCompiler dropped(std::make_shared<vk::PipelineCache>(*ctx_, "-"));
+  for (int job = 0; job < 4; ++job) EXPECT_FALSE(dropped.ready("job " + std::to_string(job), requests));
 }
 
 // KILN_SPIRV_OPTIMIZE set (or unset) for one scope.
