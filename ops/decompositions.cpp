@@ -461,12 +461,6 @@ OpAttrs over_channels(const TensorIr& x, double correction = 0.0) {
   a.scalar = correction;  // var's
   return a;
 }
-OpAttrs scalar_rhs(double v) {
-  OpAttrs a;
-  a.scalar = v;
-  a.scalar_side = ScalarSide::Rhs;
-  return a;
-}
 // [C] -> [1, C, 1, ...] against x.
 TensorIr per_channel(Rewrite& r, const TensorIr& t, const TensorIr& x) {
   Ints shape(static_cast<std::size_t>(x.shape.rank()), 1);
@@ -481,7 +475,7 @@ void batch_norm(const OpIr& op, Rewrite& r) {
   const double eps = op.attrs.scalar;
   const TensorIr mean = r.output(1, OpKind::mean, {x}, over_channels(x));
   const TensorIr var = r.output(2, OpKind::var, {x}, over_channels(x));
-  const TensorIr invstd = r.emit(OpKind::rsqrt, {r.emit(OpKind::add, {per_channel(r, var, x)}, scalar_rhs(eps))});
+  const TensorIr invstd = r.emit(OpKind::rsqrt, {r.emit(OpKind::add, {per_channel(r, var, x)}, scalar_attrs(eps, ScalarSide::Rhs))});
   const TensorIr centered = r.emit(OpKind::sub, {x, per_channel(r, mean, x)});
   const TensorIr scaled = r.emit(OpKind::mul, {r.emit(OpKind::mul, {centered, invstd}), per_channel(r, w, x)});
   r.finish(OpKind::add, {scaled, per_channel(r, b, x)});
@@ -495,14 +489,14 @@ void batch_norm_backward(const OpIr& op, Rewrite& r) {
   const double eps = op.attrs.scalar, count = static_cast<double>(x.numel() / std::max<std::int64_t>(x.shape[1], 1));
   const TensorIr mean = r.emit(OpKind::mean, {x}, over_channels(x));
   const TensorIr invstd =
-      r.emit(OpKind::rsqrt, {r.emit(OpKind::add, {r.emit(OpKind::var, {x}, over_channels(x))}, scalar_rhs(eps))});
+      r.emit(OpKind::rsqrt, {r.emit(OpKind::add, {r.emit(OpKind::var, {x}, over_channels(x))}, scalar_attrs(eps, ScalarSide::Rhs))});
   const TensorIr centered = r.emit(OpKind::sub, {x, per_channel(r, mean, x)});
   const TensorIr dbias = r.output(2, OpKind::sum, {dy}, over_channels(x));
   const TensorIr dot = r.emit(OpKind::sum, {r.emit(OpKind::mul, {dy, centered})}, over_channels(x));
   r.output(1, OpKind::mul, {dot, invstd});
   const TensorIr k =
-      r.emit(OpKind::div, {r.emit(OpKind::mul, {dot, r.emit(OpKind::square, {invstd})})}, scalar_rhs(count));
-  const TensorIr mean_dy = r.emit(OpKind::div, {dbias}, scalar_rhs(count));
+      r.emit(OpKind::div, {r.emit(OpKind::mul, {dot, r.emit(OpKind::square, {invstd})})}, scalar_attrs(count, ScalarSide::Rhs));
+  const TensorIr mean_dy = r.emit(OpKind::div, {dbias}, scalar_attrs(count, ScalarSide::Rhs));
   const TensorIr centered_dy = r.emit(OpKind::sub, {dy, per_channel(r, mean_dy, x)});
   const TensorIr projected = r.emit(OpKind::sub, {centered_dy, r.emit(OpKind::mul, {centered, per_channel(r, k, x)})});
   r.finish(OpKind::mul, {projected, per_channel(r, r.emit(OpKind::mul, {invstd, w}), x)});

@@ -62,13 +62,26 @@ inline const data::DataLoader<>& valid_loader() {
   return loader;
 }
 
-inline std::vector<float> weights(const Classifier& m) {
+// Every parameter's values, in order.
+inline std::vector<float> weights(const nn::Module& m) {
   std::vector<float> out;
   for (const Tensor& p : m.parameters()) {
     const std::vector<float> v = p.to_vector<float>().get();
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;
+}
+
+// No dropout: the same examples give the same gradients in any batching.
+struct Mlp : nn::Module {
+  nn::Linear fc1{2, 16}, fc2{16, 3};
+  Tensor forward(const Tensor& x) const { return fc2(relu(fc1(x))); }
+  KILN_MODULE(Mlp, fc1, fc2)
+};
+
+inline StepOutput mlp_step(const Mlp& m, const data::Batch& b) {
+  Tensor logits = m(b.inputs);
+  return {nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
 }
 
 }  // namespace kiln::train::fixture

@@ -12,25 +12,10 @@
 namespace kiln::train {
 namespace {
 
-struct Mlp : nn::Module {
-  nn::Linear fc1{2, 16}, fc2{16, 3};
-  Tensor forward(const Tensor& x) const { return fc2(relu(fc1(x))); }
-  KILN_MODULE(Mlp, fc1, fc2)
-};
+using fixture::Mlp;
+using fixture::mlp_step;
 
-StepOutput mlp_step(const Mlp& m, const data::Batch& b) {
-  Tensor logits = m(b.inputs);
-  return {nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
-}
-
-std::vector<std::uint32_t> bits(const Mlp& m) {
-  std::vector<float> out;
-  for (const Tensor& p : m.parameters()) {
-    const std::vector<float> v = p.to_vector<float>().get();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return test::float_bits(out);
-}
+std::vector<std::uint32_t> bits(const Mlp& m) { return test::float_bits(fixture::weights(m)); }
 
 struct TrainedRun {
   std::vector<std::uint32_t> weights;

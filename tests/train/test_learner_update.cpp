@@ -19,31 +19,12 @@ namespace {
 
 using fixture::Classifier;
 using fixture::make;
+using fixture::Mlp;
+using fixture::mlp_step;
 using fixture::step;
 using fixture::train_loader;
 using fixture::valid_loader;
 using fixture::weights;
-
-// No dropout: the same examples give the same gradients in any batching.
-struct Mlp : nn::Module {
-  nn::Linear fc1{2, 16}, fc2{16, 3};
-  Tensor forward(const Tensor& x) const { return fc2(relu(fc1(x))); }
-  KILN_MODULE(Mlp, fc1, fc2)
-};
-
-StepOutput mlp_step(const Mlp& m, const data::Batch& b) {
-  Tensor logits = m(b.inputs);
-  return {nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
-}
-
-std::vector<float> mlp_weights(const Mlp& m) {
-  std::vector<float> out;
-  for (const Tensor& p : m.parameters()) {
-    const std::vector<float> v = p.to_vector<float>().get();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
 
 float max_difference(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
@@ -66,7 +47,7 @@ Trained train_mlp(std::int64_t batch_size, std::int64_t accumulate) {
                        std::make_unique<optim::StepLr>(0.2, 2, 0.5), mlp_step,
                        {.epochs = 2, .accumulate_grad_batches = accumulate, .dashboard = DashboardMode::off});
   learner.fit(loader);
-  return {mlp_weights(learner.model()), learner.history()};
+  return {weights(learner.model()), learner.history()};
 }
 
 TEST(LearnerUpdate, AccumulatingNBatchesEqualsOneBatchNTimesAsLarge) {
