@@ -4,6 +4,8 @@
 #pragma once
 #include <httplib.h>
 
+#include <thread>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -22,6 +24,14 @@
 namespace kiln::test {
 
 inline constexpr std::size_t kPixels = kFashionMnistSide * kFashionMnistSide;
+
+// A fresh SmallCNN from `seed`, in eval mode.
+inline SmallCNN seeded_model(std::uint64_t seed) {
+  manual_seed(seed);
+  SmallCNN model;
+  model.eval();
+  return model;
+}
 
 // 784 pixels of k / 255, as a real image sent as pixel / 255; the same for the same seed.
 inline std::vector<float> test_image(std::uint64_t seed) {
