@@ -58,6 +58,9 @@ struct detail::HttpServerState {
   HttpMetrics metrics;
 
   asio::io_context ioc;
+  // Keeps the I/O threads running while every session waits on its handler (no socket
+  // operation pending, and the listener closed by drain): the answers still come by post.
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
 
@@ -211,13 +214,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
     if (route_->admitted) {
       std::string refusal;
-      if (server_->draining) {
-        refusal = "the server is shutting down";
-      } else if (options().max_in_flight > 0 && server_->in_flight.load() >= options().max_in_flight) {
+      if (server_->draining) refusal = "the server is shutting down";
+      if (refusal.empty() && server_->admission) refusal = server_->admission();
+      if (refusal.empty() && options().max_in_flight > 0 && server_->in_flight.load() >= options().max_in_flight)
         refusal = "the server is at capacity (" + std::to_string(options().max_in_flight) + " requests in flight)";
-      } else if (server_->admission) {
-        refusal = server_->admission();
-      }
       if (!refusal.empty()) return refuse(refusal);
       server_->in_flight.fetch_add(1);
       admitted_ = true;
@@ -494,6 +494,7 @@ int HttpServer::start(const std::string& host, int port) {
   const int bound = acceptor.local_endpoint().port();
   s.acceptor.emplace(std::move(acceptor));
   s.accept(impl_);
+  s.work.emplace(s.ioc.get_executor());
   for (std::size_t i = 0; i < s.options.io_threads; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
   return bound;
 }
@@ -531,6 +532,7 @@ void HttpServer::drain() {
       logger().warn("http: drain deadline ({} ms) passed with {} connections open; closing them",
                     s.options.drain_timeout.count(), s.sessions.size());
   }
+  s.work.reset();
   s.ioc.stop();
   for (auto& t : s.threads) t.join();
   s.threads.clear();
