@@ -28,12 +28,16 @@ struct Request {
   std::shared_ptr<CompletionSignal> signal;
 
   void fail(std::exception_ptr e) {
-    if (done) done({}, std::move(e));
-    else answer.set_exception(std::move(e));
+    if (done)
+      done({}, std::move(e));
+    else
+      answer.set_exception(std::move(e));
   }
   void succeed(std::vector<float> row) {
-    if (done) done(std::move(row), nullptr);
-    else answer.set_value(std::move(row));
+    if (done)
+      done(std::move(row), nullptr);
+    else
+      answer.set_value(std::move(row));
   }
 };
 
@@ -103,7 +107,8 @@ struct Batcher::Impl {
     // behind is the next one's first, for another worker (or this one, when it comes back).
     if (!queue.empty()) arrived.notify_one();
     // Requests from now on share a new signal: the next batch's callers, woken together.
-    else open_signal.reset();
+    else
+      open_signal.reset();
     return batch;
   }
 
@@ -131,14 +136,15 @@ struct Batcher::Impl {
     std::vector<float> values;
     try {
       std::vector<float> data(rows * item_numel);
-      for (std::size_t i = 0; i < rows; ++i) std::copy(batch[i].input.begin(), batch[i].input.end(), data.begin() + i * item_numel);
+      for (std::size_t i = 0; i < rows; ++i)
+        std::copy(batch[i].input.begin(), batch[i].input.end(), data.begin() + i * item_numel);
       Shape shape = item_shape;
       shape.insert(0, static_cast<std::int64_t>(rows));
       Tensor out = fn(from_vector(std::move(data), shape, options.device));
       KILN_CHECK(out.defined() && out.shape().rank() >= 1 && out.shape()[0] == static_cast<std::int64_t>(rows),
                  "serve::Batcher",
-                 "the batch function must return one row per request: a batch of " + std::to_string(rows) +
-                     " gave " + (out.defined() ? shape_text(out.shape()) : std::string("an undefined tensor")));
+                 "the batch function must return one row per request: a batch of " + std::to_string(rows) + " gave " +
+                     (out.defined() ? shape_text(out.shape()) : std::string("an undefined tensor")));
       values = out.to_vector<float>().get();
     } catch (...) {
       // The failure belongs to this batch: its requests get it, the next batch runs as usual.
@@ -251,8 +257,10 @@ void Batcher::shutdown() {
   std::lock_guard join(impl_->join_mutex);
   if (impl_->joined) return;
   for (auto& t : impl_->workers)
-    if (t.get_id() != std::this_thread::get_id()) t.join();
-    else t.detach();  // shutdown() from inside a batch function: that worker ends on its own
+    if (t.get_id() != std::this_thread::get_id())
+      t.join();
+    else
+      t.detach();  // shutdown() from inside a batch function: that worker ends on its own
   impl_->joined = true;
 }
 

@@ -24,11 +24,11 @@ using Clock = std::chrono::steady_clock;
 using BatchFunction = std::function<Tensor(const Tensor& batch)>;
 
 struct BatcherOptions {
-  std::size_t max_batch = 32;                     // rows in one forward pass
-  std::chrono::microseconds max_wait{0};          // extra wait for more rows once one is queued
-  std::size_t max_queue = 1024;                   // requests waiting beyond it: QueueFull
-  std::size_t workers = 1;                        // threads running batches (each a pass at a time)
-  Device device = Device::cpu();                  // where the batch tensor is made
+  std::size_t max_batch = 32;             // rows in one forward pass
+  std::chrono::microseconds max_wait{0};  // extra wait for more rows once one is queued
+  std::size_t max_queue = 1024;           // requests waiting beyond it: QueueFull
+  std::size_t workers = 1;                // threads running batches (each a pass at a time)
+  Device device = Device::cpu();          // where the batch tensor is made
 };
 
 // Thrown by submit() when max_queue requests are already waiting (the caller sheds load: HTTP 503).
@@ -54,13 +54,13 @@ class DeadlineExceeded : public Error {
 using Completion = std::function<void(std::vector<float> row, std::exception_ptr error)>;
 
 struct BatcherStats {
-  std::uint64_t requests = 0;         // accepted by submit()
-  std::uint64_t rejected_full = 0;    // QueueFull
-  std::uint64_t expired = 0;          // DeadlineExceeded
-  std::uint64_t failed = 0;           // failed with their batch
-  std::uint64_t completed = 0;        // answered with a result
-  std::uint64_t batches = 0;          // forward passes run
-  std::size_t queued = 0;             // waiting now
+  std::uint64_t requests = 0;             // accepted by submit()
+  std::uint64_t rejected_full = 0;        // QueueFull
+  std::uint64_t expired = 0;              // DeadlineExceeded
+  std::uint64_t failed = 0;               // failed with their batch
+  std::uint64_t completed = 0;            // answered with a result
+  std::uint64_t batches = 0;              // forward passes run
+  std::size_t queued = 0;                 // waiting now
   std::vector<std::uint64_t> batch_rows;  // batch_rows[n]: forward passes that ran n rows (n <= max_batch)
   double mean_batch() const { return batches ? double(completed + failed) / double(batches) : 0.0; }
 };

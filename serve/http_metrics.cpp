@@ -28,8 +28,8 @@ void gauge(std::string& out, const char* name, const char* help, std::uint64_t v
 
 void HttpMetrics::record(int status, std::chrono::steady_clock::duration latency) {
   const double seconds = std::chrono::duration<double>(latency).count();
-  const auto bucket = static_cast<std::size_t>(
-      std::lower_bound(kLatencyBounds.begin(), kLatencyBounds.end(), seconds) - kLatencyBounds.begin());
+  const auto bucket = static_cast<std::size_t>(std::lower_bound(kLatencyBounds.begin(), kLatencyBounds.end(), seconds) -
+                                               kLatencyBounds.begin());
   const std::lock_guard lock(mutex_);
   ++by_status_[status];
   ++buckets_[bucket];

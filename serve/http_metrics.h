@@ -17,7 +17,7 @@ class HttpMetrics {
  public:
   // Upper bounds of the latency histogram's buckets, in seconds (then +Inf).
   static constexpr std::array<double, 14> kLatencyBounds{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                         0.1,    0.25,  0.5,    1.0,   2.5,   5.0,  10.0};
+                                                         0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};
 
   // One answer sent: its status and the time from its header's arrival to its answer.
   void record(int status, std::chrono::steady_clock::duration latency);

@@ -5,11 +5,10 @@
 // write the answer the handler gives through Respond (write deadline), whenever it comes.
 #include "kiln/serve/http_server.h"
 
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -193,8 +192,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(beast::error_code ec) {
     received_ = SteadyClock::now();
     if (closed_) return;
-    if (timed_out_)
-      return fail(408, "the request's header did not arrive within " + ms(options().header_timeout));
+    if (timed_out_) return fail(408, "the request's header did not arrive within " + ms(options().header_timeout));
     if (ec == http::error::header_limit) return fail(too_long_status(), too_long_message());
     if (ec == http::error::body_limit) return fail(413, body_too_large());
     if (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::eof)
@@ -264,15 +262,15 @@ class Session : public std::enable_shared_from_this<Session> {
       const auto& req = parser_->get();
       const std::size_t got = req.body().size();
       const auto length = parser_->content_length();
-      return fail(length ? 400 : 408,
-                  length ? "the body ended after " + std::to_string(got) + " of the " + std::to_string(*length) +
-                               " bytes its Content-Length announced (nothing more came within " +
-                               ms(options().body_timeout) + ")"
-                         : "the chunked body did not end within " + ms(options().body_timeout));
+      return fail(length ? 400 : 408, length ? "the body ended after " + std::to_string(got) + " of the " +
+                                                   std::to_string(*length) +
+                                                   " bytes its Content-Length announced (nothing more came within " +
+                                                   ms(options().body_timeout) + ")"
+                                             : "the chunked body did not end within " + ms(options().body_timeout));
     }
     if (ec == http::error::body_limit) return fail(413, body_too_large());
-    if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
-        ec == asio::error::connection_reset || ec == asio::error::eof)
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::connection_reset ||
+        ec == asio::error::eof)
       return close();
     if (ec) return fail(400, "malformed HTTP body: " + ec.message());
     if (pending_refusal_) {
@@ -324,13 +322,12 @@ class Session : public std::enable_shared_from_this<Session> {
     server_->metrics.record(r.status, SteadyClock::now() - received_);
     release_admission();
     arm(options().write_timeout);
-    http::async_write(socket_, *response_,
-                      [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
-                        self->response_.reset();
-                        if (ec || self->timed_out_) return self->close();
-                        if (close_after) return self->linger();
-                        self->wait_for_request();
-                      });
+    http::async_write(socket_, *response_, [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
+      self->response_.reset();
+      if (ec || self->timed_out_) return self->close();
+      if (close_after) return self->linger();
+      self->wait_for_request();
+    });
   }
 
   // After an answer with Connection: close: stop sending, then read and drop what the client
@@ -377,8 +374,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string too_long_message() const {
     return too_long_status() == 414
                ? "the request target is longer than " + std::to_string(options().max_target_bytes) + " bytes"
-               : "the request's header fields are larger than " + std::to_string(options().max_header_bytes) +
-                     " bytes";
+               : "the request's header fields are larger than " + std::to_string(options().max_header_bytes) + " bytes";
   }
   std::string body_too_large() const {
     return "the body is larger than " + std::to_string(options().max_body_bytes) + " bytes";
@@ -446,8 +442,10 @@ void detail::HttpServerState::accept(const std::shared_ptr<HttpServerState>& sel
         const std::lock_guard lock(self->mutex);
         open = self->sessions.size();
       }
-      if (open >= self->options.max_connections) self->refuse_connection(std::move(socket));
-      else std::make_shared<Session>(self, std::move(socket))->start();
+      if (open >= self->options.max_connections)
+        self->refuse_connection(std::move(socket));
+      else
+        std::make_shared<Session>(self, std::move(socket))->start();
     } else if (log_enabled(spdlog::level::debug)) {
       logger().debug("http: accept failed: {}", ec.message());
     }
@@ -455,7 +453,8 @@ void detail::HttpServerState::accept(const std::shared_ptr<HttpServerState>& sel
   });
 }
 
-HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_shared<detail::HttpServerState>(std::move(options))) {
+HttpServer::HttpServer(HttpServerOptions options)
+    : impl_(std::make_shared<detail::HttpServerState>(std::move(options))) {
   KILN_CHECK(impl_->options.io_threads >= 1, "serve::HttpServer", "io_threads must be at least 1");
   KILN_CHECK(impl_->options.max_connections >= 1, "serve::HttpServer", "max_connections must be at least 1");
 }

@@ -56,18 +56,18 @@ using Respond = std::function<void(HttpResponse)>;
 using Handler = std::function<void(HttpRequest&& request, Respond respond)>;
 
 struct HttpServerOptions {
-  std::size_t io_threads = 2;                        // threads running the event loop
-  std::size_t max_connections = 1024;                // open sockets at once; one more: 503, closed
-  std::size_t max_in_flight = 0;                     // admitted requests handled at once; 0: no cap
-  std::size_t max_header_bytes = 8 * 1024;           // request line + headers; more: 414 or 431
-  std::size_t max_target_bytes = 2 * 1024;           // the request line's target; more: 414
-  std::size_t max_body_bytes = 1 << 20;              // more: 413
-  std::chrono::milliseconds header_timeout{5000};    // first byte of a request to the end of its header
-  std::chrono::milliseconds body_timeout{5000};      // end of the header to the end of the body
-  std::chrono::milliseconds write_timeout{5000};     // one answer's write
-  std::chrono::milliseconds idle_timeout{30000};     // a keep-alive connection with no request
-  std::chrono::milliseconds drain_timeout{10000};    // drain(): the most it waits for answers
-  std::chrono::seconds retry_after{1};               // a 503's advice to the client
+  std::size_t io_threads = 2;                      // threads running the event loop
+  std::size_t max_connections = 1024;              // open sockets at once; one more: 503, closed
+  std::size_t max_in_flight = 0;                   // admitted requests handled at once; 0: no cap
+  std::size_t max_header_bytes = 8 * 1024;         // request line + headers; more: 414 or 431
+  std::size_t max_target_bytes = 2 * 1024;         // the request line's target; more: 414
+  std::size_t max_body_bytes = 1 << 20;            // more: 413
+  std::chrono::milliseconds header_timeout{5000};  // first byte of a request to the end of its header
+  std::chrono::milliseconds body_timeout{5000};    // end of the header to the end of the body
+  std::chrono::milliseconds write_timeout{5000};   // one answer's write
+  std::chrono::milliseconds idle_timeout{30000};   // a keep-alive connection with no request
+  std::chrono::milliseconds drain_timeout{10000};  // drain(): the most it waits for answers
+  std::chrono::seconds retry_after{1};             // a 503's advice to the client
   // The body of every error answer the server makes itself (4xx, 503): `message` in the
   // service's own format. Default: {"error": "<message>"}.
   std::function<std::string(const std::string& message)> error_body;

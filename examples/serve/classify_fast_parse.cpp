@@ -52,7 +52,8 @@ class Reader {
     const char* start = p_;
     if (p_ < end_ && *p_ == '-') ++p_;
     if (p_ == end_ || !digit(*p_)) return false;
-    if (*p_ == '0') ++p_;
+    if (*p_ == '0')
+      ++p_;
     else
       while (p_ < end_ && digit(*p_)) ++p_;
     integer = true;
@@ -133,9 +134,12 @@ bool parse_classify_fast(std::string_view body, ClassifyRequest& out) {
     std::string_view key;
     if (!in.plain_string(key) || !in.take(':')) return false;
     bool ok = false;
-    if (key == "image" && !image) ok = image = read_image(in, out.image);
-    else if (key == "id" && !id) ok = id = read_id(in, out.id_json);
-    else if (key == "deadline_ms" && !deadline) ok = deadline = read_deadline(in, out.deadline);
+    if (key == "image" && !image)
+      ok = image = read_image(in, out.image);
+    else if (key == "id" && !id)
+      ok = id = read_id(in, out.id_json);
+    else if (key == "deadline_ms" && !deadline)
+      ok = deadline = read_deadline(in, out.deadline);
     if (!ok) return false;
   } while (in.take(','));
   if (!in.take('}')) return false;

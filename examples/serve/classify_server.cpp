@@ -1,10 +1,11 @@
 #include "examples/serve/classify_server.h"
 
+#include <kiln/core.h>
+
 #include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include <kiln/core.h>
 #include "examples/serve/classify_api.h"
 
 namespace kiln::examples {
@@ -62,8 +63,9 @@ struct ClassifyServer::Impl {
         return "the queue is full (" + std::to_string(options.batcher.max_queue) + " requests waiting)";
       return {};
     });
-    http->route("POST", "/v1/classify",
-                [this](serve::HttpRequest&& req, serve::Respond respond) { this->classify(std::move(req), respond); }, true);
+    http->route(
+        "POST", "/v1/classify",
+        [this](serve::HttpRequest&& req, serve::Respond respond) { this->classify(std::move(req), respond); }, true);
     http->route("GET", "/healthz", [this](serve::HttpRequest&&, serve::Respond respond) {
       const bool stopping = http->draining();
       respond(text_answer(stopping ? 503 : 200, stopping ? "stopping\n" : "ok\n", stopping));
@@ -71,7 +73,8 @@ struct ClassifyServer::Impl {
     http->route("GET", "/readyz", [this](serve::HttpRequest&&, serve::Respond respond) {
       const bool stopping = http->draining();
       respond(stopping ? text_answer(503, "stopping\n", true)
-                       : ready ? text_answer(200, "ready\n") : text_answer(503, "warming up\n"));
+              : ready  ? text_answer(200, "ready\n")
+                       : text_answer(503, "warming up\n"));
     });
     http->route("GET", "/metrics", [this](serve::HttpRequest&&, serve::Respond respond) {
       std::string text = http->metrics().prometheus_text(http->open_connections(), http->in_flight());

@@ -17,6 +17,8 @@
 //   GET /metrics       Prometheus text: answers by status, latency histogram, queue depth, batch sizes
 //   GET /v1/stats      the batcher's counters as JSON
 #pragma once
+#include <kiln/serve.h>
+
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -24,7 +26,6 @@
 #include <vector>
 
 #include "examples/fashion_mnist_model.h"
-#include <kiln/serve.h>
 
 namespace kiln::examples {
 

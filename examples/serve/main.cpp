@@ -9,13 +9,14 @@
 // Without --model it serves a freshly initialised (untrained) model, and says so. A port in use
 // is an error (exit 1). SIGTERM or SIGINT: close the listener, answer every request accepted,
 // exit 0 within the drain deadline.
+#include <kiln/io.h>
+
 #include <csignal>
 #include <cstdio>
 #include <string>
 
 #include "examples/serve/classify_server.h"
 #include "examples/serve/stop_signal.h"
-#include <kiln/io.h>
 
 using namespace kiln;
 

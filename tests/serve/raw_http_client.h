@@ -19,7 +19,7 @@
 namespace kiln::test {
 
 struct RawAnswer {
-  int status = 0;  // 0: none (closed first, or timed out)
+  int status = 0;                              // 0: none (closed first, or timed out)
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::string header(const std::string& name) const {

@@ -4,8 +4,6 @@
 #pragma once
 #include <httplib.h>
 
-#include <thread>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -15,10 +13,11 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "kiln/data/data.h"
 #include "examples/fashion_mnist_model.h"
+#include "kiln/data/data.h"
 #include "kiln/serve/batcher.h"
 
 namespace kiln::test {

@@ -89,8 +89,7 @@ TEST(ServeHostile, SlowClientsDoNotTakeTheServiceAndGetA408Or400AtTheirDeadline)
   // The short body: 400 naming the shortfall, after the body deadline, not seconds later.
   const RawAnswer a = short_body.read_answer(5s);
   EXPECT_EQ(a.status, 400) << a.body;
-  EXPECT_NE(a.body.find("ended after 100 of the 5000 bytes its Content-Length announced"), std::string::npos)
-      << a.body;
+  EXPECT_NE(a.body.find("ended after 100 of the 5000 bytes its Content-Length announced"), std::string::npos) << a.body;
   EXPECT_LT(ms_since(short_sent), 3000.0);
   EXPECT_EQ(server.http_metrics().answered(408), std::uint64_t{kSlow});
   EXPECT_EQ(server.stats().completed, std::uint64_t{kClients * kPerClient});
@@ -283,10 +282,11 @@ TEST(ServeHostile, ReadyOnlyAfterWarmUpAndMetricsInPrometheusText) {
   const httplib::Result m = client->Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->get_header_value("Content-Type"), "text/plain; version=0.0.4");
-  for (const std::string line : {"kiln_http_requests_total{code=\"200\"} 5", "kiln_http_requests_total{code=\"503\"} 2",
-                                 "kiln_http_request_duration_seconds_count 7", "kiln_batcher_queue_depth 0",
-                                 "kiln_batcher_completed_total 3", "kiln_batcher_batch_rows_count 3",
-                                 "kiln_batcher_batch_rows_sum 3", "kiln_ready 1", "# TYPE kiln_batcher_batch_rows histogram"})
+  for (const std::string line :
+       {"kiln_http_requests_total{code=\"200\"} 5", "kiln_http_requests_total{code=\"503\"} 2",
+        "kiln_http_request_duration_seconds_count 7", "kiln_batcher_queue_depth 0", "kiln_batcher_completed_total 3",
+        "kiln_batcher_batch_rows_count 3", "kiln_batcher_batch_rows_sum 3", "kiln_ready 1",
+        "# TYPE kiln_batcher_batch_rows histogram"})
     EXPECT_NE(m->body.find(line + "\n"), std::string::npos) << "no line " << line << " in\n" << m->body;
 }
 

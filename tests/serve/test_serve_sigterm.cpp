@@ -16,10 +16,10 @@
 #include "examples/serve/classify_server.h"
 #include "examples/serve/stop_signal.h"
 #include "kiln/io/io.h"
+#include "support/child_test.h"
 #include "support/scratch_dir.h"
 #include "tests/serve/raw_http_client.h"
 #include "tests/serve/serve_test_fixtures.h"
-#include "support/child_test.h"
 
 namespace kiln::test {
 namespace {
