@@ -27,6 +27,7 @@ struct HttpLoadResult {
   std::vector<double> latencies_us;  // answered requests
   std::map<int, std::size_t> by_status;
   std::size_t failed_connections = 0;
+  std::string first_error;  // the body of the first answer that was not a 200
   double requests_per_s() const { return seconds > 0 ? static_cast<double>(latencies_us.size()) / seconds : 0.0; }
   double percentile(double p) {
     if (latencies_us.empty()) return 0.0;
@@ -133,6 +134,7 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
         if (at != std::string::npos && at < head_end) length = std::stoul(c.in.substr(at + 16, 12));
         if (c.in.size() < head_end + 4 + length) break;
         const int status = std::stoi(c.in.substr(9, 3));
+        if (status != 200 && result.first_error.empty()) result.first_error = c.in.substr(head_end + 4, length);
         c.in.erase(0, head_end + 4 + length);
         const auto done = Clock::now();
         ++result.by_status[status];

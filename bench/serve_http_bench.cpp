@@ -24,10 +24,10 @@
 namespace kiln::bench {
 namespace {
 
-constexpr int kConnections = 64;
-constexpr auto kWindow = std::chrono::seconds(2);
+constexpr int kHttpConnections = 64;
+constexpr auto kHttpWindow = std::chrono::seconds(2);
 
-std::vector<std::vector<float>> request_images(int n) {
+std::vector<std::vector<float>> http_request_images(int n) {
   std::mt19937 rng(5);
   std::vector<std::vector<float>> images;
   for (int i = 0; i < n; ++i) {
@@ -45,12 +45,12 @@ struct InProcess {
 // 64 threads, each submitting one image at a time and waiting for its answer.
 InProcess batcher_in_process(serve::Batcher& batcher, const std::vector<std::vector<float>>& images) {
   using Clock = std::chrono::steady_clock;
-  std::vector<std::vector<double>> per_thread(kConnections);
+  std::vector<std::vector<double>> per_thread(kHttpConnections);
   const auto start = Clock::now();
-  const auto until = start + kWindow;
+  const auto until = start + kHttpWindow;
   {
     std::vector<std::jthread> threads;
-    for (int t = 0; t < kConnections; ++t)
+    for (int t = 0; t < kHttpConnections; ++t)
       threads.emplace_back([&, t] {
         for (std::size_t i = t; Clock::now() < until; ++i) {
           const auto sent = Clock::now();
@@ -75,7 +75,7 @@ void serve_http(benchmark::State& state) {
   serve::Batcher in_process(examples::classify_with(model), Shape{1, 28, 28}, options.batcher);
   in_process.warm_up();
 
-  const std::vector<std::vector<float>> images = request_images(64);
+  const std::vector<std::vector<float>> images = http_request_images(64);
   std::vector<std::string> requests;
   for (std::size_t i = 0; i < images.size(); ++i)
     requests.push_back(http_post("/v1/classify", nlohmann::json{{"image", images[i]}, {"id", i}}.dump()));
@@ -86,9 +86,9 @@ void serve_http(benchmark::State& state) {
   const serve::BatcherStats before = server.stats();
   for (auto _ : state) {
     const InProcess local = batcher_in_process(in_process, images);
-    HttpLoadResult closed = run_http_load(port, kConnections, requests, kWindow);
+    HttpLoadResult closed = run_http_load(port, kHttpConnections, requests, kHttpWindow);
     const double rate = closed.requests_per_s();
-    HttpLoadResult paced = run_http_load(port, kConnections, requests, kWindow, rate / 2);
+    HttpLoadResult paced = run_http_load(port, kHttpConnections, requests, kHttpWindow, rate / 2);
     for (const auto& [status, count] : closed.by_status) non_200 += status == 200 ? 0 : count;
     for (const auto& [status, count] : paced.by_status) non_200 += status == 200 ? 0 : count;
     local_rate += local.requests_per_s;
