@@ -126,10 +126,13 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->wait_for_request(); });
   }
 
-  // drain() began: an idle connection closes now; the others close after their answer.
+  // drain() began: an idle connection closes now; the others close after their answer. One
+  // whose next request has begun to arrive is not idle: that request is answered (503).
   void on_drain() {
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
-      if (self->phase_ == Phase::Idle) self->close();
+      if (self->phase_ != Phase::Idle) return;
+      beast::error_code ec;
+      if (self->socket_.available(ec) == 0 || ec) self->close();
     });
   }
 
