@@ -28,6 +28,7 @@ struct HttpLoadResult {
   std::map<int, std::size_t> by_status;
   std::size_t failed_connections = 0;
   std::string first_error;  // the body of the first answer that was not a 200
+  std::size_t starved_connections = 0;  // connections that got no answer at all
   double requests_per_s() const { return seconds > 0 ? static_cast<double>(latencies_us.size()) / seconds : 0.0; }
   double percentile(double p) {
     if (latencies_us.empty()) return 0.0;
@@ -48,6 +49,7 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
     std::size_t next = 0;
     Clock::time_point started, scheduled;
     bool waiting = false;  // open loop: sent nothing yet for its slot
+    std::size_t answers = 0;
   };
   const int ep = ::epoll_create1(EPOLL_CLOEXEC);
   std::vector<Conn> conns(static_cast<std::size_t>(connections));
@@ -138,6 +140,7 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
         c.in.erase(0, head_end + 4 + length);
         const auto done = Clock::now();
         ++result.by_status[status];
+        ++c.answers;
         if (status == 200)
           result.latencies_us.push_back(std::chrono::duration<double, std::micro>(done - c.started).count());
         if (rate_per_s > 0) {
@@ -151,8 +154,10 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
     }
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
-  for (Conn& c : conns)
+  for (Conn& c : conns) {
     if (c.fd >= 0) ::close(c.fd);
+    if (c.answers == 0) ++result.starved_connections;
+  }
   ::close(ep);
   return result;
 }
