@@ -134,11 +134,12 @@ TEST(ServeHostile, OverloadPastCapacityIsAFast503AndEveryConnectionIsServed) {
   for (int i = 0; i < 64; ++i) images.push_back(test_image(i));
   const auto expected = reference_scores(model, images);
   int served = 0, refused = 0;
-  std::vector<double> refusal_ms;
+  std::vector<double> refusal_ms, served_ms;
   for (int id = 0; id < kTotal; ++id) {
     const Answer& a = answers[id];
     if (a.status == 200) {
       ++served;
+      served_ms.push_back(latency_ms[id]);
       EXPECT_EQ(a.body.value("id", -1), id);
       expect_scores(a.body, expected[id % 64]);
     } else {
@@ -157,9 +158,11 @@ TEST(ServeHostile, OverloadPastCapacityIsAFast503AndEveryConnectionIsServed) {
   // Fairness: every connection had every request answered, none waited long (a starved
   // keep-alive connection would show here as a request seconds old).
   EXPECT_LT(*std::max_element(latency_ms.begin(), latency_ms.end()), 2000.0);
-  // A refusal is fast: it waits for no batch.
+  // A refusal is fast: it waits for no batch (every batch takes 4 ms at least).
   std::sort(refusal_ms.begin(), refusal_ms.end());
-  EXPECT_LT(refusal_ms[refusal_ms.size() / 2], 50.0) << "the median 503 took too long";
+  std::sort(served_ms.begin(), served_ms.end());
+  EXPECT_LT(refusal_ms[refusal_ms.size() / 2], served_ms[served_ms.size() / 2])
+      << "the median 503 took as long as the median answer";
 }
 
 TEST(ServeHostile, ASecondServerOnTheSamePortIsRefusedAndTheFirstKeepsServing) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "kiln/engine/kiln.h"
 #include "kiln/serve/batcher.h"
 #include "kiln/serve/http_server.h"
 #include "tests/serve/raw_http_client.h"
