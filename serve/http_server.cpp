@@ -119,6 +119,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void start() {
+    // Room for a whole classification request (~16 KB) in one read: a buffer left to grow from
+    // its first few hundred bytes took a system call per 4 KB.
+    buffer_.reserve(32 * 1024);
     {
       const std::lock_guard lock(server_->mutex);
       server_->sessions.emplace(this, weak_from_this());
