@@ -30,7 +30,9 @@
 namespace kiln::examples {
 
 struct ServerOptions {
-  serve::BatcherOptions batcher{.max_batch = 32, .max_wait = std::chrono::microseconds(200), .max_queue = 256};
+  // A queue of two batches: past it (and one batch running) requests get 503 at once, so that an
+  // accepted request waits behind at most three forward passes, not seconds of backlog.
+  serve::BatcherOptions batcher{.max_batch = 32, .max_wait = std::chrono::microseconds(200), .max_queue = 64};
   std::vector<std::size_t> warm_up_sizes{};  // batch sizes run before ready; empty: 1..max_batch
   // The HTTP side: I/O threads, deadlines, connection cap, drain deadline. Its max_in_flight
   // left at 0 becomes the batcher's capacity (max_queue + max_batch per worker).

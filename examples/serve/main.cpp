@@ -2,7 +2,7 @@
 // "Serving over HTTP" section).
 //
 //   ./build/examples/serve/serve --model runs/fashion_mnist/model.safetensors [--host 127.0.0.1]
-//       [--port 8080] [--max-batch 32] [--max-wait-us 200] [--max-queue 256] [--io-threads 2]
+//       [--port 8080] [--max-batch 32] [--max-wait-us 200] [--max-queue 64] [--io-threads 2]
 //       [--max-connections 1024] [--max-queue-delay-ms 500] [--header-timeout-ms 5000]
 //       [--body-timeout-ms 5000] [--idle-timeout-ms 30000] [--drain-timeout-ms 10000]
 //
