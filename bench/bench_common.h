@@ -86,5 +86,6 @@ void register_train(Device device);  // mlp_train_step, transformer_train_step
 void register_serve(Device device);  // mlp_infer_b1, concurrent_infer
 void register_fashion_mnist(Device device);  // fashion_mnist_epoch
 void register_serve_load(Device device);     // serve_load (examples/serve over HTTP), CPU only
+void register_serve_http(Device device);     // serve_http (64 connections, beside the batcher in-process), CPU only
 
 }  // namespace kiln::bench

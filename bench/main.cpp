@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   kiln::bench::register_serve(*device);
   kiln::bench::register_fashion_mnist(*device);
 #ifdef KILN_BENCH_SERVE
-  kiln::bench::register_serve_load(*device);  // only where cpp-httplib built examples/serve
+  kiln::bench::register_serve_load(*device);  // examples/serve over HTTP
+  kiln::bench::register_serve_http(*device);
 #endif
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

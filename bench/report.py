@@ -17,7 +17,10 @@ import json
 
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inplace_per_iter", "batches_per_iter",
-               "waits_per_iter", "peak_mib", "one_thread_ms", "two_threads_ms", "mean_batch", "warm_s", "first_over_warm")
+               "waits_per_iter", "peak_mib", "one_thread_ms", "two_threads_ms", "mean_batch", "warm_s", "first_over_warm",
+               # serve_http: the batcher in-process beside it, and an open-loop run at half its rate
+               "in_process_requests_per_s", "in_process_p99_us", "http_over_in_process", "paced_rate",
+               "paced_p50_us", "paced_p99_us")
 # Serving counters that follow a figure, as "<field>_<suffix>": the p99 of a latency or throughput
 # run, the p50 of a throughput run (its figure being requests/s), the batcher's mean batch.
 SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "mean_batch": "mean_batch"}

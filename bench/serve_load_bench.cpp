@@ -3,19 +3,18 @@
 // one client thread each, send classification requests back to back for one second per
 // iteration. Counters: requests_per_s, p50_us and p99_us (client-side latency of the
 // iteration's requests), mean_batch (rows per forward pass). Clients and server share the
-// machine's cores, as on any one-host load test. It exists where cpp-httplib does (KILN_BENCH_SERVE).
+// machine's cores, as on any one-host load test; the clients run on one epoll thread
+// (bench/http_load.h).
 #ifdef KILN_BENCH_SERVE
-#include <httplib.h>
 
 #include <algorithm>
-#include <atomic>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/http_load.h"
 #include "examples/serve/classify_server.h"
 
 namespace kiln::bench {
@@ -45,34 +44,17 @@ void serve_load(benchmark::State& state) {
   const int port = server.start();
   const std::vector<std::string> bodies = request_bodies(64);
 
+  std::vector<std::string> requests;
+  for (const std::string& body : bodies) requests.push_back(http_post("/v1/classify", body));
   std::vector<double> latencies_us;
   std::size_t failures = 0;
   const serve::BatcherStats before = server.stats();
   double seconds = 0;
   for (auto _ : state) {
-    std::vector<std::vector<double>> per_client(kConnections);
-    std::atomic<std::size_t> failed{0};
-    const auto start = std::chrono::steady_clock::now();
-    const auto until = start + kWindow;
-    std::vector<std::thread> clients;
-    for (int c = 0; c < kConnections; ++c)
-      clients.emplace_back([&, c] {
-        httplib::Client client("127.0.0.1", port);
-        client.set_keep_alive(true);
-        client.set_tcp_nodelay(true);
-        client.set_default_headers({{"Accept-Encoding", "identity"}});
-        for (std::size_t i = c; std::chrono::steady_clock::now() < until; i += kConnections) {
-          const auto sent = std::chrono::steady_clock::now();
-          const httplib::Result r = client.Post("/v1/classify", bodies[i % bodies.size()], "application/json");
-          if (!r || r->status != 200) failed.fetch_add(1);
-          per_client[c].push_back(
-              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - sent).count());
-        }
-      });
-    for (auto& t : clients) t.join();
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (const auto& l : per_client) latencies_us.insert(latencies_us.end(), l.begin(), l.end());
-    failures += failed.load();
+    const HttpLoadResult r = run_http_load(port, kConnections, requests, kWindow);
+    seconds += r.seconds;
+    latencies_us.insert(latencies_us.end(), r.latencies_us.begin(), r.latencies_us.end());
+    for (const auto& [status, count] : r.by_status) failures += status == 200 ? 0 : count;
   }
   const serve::BatcherStats after = server.stats();
   server.stop();

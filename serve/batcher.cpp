@@ -20,11 +20,25 @@ struct Request {
   std::vector<float> input;
   Promise<std::vector<float>> answer;
   std::optional<Clock::time_point> deadline;
+  Completion done;  // set: answered through it, not through `answer`
   // Where the caller sleeps, announced once its batch is answered. Requests share one while they
   // will form one batch: a new signal starts after max_batch requests and when a batch leaves
   // the queue empty, and batches take the queue's first max_batch (or all), so a batch's
   // requests share one signal and no other batch wakes its callers.
   std::shared_ptr<CompletionSignal> signal;
+
+  void fail(std::exception_ptr e) {
+    if (done)
+      done({}, std::move(e));
+    else
+      answer.set_exception(std::move(e));
+  }
+  void succeed(std::vector<float> row) {
+    if (done)
+      done(std::move(row), nullptr);
+    else
+      answer.set_value(std::move(row));
+  }
 };
 
 // Announces the signals of a batch's requests when it goes: after every request of the batch
@@ -33,7 +47,7 @@ struct Announcer {
   std::vector<std::shared_ptr<CompletionSignal>> signals;
   void add(const std::vector<Request>& batch) {
     for (const Request& r : batch)
-      if (signals.empty() || signals.back() != r.signal) signals.push_back(r.signal);
+      if (r.signal && (signals.empty() || signals.back() != r.signal)) signals.push_back(r.signal);
   }
   ~Announcer() {
     for (const auto& s : signals) s->announce();
@@ -62,6 +76,11 @@ struct Batcher::Impl {
   std::vector<std::thread> workers;
 
   std::atomic<std::uint64_t> requests{0}, rejected_full{0}, expired{0}, failed{0}, completed{0}, batches{0};
+  std::unique_ptr<std::atomic<std::uint64_t>[]> batch_rows;  // [max_batch + 1]: passes by row count
+
+  // Queues `r` (whose promise or completion is set); throws QueueFull or ShuttingDown. Returns
+  // the signal its caller sleeps on (null for a completion).
+  std::shared_ptr<const CompletionSignal> enqueue(Request r);
 
   // Takes the next batch: waits for a first request, then up to max_wait for more while the
   // batch is not full. Empty once shutdown began and the queue is drained.
@@ -88,7 +107,8 @@ struct Batcher::Impl {
     // behind is the next one's first, for another worker (or this one, when it comes back).
     if (!queue.empty()) arrived.notify_one();
     // Requests from now on share a new signal: the next batch's callers, woken together.
-    else open_signal.reset();
+    else
+      open_signal.reset();
     return batch;
   }
 
@@ -99,7 +119,7 @@ struct Batcher::Impl {
     for (auto& r : batch) {
       if (r.deadline && *r.deadline < now) {
         expired.fetch_add(1, std::memory_order_relaxed);
-        r.answer.set_exception(std::make_exception_ptr(
+        r.fail(std::make_exception_ptr(
             DeadlineExceeded("serve::Batcher", "the request's deadline passed before its batch ran")));
       } else {
         if (&*keep != &r) *keep = std::move(r);  // a self-move would empty the input
@@ -116,29 +136,31 @@ struct Batcher::Impl {
     std::vector<float> values;
     try {
       std::vector<float> data(rows * item_numel);
-      for (std::size_t i = 0; i < rows; ++i) std::copy(batch[i].input.begin(), batch[i].input.end(), data.begin() + i * item_numel);
+      for (std::size_t i = 0; i < rows; ++i)
+        std::copy(batch[i].input.begin(), batch[i].input.end(), data.begin() + i * item_numel);
       Shape shape = item_shape;
       shape.insert(0, static_cast<std::int64_t>(rows));
       Tensor out = fn(from_vector(std::move(data), shape, options.device));
       KILN_CHECK(out.defined() && out.shape().rank() >= 1 && out.shape()[0] == static_cast<std::int64_t>(rows),
                  "serve::Batcher",
-                 "the batch function must return one row per request: a batch of " + std::to_string(rows) +
-                     " gave " + (out.defined() ? shape_text(out.shape()) : std::string("an undefined tensor")));
+                 "the batch function must return one row per request: a batch of " + std::to_string(rows) + " gave " +
+                     (out.defined() ? shape_text(out.shape()) : std::string("an undefined tensor")));
       values = out.to_vector<float>().get();
     } catch (...) {
       // The failure belongs to this batch: its requests get it, the next batch runs as usual.
       const std::exception_ptr e = std::current_exception();
       failed.fetch_add(rows, std::memory_order_relaxed);
       batches.fetch_add(1, std::memory_order_relaxed);
-      for (auto& r : batch) r.answer.set_exception(e);
+      for (auto& r : batch) r.fail(e);
       return;
     }
     // Counted before the answers go out: a caller that has its answer sees it in stats().
     completed.fetch_add(rows, std::memory_order_relaxed);
     batches.fetch_add(1, std::memory_order_relaxed);
+    batch_rows[rows].fetch_add(1, std::memory_order_relaxed);
     const std::size_t width = values.size() / rows;
     for (std::size_t i = 0; i < rows; ++i)
-      batch[i].answer.set_value(std::vector<float>(values.begin() + i * width, values.begin() + (i + 1) * width));
+      batch[i].succeed(std::vector<float>(values.begin() + i * width, values.begin() + (i + 1) * width));
   }
 
   void work() {
@@ -163,46 +185,61 @@ Batcher::Batcher(BatchFunction fn, Shape item_shape, BatcherOptions options) : i
   impl_->item_numel = static_cast<std::size_t>(impl_->item_shape.numel());
   KILN_CHECK(impl_->item_numel >= 1, "serve::Batcher", "the item shape " + shape_text(impl_->item_shape) + " is empty");
   impl_->options = options;
+  impl_->batch_rows = std::make_unique<std::atomic<std::uint64_t>[]>(options.max_batch + 1);
   for (std::size_t i = 0; i < options.workers; ++i) impl_->workers.emplace_back([impl = impl_.get()] { impl->work(); });
 }
 
 Batcher::~Batcher() { shutdown(); }
 
-Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::optional<Clock::time_point> deadline) {
-  Impl& s = *impl_;
-  KILN_CHECK(input.size() == s.item_numel, "serve::Batcher::submit",
-             "a request holds " + std::to_string(input.size()) + " values but the item shape " +
-                 shape_text(s.item_shape) + " needs " + std::to_string(s.item_numel));
-  Request r{std::move(input), {}, deadline, nullptr};  // its signal is chosen under the lock
-  auto answer = r.answer.state();
+std::shared_ptr<const CompletionSignal> Batcher::Impl::enqueue(Request r) {
+  KILN_CHECK(r.input.size() == item_numel, "serve::Batcher::submit",
+             "a request holds " + std::to_string(r.input.size()) + " values but the item shape " +
+                 shape_text(item_shape) + " needs " + std::to_string(item_numel));
   bool wake = false;
   std::shared_ptr<const CompletionSignal> signal;
   {
-    std::lock_guard lock(s.mutex);
-    if (s.stopping) throw ShuttingDown("serve::Batcher::submit", "the batcher is shutting down");
-    if (s.queue.size() >= s.options.max_queue) {
-      s.rejected_full.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(mutex);
+    if (stopping) throw ShuttingDown("serve::Batcher::submit", "the batcher is shutting down");
+    if (queue.size() >= options.max_queue) {
+      rejected_full.fetch_add(1, std::memory_order_relaxed);
       throw QueueFull("serve::Batcher::submit",
-                      "the queue is full (" + std::to_string(s.options.max_queue) + " requests waiting)");
+                      "the queue is full (" + std::to_string(options.max_queue) + " requests waiting)");
     }
-    if (!s.open_signal || s.open_signal_requests == s.options.max_batch) {
-      s.open_signal = std::make_shared<CompletionSignal>();
-      s.open_signal_requests = 0;
+    // A completion takes its place in the signal's count without joining it, so that a signal's
+    // requests still lie within one batch's span of the queue.
+    if (!open_signal || open_signal_requests == options.max_batch) {
+      open_signal = std::make_shared<CompletionSignal>();
+      open_signal_requests = 0;
     }
-    ++s.open_signal_requests;
-    r.signal = s.open_signal;
-    signal = s.open_signal;
-    s.queue.push_back(std::move(r));
+    ++open_signal_requests;
+    if (!r.done) {
+      r.signal = open_signal;
+      signal = open_signal;
+    }
+    queue.push_back(std::move(r));
     // A worker acts on the first request (it starts gathering) and on a full batch (it stops);
     // in between it sleeps out its max_wait, not woken to find the batch still short.
-    wake = s.queue.size() == 1 || s.queue.size() >= s.options.max_batch;
+    wake = queue.size() == 1 || queue.size() >= options.max_batch;
   }
-  s.requests.fetch_add(1, std::memory_order_relaxed);
-  if (wake) s.arrived.notify_one();
+  requests.fetch_add(1, std::memory_order_relaxed);
+  if (wake) arrived.notify_one();
+  return signal;
+}
+
+Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::optional<Clock::time_point> deadline) {
+  Request r{std::move(input), {}, deadline, {}, nullptr};  // its signal is chosen under the lock
+  auto answer = r.answer.state();
+  std::shared_ptr<const CompletionSignal> signal = impl_->enqueue(std::move(r));
   // The caller sleeps until its answer (engine/future.h: poll): the worker that computes it
   // needs the cores more than a crowd of polling clients does. It sleeps on the signal, which
   // wakes a batch's callers at once (engine/future.h: CompletionSignal).
   return Future<std::vector<float>>(std::move(answer), FutureHelper{.poll = false, .signal = std::move(signal)});
+}
+
+void Batcher::submit(std::vector<float> input, Completion done, std::optional<Clock::time_point> deadline) {
+  KILN_CHECK(static_cast<bool>(done), "serve::Batcher::submit", "the completion is empty");
+  Request r{std::move(input), {}, deadline, std::move(done), nullptr};
+  impl_->enqueue(std::move(r));
 }
 
 void Batcher::warm_up(std::vector<std::size_t> batch_sizes) {
@@ -220,8 +257,10 @@ void Batcher::shutdown() {
   std::lock_guard join(impl_->join_mutex);
   if (impl_->joined) return;
   for (auto& t : impl_->workers)
-    if (t.get_id() != std::this_thread::get_id()) t.join();
-    else t.detach();  // shutdown() from inside a batch function: that worker ends on its own
+    if (t.get_id() != std::this_thread::get_id())
+      t.join();
+    else
+      t.detach();  // shutdown() from inside a batch function: that worker ends on its own
   impl_->joined = true;
 }
 
@@ -234,9 +273,16 @@ BatcherStats Batcher::stats() const {
   out.failed = s.failed.load();
   out.completed = s.completed.load();
   out.batches = s.batches.load();
+  out.batch_rows.resize(s.options.max_batch + 1);
+  for (std::size_t n = 0; n <= s.options.max_batch; ++n) out.batch_rows[n] = s.batch_rows[n].load();
   std::lock_guard lock(s.mutex);
   out.queued = s.queue.size();
   return out;
+}
+
+std::size_t Batcher::queued() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->queue.size();
 }
 
 const BatcherOptions& Batcher::options() const { return impl_->options; }

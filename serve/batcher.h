@@ -24,11 +24,11 @@ using Clock = std::chrono::steady_clock;
 using BatchFunction = std::function<Tensor(const Tensor& batch)>;
 
 struct BatcherOptions {
-  std::size_t max_batch = 32;                     // rows in one forward pass
-  std::chrono::microseconds max_wait{0};          // extra wait for more rows once one is queued
-  std::size_t max_queue = 1024;                   // requests waiting beyond it: QueueFull
-  std::size_t workers = 1;                        // threads running batches (each a pass at a time)
-  Device device = Device::cpu();                  // where the batch tensor is made
+  std::size_t max_batch = 32;             // rows in one forward pass
+  std::chrono::microseconds max_wait{0};  // extra wait for more rows once one is queued
+  std::size_t max_queue = 1024;           // requests waiting beyond it: QueueFull
+  std::size_t workers = 1;                // threads running batches (each a pass at a time)
+  Device device = Device::cpu();          // where the batch tensor is made
 };
 
 // Thrown by submit() when max_queue requests are already waiting (the caller sheds load: HTTP 503).
@@ -47,14 +47,21 @@ class DeadlineExceeded : public Error {
   using Error::Error;
 };
 
+// A request's answer delivered by call instead of a future (Batcher::submit with a Completion):
+// `row` holds the output row, or `error` is set (DeadlineExceeded, the batch's failure). It runs
+// on a batcher worker: it must be short and must not throw (an event-driven server posts the
+// answer to its own loop), and it must not call shutdown().
+using Completion = std::function<void(std::vector<float> row, std::exception_ptr error)>;
+
 struct BatcherStats {
-  std::uint64_t requests = 0;         // accepted by submit()
-  std::uint64_t rejected_full = 0;    // QueueFull
-  std::uint64_t expired = 0;          // DeadlineExceeded
-  std::uint64_t failed = 0;           // failed with their batch
-  std::uint64_t completed = 0;        // answered with a result
-  std::uint64_t batches = 0;          // forward passes run
-  std::size_t queued = 0;             // waiting now
+  std::uint64_t requests = 0;             // accepted by submit()
+  std::uint64_t rejected_full = 0;        // QueueFull
+  std::uint64_t expired = 0;              // DeadlineExceeded
+  std::uint64_t failed = 0;               // failed with their batch
+  std::uint64_t completed = 0;            // answered with a result
+  std::uint64_t batches = 0;              // forward passes run
+  std::size_t queued = 0;                 // waiting now
+  std::vector<std::uint64_t> batch_rows;  // batch_rows[n]: forward passes that ran n rows (n <= max_batch)
   double mean_batch() const { return batches ? double(completed + failed) / double(batches) : 0.0; }
 };
 
@@ -71,6 +78,10 @@ class Batcher {
   // size, QueueFull when the queue is full, ShuttingDown after shutdown().
   Future<std::vector<float>> submit(std::vector<float> input, std::optional<Clock::time_point> deadline = std::nullopt);
 
+  // The same request answered through `done` (once, from a worker thread) instead of a future:
+  // no thread waits for it. Throws as submit() does, and then `done` is never called.
+  void submit(std::vector<float> input, Completion done, std::optional<Clock::time_point> deadline = std::nullopt);
+
   // Compiles and runs the batch function once for each batch size in `batch_sizes` (default:
   // 1..max_batch), so the first real request is as fast as the hundredth. Blocks until done.
   void warm_up(std::vector<std::size_t> batch_sizes = {});
@@ -80,6 +91,7 @@ class Batcher {
   void shutdown();
 
   BatcherStats stats() const;
+  std::size_t queued() const;  // requests waiting now (cheaper than stats().queued)
   const BatcherOptions& options() const;
   const Shape& item_shape() const;
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/fashion_mnist_model.h"
+#include "examples/serve/classify_fast_parse.h"
 
 namespace kiln::examples {
 
@@ -74,10 +75,15 @@ json with_id(const std::string& id_json) {
 }  // namespace
 
 ClassifyRequest parse_classify_request(const std::string& text) {
+  ClassifyRequest fast;
+  if (parse_classify_fast(text, fast)) return fast;
   json body;
   try {
     body = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::out_of_range& e) {
+    // nlohmann's "number overflow parsing '1e400'": JSON, but not a number a double holds.
+    throw BadRequest(std::string("the body holds a number out of range: ") + e.what());
+  } catch (const json::exception& e) {
     throw BadRequest(std::string("the body is not JSON: ") + e.what());
   }
   if (!body.is_object()) throw BadRequest("the body must be a JSON object, not " + kind(body));

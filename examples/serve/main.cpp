@@ -2,17 +2,21 @@
 // "Serving over HTTP" section).
 //
 //   ./build/examples/serve/serve --model runs/fashion_mnist/model.safetensors [--host 127.0.0.1]
-//       [--port 8080] [--max-batch 32] [--max-wait-us 200] [--max-queue 256] [--threads 32]
+//       [--port 8080] [--max-batch 32] [--max-wait-us 200] [--max-queue 64] [--io-threads 2]
+//       [--max-connections 1024] [--max-queue-delay-ms 500] [--header-timeout-ms 5000]
+//       [--body-timeout-ms 5000] [--idle-timeout-ms 30000] [--drain-timeout-ms 10000]
 //
-// Without --model it serves a freshly initialised (untrained) model, and says so. SIGTERM or
-// SIGINT: stop accepting requests, answer every one in flight, exit 0.
+// Without --model it serves a freshly initialised (untrained) model, and says so. A port in use
+// is an error (exit 1). SIGTERM or SIGINT: close the listener, answer every request accepted,
+// exit 0 within the drain deadline.
+#include <kiln/io.h>
+
 #include <csignal>
 #include <cstdio>
 #include <string>
 
 #include "examples/serve/classify_server.h"
 #include "examples/serve/stop_signal.h"
-#include <kiln/io.h>
 
 using namespace kiln;
 
@@ -57,8 +61,20 @@ Args parse(int argc, char** argv) {
       a.server.batcher.max_wait = std::chrono::microseconds(count(0));
     else if (arg == "--max-queue")
       a.server.batcher.max_queue = static_cast<std::size_t>(count(1));
-    else if (arg == "--threads")
-      a.server.http_threads = static_cast<std::size_t>(count(1));
+    else if (arg == "--io-threads")
+      a.server.http.io_threads = static_cast<std::size_t>(count(1));
+    else if (arg == "--max-connections")
+      a.server.http.max_connections = static_cast<std::size_t>(count(1));
+    else if (arg == "--max-queue-delay-ms")
+      a.server.max_queue_delay = std::chrono::milliseconds(count(1));
+    else if (arg == "--header-timeout-ms")
+      a.server.http.header_timeout = std::chrono::milliseconds(count(1));
+    else if (arg == "--body-timeout-ms")
+      a.server.http.body_timeout = std::chrono::milliseconds(count(1));
+    else if (arg == "--idle-timeout-ms")
+      a.server.http.idle_timeout = std::chrono::milliseconds(count(1));
+    else if (arg == "--drain-timeout-ms")
+      a.server.http.drain_timeout = std::chrono::milliseconds(count(1));
     else
       throw Error("serve", "unknown argument " + arg + " (see the comment at the top of examples/serve/main.cpp)");
   }
@@ -80,15 +96,19 @@ int main(int argc, char** argv) try {
     std::printf("serve: model %s\n", args.model.c_str());
   }
   examples::ClassifyServer server(examples::classify_with(std::move(model)), args.server);
+  // Listening first: /healthz answers while the model warms up, /readyz once it is warm.
+  const int port = server.listen(args.host, args.port);
+  std::printf("serve: listening on http://%s:%d (POST /v1/classify, GET /healthz /readyz /metrics /v1/stats)\n",
+              args.host.c_str(), port);
   std::printf("serve: warming up batch sizes 1..%zu\n", args.server.batcher.max_batch);
   std::fflush(stdout);
-  const int port = server.start(args.host, args.port);
-  std::printf("serve: listening on http://%s:%d (POST /v1/classify, GET /healthz, GET /v1/stats)\n", args.host.c_str(),
-              port);
+  server.warm_up();
+  std::printf("serve: ready\n");
   std::fflush(stdout);
 
   const int sig = stop_signal.wait();
-  std::printf("serve: %s: answering the requests in flight, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::printf("serve: %s: listener closed; answering the requests accepted, then exiting\n",
+              sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
   server.stop();
   const serve::BatcherStats s = server.stats();

@@ -13,15 +13,24 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "kiln/data/data.h"
 #include "examples/fashion_mnist_model.h"
+#include "kiln/data/data.h"
 #include "kiln/serve/batcher.h"
 
 namespace kiln::test {
 
 inline constexpr std::size_t kPixels = kFashionMnistSide * kFashionMnistSide;
+
+// A fresh SmallCNN from `seed`, in eval mode.
+inline SmallCNN seeded_model(std::uint64_t seed) {
+  manual_seed(seed);
+  SmallCNN model;
+  model.eval();
+  return model;
+}
 
 // 784 pixels of k / 255, as a real image sent as pixel / 255; the same for the same seed.
 inline std::vector<float> test_image(std::uint64_t seed) {

@@ -1,6 +1,7 @@
 // examples/serve over loopback HTTP, in-process: a bounded load from 8 connections, where every
-// request must be answered exactly once and as the model alone answers it; overload (503 with
-// Retry-After, and nothing lost); deadlines (504); malformed bodies (400); a drain in progress.
+// request must be answered exactly once and as the model alone answers it; a full queue (503
+// with Retry-After before the body is parsed, and nothing lost); deadlines (504); malformed
+// bodies (400); a drain in progress. tests/serve/test_serve_hostile.cpp has the hostile clients.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "examples/serve/classify_server.h"
+#include "tests/serve/raw_http_client.h"
 #include "tests/serve/serve_test_fixtures.h"
 
 namespace kiln::test {
@@ -20,13 +22,6 @@ using examples::ServerOptions;
 using nlohmann::json;
 
 constexpr double kTolerance = 1e-4;
-
-SmallCNN seeded_model(std::uint64_t seed) {
-  manual_seed(seed);
-  SmallCNN model;
-  model.eval();
-  return model;
-}
 
 // The scores of a 200 answer against the model's own scores of the same image.
 void expect_answer_of_model(const Answer& a, const std::vector<float>& expected) {
@@ -55,7 +50,7 @@ struct GatedServer {
   GatedServer(const SmallCNN& model, std::size_t max_queue) {
     ServerOptions options;
     options.batcher = {.max_batch = 1, .max_wait = 0us, .max_queue = max_queue};
-    options.http_threads = 16;
+    options.max_queue_delay = std::chrono::minutes(1);  // held requests wait on the gate, not on capacity
     server = std::make_unique<ClassifyServer>(gate.wrap(examples::classify_with(model)), options);
     port = server->start();
     gate.close();
@@ -71,7 +66,6 @@ TEST(ServeHttp, LoadFromEightConnectionsIsAnsweredOnceEachAsTheModelAlone) {
   const SmallCNN model = seeded_model(11);
   ServerOptions options;
   options.batcher = {.max_batch = 16, .max_wait = 500us, .max_queue = 256};
-  options.http_threads = 16;
   ClassifyServer server(examples::classify_with(model), options);
   const int port = server.start();
 
@@ -136,7 +130,7 @@ TEST(ServeHttp, LoadFromEightConnectionsIsAnsweredOnceEachAsTheModelAlone) {
   EXPECT_EQ(stats.completed, std::uint64_t{kTotal});
 }
 
-TEST(ServeHttp, OverloadIsA503WithRetryAfterAndLosesNothing) {
+TEST(ServeHttp, AFullQueueIsA503WithRetryAfterBeforeTheBodyIsParsedAndLosesNothing) {
   const SmallCNN model = seeded_model(12);
   GatedServer g(model, 2);
   Gate& gate = g.gate;
@@ -157,7 +151,8 @@ TEST(ServeHttp, OverloadIsA503WithRetryAfterAndLosesNothing) {
   }
   ASSERT_TRUE(eventually([&] { return server->stats().queued == 2; }));
 
-  // Five more, at once: each refused at once, while the three above are still held.
+  // Five more, at once: each refused at once, while the three above are still held, from its
+  // header alone (its body is read, never parsed: the answer names no id).
   std::vector<Answer> refused(5);
   std::vector<std::jthread> burst;
   for (int i = 0; i < 5; ++i)
@@ -167,7 +162,7 @@ TEST(ServeHttp, OverloadIsA503WithRetryAfterAndLosesNothing) {
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(refused[i].status, 503) << refused[i].body.dump();
     EXPECT_EQ(refused[i].retry_after, "1");
-    EXPECT_EQ(refused[i].body.value("id", -1), 3 + i);
+    EXPECT_EQ(refused[i].body.value("id", -1), -1) << "refused before its body was parsed";
     EXPECT_NE(refused[i].body.value("error", "").find("queue is full"), std::string::npos) << refused[i].body.dump();
   }
 
@@ -182,8 +177,10 @@ TEST(ServeHttp, OverloadIsA503WithRetryAfterAndLosesNothing) {
   for (int i = 0; i < 5; ++i)
     expect_answer_of_model(post_classify(*client, classify_body(test_image(3 + i), 3 + i)), model, test_image(3 + i));
   const serve::BatcherStats s = server->stats();
-  EXPECT_EQ(s.rejected_full, 5u);
+  EXPECT_EQ(s.rejected_full, 0u) << "refused by admission, before the batcher";
   EXPECT_EQ(s.completed, 8u);
+  EXPECT_EQ(server->http_metrics().answered(503), 5u);
+  EXPECT_EQ(server->http_metrics().answered(200), 8u);
 }
 
 TEST(ServeHttp, ADeadlineThatPassesInTheQueueIsA504) {
@@ -230,6 +227,7 @@ TEST(ServeHttp, MalformedBodiesAre400sThatSayWhatIsWrong) {
   too_bright["image"][7] = 2.0;
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"not json", "the body is not JSON"},
+      {"{\"image\": [1e400]}", "the body holds a number out of range"},
       {"[1, 2]", "the body must be a JSON object, not an array"},
       {"{}", "\"image\" is missing"},
       {json{{"image", short_image}}.dump(), "784 numbers (28 x 28, row by row), got 783 elements"},
@@ -286,7 +284,7 @@ TEST(ServeHttp, MalformedBodiesAre400sThatSayWhatIsWrong) {
   EXPECT_EQ(s.at("stopping"), false);
 }
 
-TEST(ServeHttp, StopAnswersEveryAdmittedRequestAndRefusesNewOnes) {
+TEST(ServeHttp, StopClosesTheListenerAnswersEveryAdmittedRequestAndClosesIdleConnections) {
   const SmallCNN model = seeded_model(15);
   GatedServer g(model, 8);
   Gate& gate = g.gate;
@@ -306,18 +304,26 @@ TEST(ServeHttp, StopAnswersEveryAdmittedRequestAndRefusesNewOnes) {
     }
   }
   ASSERT_TRUE(eventually([&] { return server->stats().queued == 2; }));
+  // An idle keep-alive connection (one answer behind it), and one halfway through a header.
+  RawConnection idle(port), halfway(port);
+  ASSERT_TRUE(idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_EQ(idle.read_answer().status, 200);
+  const std::string late = classify_request(classify_body(test_image(9), 9));
+  ASSERT_TRUE(halfway.send(late.substr(0, 20)));
+  ASSERT_TRUE(eventually([&] { return server->stats().queued == 2; }));
 
   std::jthread stopper([&] { server->stop(); });
   const OpenAtExit opener_stopper{gate};
-  const auto client = loopback_client(port);
-  ASSERT_TRUE(eventually([&] {
-    const httplib::Result r = client->Get("/healthz");
-    return r && r->status == 503;
-  }));
-  const Answer refused = post_classify(*client, classify_body(test_image(9), 9));
-  EXPECT_EQ(refused.status, 503);
-  EXPECT_EQ(refused.retry_after, "1");
-  EXPECT_EQ(refused.body.value("id", -1), -1) << "refused before its body is read";
+  // The listener closes at once: a new client is refused by the kernel, not left waiting.
+  ASSERT_TRUE(eventually([&] { return !RawConnection(port).connected(); }));
+  EXPECT_TRUE(idle.closed_by_server(std::chrono::milliseconds(5000))) << "the idle connection stayed open";
+  // The request whose header was still arriving is refused, and its connection closed.
+  ASSERT_TRUE(halfway.send(late.substr(20)));
+  const RawAnswer refused = halfway.read_answer();
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(refused.header("retry-after"), "1");
+  EXPECT_EQ(refused.header("connection"), "close");
+  EXPECT_NE(refused.body.find("shutting down"), std::string::npos) << refused.body;
 
   gate.open();
   stopper.join();

@@ -1,0 +1,171 @@
+// A loopback HTTP load generator for the serving benchmarks: many keep-alive connections driven
+// from one thread with epoll, each sending a prepared request, reading its answer, and sending
+// the next, so that the client costs the machine as little as it can (a thread per connection
+// would take the cores the server is measured on). Closed loop by default (each connection sends
+// again at once); with a rate, open loop: requests are scheduled at fixed times and a request's
+// latency counts from its scheduled time, so a slow server cannot hide its queue.
+#pragma once
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln::bench {
+
+struct HttpLoadResult {
+  double seconds = 0;
+  std::vector<double> latencies_us;  // answered requests
+  std::map<int, std::size_t> by_status;
+  std::size_t failed_connections = 0;
+  std::string first_error;  // the body of the first answer that was not a 200
+  std::size_t starved_connections = 0;  // connections that got no answer at all
+  double requests_per_s() const { return seconds > 0 ? static_cast<double>(latencies_us.size()) / seconds : 0.0; }
+  double percentile(double p) {
+    if (latencies_us.empty()) return 0.0;
+    std::sort(latencies_us.begin(), latencies_us.end());
+    return latencies_us[std::min(latencies_us.size() - 1, static_cast<std::size_t>(p * latencies_us.size()))];
+  }
+};
+
+// `requests`: complete HTTP/1.1 requests (keep-alive), used in turn. `rate_per_s` 0: closed loop.
+inline HttpLoadResult run_http_load(int port, int connections, const std::vector<std::string>& requests,
+                                    std::chrono::duration<double> duration, double rate_per_s = 0) {
+  using Clock = std::chrono::steady_clock;
+  struct Conn {
+    int fd = -1;
+    std::string in;
+    std::size_t out_sent = 0;
+    const std::string* out = nullptr;
+    std::size_t next = 0;
+    Clock::time_point started, scheduled;
+    bool waiting = false;  // open loop: sent nothing yet for its slot
+    std::size_t answers = 0;
+  };
+  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  std::vector<Conn> conns(static_cast<std::size_t>(connections));
+  HttpLoadResult result;
+  const auto begin = Clock::now();
+  const auto until = begin + std::chrono::duration_cast<Clock::duration>(duration);
+  // Open loop: connection c sends at begin + (c + k * connections) / rate.
+  const auto gap =
+      rate_per_s > 0
+          ? std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(connections / rate_per_s))
+          : Clock::duration::zero();
+  auto send_some = [&](Conn& c) {
+    while (c.out_sent < c.out->size()) {
+      const ssize_t n = ::send(c.fd, c.out->data() + c.out_sent, c.out->size() - c.out_sent, MSG_NOSIGNAL);
+      if (n <= 0) return n < 0 && errno == EAGAIN;
+      c.out_sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  auto start_request = [&](Conn& c, std::size_t index) {
+    c.out = &requests[(c.next++ + index) % requests.size()];
+    c.out_sent = 0;
+    c.started = rate_per_s > 0 ? c.scheduled : Clock::now();
+    c.waiting = false;
+    return send_some(c);
+  };
+  for (int i = 0; i < connections; ++i) {
+    Conn& c = conns[static_cast<std::size_t>(i)];
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(c.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+      throw std::runtime_error(std::string("http load: cannot connect: ") + std::strerror(errno));
+    const int one = 1;
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = static_cast<std::uint32_t>(i);
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
+    if (rate_per_s > 0) {
+      c.scheduled = begin + gap * i / connections;
+      c.waiting = true;
+    } else {
+      start_request(c, static_cast<std::size_t>(i));
+    }
+  }
+  std::vector<epoll_event> events(static_cast<std::size_t>(connections));
+  int open = connections;
+  while (open > 0) {
+    const auto now = Clock::now();
+    if (now >= until) break;
+    int timeout_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count()) + 1;
+    if (rate_per_s > 0) {
+      for (Conn& c : conns)
+        if (c.fd >= 0 && c.waiting) {
+          if (c.scheduled <= now)
+            start_request(c, 0);
+          else
+            timeout_ms = std::min<int>(
+                timeout_ms,
+                static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(c.scheduled - now).count()));
+        }
+    }
+    const int n = ::epoll_wait(ep, events.data(), connections, timeout_ms);
+    for (int e = 0; e < n; ++e) {
+      Conn& c = conns[events[e].data.u32];
+      char chunk[65536];
+      const ssize_t got = ::recv(c.fd, chunk, sizeof chunk, 0);
+      if (got <= 0) {
+        ::close(c.fd);
+        c.fd = -1;
+        --open;
+        ++result.failed_connections;
+        continue;
+      }
+      c.in.append(chunk, static_cast<std::size_t>(got));
+      for (;;) {  // whole answers in the buffer
+        const std::size_t head_end = c.in.find("\r\n\r\n");
+        if (head_end == std::string::npos) break;
+        std::size_t length = 0;
+        const std::size_t at = c.in.find("Content-Length: ");
+        if (at != std::string::npos && at < head_end) length = std::stoul(c.in.substr(at + 16, 12));
+        if (c.in.size() < head_end + 4 + length) break;
+        const int status = std::stoi(c.in.substr(9, 3));
+        if (status != 200 && result.first_error.empty()) result.first_error = c.in.substr(head_end + 4, length);
+        c.in.erase(0, head_end + 4 + length);
+        const auto done = Clock::now();
+        ++result.by_status[status];
+        ++c.answers;
+        if (status == 200)
+          result.latencies_us.push_back(std::chrono::duration<double, std::micro>(done - c.started).count());
+        if (rate_per_s > 0) {
+          c.scheduled += gap;
+          c.waiting = true;
+          if (c.scheduled <= done) start_request(c, 0);
+        } else {
+          start_request(c, 0);
+        }
+      }
+    }
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  for (Conn& c : conns) {
+    if (c.fd >= 0) ::close(c.fd);
+    if (c.answers == 0) ++result.starved_connections;
+  }
+  ::close(ep);
+  return result;
+}
+
+// A keep-alive POST of `body` to `path`.
+inline std::string http_post(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+}  // namespace kiln::bench

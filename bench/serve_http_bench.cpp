@@ -1,0 +1,134 @@
+// serve_http (shared/WORKLOADS.md): examples/serve's HTTP service, started in-process on a fresh
+// SmallCNN with its default options, under 64 keep-alive loopback connections sending back to
+// back (bench/http_load.h: one epoll thread), beside the same model through serve::Batcher
+// in-process with the same options and 64 client threads — the figure the HTTP layer is
+// measured against. Each iteration measures both, one after the other, so that their ratio
+// compares like with like on a noisy machine; then an open-loop run at half the HTTP rate gives
+// the latency below saturation.
+// Counters: requests_per_s, p50_us, p99_us (HTTP, closed loop); in_process_requests_per_s,
+// in_process_p99_us; http_over_in_process (the ratio); paced_rate, paced_p50_us, paced_p99_us
+// (open loop at half the HTTP rate, latency from each request's scheduled time); mean_batch.
+#ifdef KILN_BENCH_SERVE
+#include <algorithm>
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_common.h"
+#include "bench/http_load.h"
+#include "examples/serve/classify_server.h"
+
+namespace kiln::bench {
+namespace {
+
+constexpr int kHttpConnections = 64;
+constexpr auto kHttpWindow = std::chrono::seconds(2);
+
+std::vector<std::vector<float>> http_request_images(int n) {
+  std::mt19937 rng(5);
+  std::vector<std::vector<float>> images;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> image(784);
+    for (float& p : image) p = static_cast<float>(rng() % 256) / 255.0f;
+    images.push_back(std::move(image));
+  }
+  return images;
+}
+
+struct InProcess {
+  double requests_per_s = 0, p99_us = 0;
+};
+
+// 64 threads, each submitting one image at a time and waiting for its answer.
+InProcess batcher_in_process(serve::Batcher& batcher, const std::vector<std::vector<float>>& images) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::vector<double>> per_thread(kHttpConnections);
+  const auto start = Clock::now();
+  const auto until = start + kHttpWindow;
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kHttpConnections; ++t)
+      threads.emplace_back([&, t] {
+        for (std::size_t i = t; Clock::now() < until; ++i) {
+          const auto sent = Clock::now();
+          benchmark::DoNotOptimize(batcher.submit(images[i % images.size()]).get());
+          per_thread[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - sent).count());
+        }
+      });
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& l : per_thread) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  return {static_cast<double>(all.size()) / seconds, all.empty() ? 0.0 : all[all.size() * 99 / 100]};
+}
+
+void serve_http(benchmark::State& state) {
+  manual_seed(1);
+  const SmallCNN model;
+  const examples::ServerOptions options;
+  examples::ClassifyServer server(examples::classify_with(model), options);
+  const int port = server.start();
+  serve::Batcher in_process(examples::classify_with(model), Shape{1, 28, 28}, options.batcher);
+  in_process.warm_up();
+
+  const std::vector<std::vector<float>> images = http_request_images(64);
+  std::vector<std::string> requests;
+  for (std::size_t i = 0; i < images.size(); ++i)
+    requests.push_back(http_post("/v1/classify", nlohmann::json{{"image", images[i]}, {"id", i}}.dump()));
+
+  double http_rate = 0, p50 = 0, p99 = 0, local_rate = 0, local_p99 = 0, paced_rate = 0, paced_p50 = 0, paced_p99 = 0;
+  std::size_t non_200 = 0;
+  int n = 0;
+  const serve::BatcherStats before = server.stats();
+  for (auto _ : state) {
+    const InProcess local = batcher_in_process(in_process, images);
+    HttpLoadResult closed = run_http_load(port, kHttpConnections, requests, kHttpWindow);
+    const double rate = closed.requests_per_s();
+    HttpLoadResult paced = run_http_load(port, kHttpConnections, requests, kHttpWindow, rate / 2);
+    for (const auto& [status, count] : closed.by_status) non_200 += status == 200 ? 0 : count;
+    for (const auto& [status, count] : paced.by_status) non_200 += status == 200 ? 0 : count;
+    local_rate += local.requests_per_s;
+    local_p99 += local.p99_us;
+    http_rate += rate;
+    p50 += closed.percentile(0.50);
+    p99 += closed.percentile(0.99);
+    paced_rate += paced.requests_per_s();
+    paced_p50 += paced.percentile(0.50);
+    paced_p99 += paced.percentile(0.99);
+    ++n;
+  }
+  const serve::BatcherStats after = server.stats();
+  server.stop();
+  if (non_200 > 0) {
+    state.SkipWithError((std::to_string(non_200) + " requests were not answered with 200").c_str());
+    return;
+  }
+  state.counters["requests_per_s"] = http_rate / n;
+  state.counters["p50_us"] = p50 / n;
+  state.counters["p99_us"] = p99 / n;
+  state.counters["in_process_requests_per_s"] = local_rate / n;
+  state.counters["in_process_p99_us"] = local_p99 / n;
+  state.counters["http_over_in_process"] = http_rate / local_rate;
+  state.counters["paced_rate"] = paced_rate / n;
+  state.counters["paced_p50_us"] = paced_p50 / n;
+  state.counters["paced_p99_us"] = paced_p99 / n;
+  const double batches = static_cast<double>(after.batches - before.batches);
+  state.counters["mean_batch"] = batches > 0 ? static_cast<double>(after.completed - before.completed) / batches : 0.0;
+}
+
+}  // namespace
+
+// The service runs its model on the CPU: registered for --device=cpu only.
+void register_serve_http(Device device) {
+  if (device != Device::cpu()) return;
+  // Each repetition starts a server (warm-up untimed) and times one iteration: 2 s in-process,
+  // 2 s over HTTP closed loop, 2 s paced.
+  apply(benchmark::RegisterBenchmark("serve_http", serve_http), {.repetitions = 3, .iterations = 1});
+}
+
+}  // namespace kiln::bench
+#endif  // KILN_BENCH_SERVE
