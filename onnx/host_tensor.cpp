@@ -1,3 +1,5 @@
+// The host-only half (the parser and its fuzzer use it without the engine); host_tensor_device.cpp
+// moves values to and from devices.
 #include "kiln/onnx/host_tensor.h"
 
 #include <bit>
@@ -9,40 +11,6 @@ std::int64_t HostTensor::numel() const {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
   return n;
-}
-
-Tensor HostTensor::to_tensor(Device device) const {
-  const Shape s(shape);
-  switch (dtype) {
-    case DType::i64: return from_vector(std::vector<std::int64_t>(ints), s, device);
-    case DType::bool_: {
-      std::vector<bool> b(ints.size());
-      for (std::size_t k = 0; k < ints.size(); ++k) b[k] = ints[k] != 0;
-      return from_vector(b, s, device);
-    }
-    case DType::f32: return from_vector(std::vector<float>(floats), s, device);
-    case DType::f16:
-    case DType::bf16: return cast(from_vector(std::vector<float>(floats), s, device), dtype);
-  }
-  throw Error("onnx", "a host tensor of an unknown type");
-}
-
-HostTensor HostTensor::from_tensor(const Tensor& t) {
-  HostTensor h;
-  h.dtype = t.dtype();
-  h.shape = t.shape().to_vector();
-  switch (t.dtype()) {
-    case DType::i64: h.ints = t.to_vector<std::int64_t>().get(); break;
-    case DType::bool_: {
-      const auto b = t.to_vector<bool>().get();
-      h.ints.assign(b.begin(), b.end());
-      break;
-    }
-    case DType::f32: h.floats = t.to_vector<float>().get(); break;
-    case DType::f16:
-    case DType::bf16: h.floats = cast(t, DType::f32).to_vector<float>().get(); break;
-  }
-  return h;
 }
 
 HostTensor HostTensor::of_ints(std::vector<std::int64_t> values, std::vector<std::int64_t> shape) {

@@ -201,6 +201,7 @@ Tensor Model::forward(const Tensor& x) const {
 
 Model load_from_bytes(std::span<const std::byte> bytes, const std::filesystem::path& base_dir, const std::string& source) {
   auto graph = detail::parse_model(bytes, base_dir, source);
+  detail::check_supported(*graph);
   if (log_enabled(spdlog::level::debug)) {
     logger().debug("onnx: loaded {} (opset {}, {} nodes, {} initializers)", source, graph->opset, graph->nodes.size(),
                    graph->initializers.size());

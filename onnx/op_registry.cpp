@@ -69,4 +69,13 @@ const OpFunction* find_op(const std::string& op_type) {
   return it == t.end() ? nullptr : &it->second;
 }
 
+void check_supported(const Graph& g) {
+  for (const auto& node : g.nodes) {
+    if (!find_op(node.op_type)) {
+      throw UnsupportedError(node.op_type, g.source + ": " + node.label() + ": op type " + node.op_type + " is not supported",
+                             node.op_type);
+    }
+  }
+}
+
 }  // namespace kiln::onnx::detail

@@ -55,6 +55,8 @@ using OpTable = std::map<std::string, OpFunction>;
 
 const OpFunction* find_op(const std::string& op_type);
 const OpTable& op_table();
+// UnsupportedError naming the first node whose op type the table lacks.
+void check_supported(const Graph& g);
 
 // Each family fills the table (op_registry.cpp calls them all).
 void add_elementwise_ops(OpTable& t);

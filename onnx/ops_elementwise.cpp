@@ -92,6 +92,7 @@ DType cast_target(const OpContext& ctx, std::int64_t to) {
 
 Value cast_value(const OpContext& ctx, const Value& x, DType to) {
   if (x.dtype() == to) return x;
+  if (is_half(to) && !device_supports(ctx.device, to)) ctx.unsupported(std::string(dtype_name(to)) + " on " + ctx.device.str());
   if (x.on_host()) return Value::of(host_cast(*x.host, to));
   return Value::of(cast(ctx.tensor(x), to));
 }

@@ -158,6 +158,7 @@ Values pool_op(OpContext& ctx, const Values& in, bool is_max) {
   Tensor x = ctx.tensor(in[0]);
   const std::int64_t n = x.rank() - 2;
   if (n < 1 || n > 2) ctx.unsupported(std::to_string(n) + "-D pooling");
+  if (!is_floating(x.dtype())) ctx.unsupported("integer pooling");
   const auto kernel = ctx.node.ints("kernel_shape");
   ctx.check(std::int64_t(kernel.size()) == n, "kernel_shape must have one value per spatial dim");
   const auto stride = attr_or(ctx, "strides", std::size_t(n), 1);

@@ -1,5 +1,7 @@
 #include "kiln/onnx/tensor_proto.h"
 
+#include "kiln/onnx/onnx.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -116,7 +118,8 @@ DType kiln_dtype(int t, const std::string& what) {
     case P::INT64: case P::INT32: case P::INT16: case P::INT8:
     case P::UINT64: case P::UINT32: case P::UINT16: case P::UINT8: return DType::i64;
     default:
-      throw Error("onnx", what + ": element type " + onnx_type_name(t) + " (" + std::to_string(t) + ") is not supported");
+      throw UnsupportedError("", what + ": element type " + onnx_type_name(t) + " (" + std::to_string(t) + ") is not supported",
+                             std::string(onnx_type_name(t)) + " tensors");
   }
 }
 

@@ -110,6 +110,10 @@ CaseResult run_case(const fs::path& dir, Device device) {
     r.op_types = model.op_types();
     model.eval();
     if (device != Device::cpu()) model = model.to(device);
+    for (const auto& info : model.inputs()) {
+      if (is_half(info.dtype) && !device_supports(device, info.dtype))
+        return {Outcome::unsupported, std::string(dtype_name(info.dtype)) + " on " + device.str(), r.op_types};
+    }
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
