@@ -44,4 +44,9 @@ std::vector<float> Node::floats(const std::string& attr) const {
   return a ? a->floats : std::vector<float>{};
 }
 
+std::vector<std::string> Node::strings_or(const std::string& attr, std::vector<std::string> fallback) const {
+  const auto* a = typed(*this, attr, Attribute::Kind::strings, "a list of strings");
+  return a ? a->strings : fallback;
+}
+
 }  // namespace kiln::onnx::detail

@@ -40,6 +40,7 @@ struct Node {
   std::string s(const std::string& attr, const std::string& fallback) const;
   std::vector<std::int64_t> ints(const std::string& attr, std::vector<std::int64_t> fallback = {}) const;
   std::vector<float> floats(const std::string& attr) const;
+  std::vector<std::string> strings_or(const std::string& attr, std::vector<std::string> fallback) const;
   const Attribute& attribute(const std::string& attr) const;  // throws when missing
 };
 

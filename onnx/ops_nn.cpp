@@ -276,9 +276,61 @@ Values softmax_op(OpContext& ctx, const Values& in, bool log_form) {
   return one(reshape(log_form ? log_softmax(flat, 1) : softmax(flat, 1), x.shape().to_vector()));
 }
 
+// Resize and Upsample on 4-D inputs where they match kiln's interpolate2d: nearest with
+// asymmetric coordinates and floor rounding (torch's nearest), bilinear with half_pixel (torch's
+// align_corners=False) or align_corners coordinates. Other modes are reported unsupported.
+Values resize_op(OpContext& ctx, const Values& in, bool upsample) {
+  ctx.check(!in.empty() && in[0].defined(), "needs X");
+  const Tensor x = ctx.tensor(in[0]);
+  const auto shape = x.shape().to_vector();
+  std::vector<double> scales;
+  std::vector<std::int64_t> sizes;
+  if (upsample) {
+    if (ctx.opset < 9) for (float f : ctx.node.floats("scales")) scales.push_back(f);
+    else scales = ctx.doubles(in.at(1));
+  } else if (ctx.opset < 11) {
+    scales = ctx.doubles(in.at(1));
+  } else {
+    if (ctx.has_input(in, 3)) sizes = ctx.ints(in[3]);
+    if (sizes.empty() && ctx.has_input(in, 2)) scales = ctx.doubles(in[2]);
+  }
+  if (x.rank() != 4) ctx.unsupported("resizing a " + std::to_string(x.rank()) + "-D input");
+  if (!sizes.empty()) {
+    ctx.check(sizes.size() == 4, "sizes must have 4 values");
+    if (sizes[0] != shape[0] || sizes[1] != shape[1]) ctx.unsupported("resizing the batch or channel dim");
+  } else {
+    ctx.check(scales.size() == 4, "scales must have 4 values");
+    if (scales[0] != 1 || scales[1] != 1) ctx.unsupported("resizing the batch or channel dim");
+  }
+  const std::string mode = ctx.node.s("mode", "nearest");
+  const std::string coords = ctx.node.s("coordinate_transformation_mode", upsample || ctx.opset < 11 ? "asymmetric" : "half_pixel");
+  const std::string nearest_mode = ctx.node.s("nearest_mode", ctx.opset < 11 ? "floor" : "round_prefer_floor");
+  InterpolateMode m;
+  bool align_corners = false;
+  if (mode == "nearest" && coords == "asymmetric" && (ctx.opset < 11 || nearest_mode == "floor")) {
+    m = InterpolateMode::nearest;
+  } else if (mode == "linear" && (coords == "half_pixel" || coords == "pytorch_half_pixel" || coords == "align_corners") && !upsample) {
+    m = InterpolateMode::bilinear;
+    align_corners = coords == "align_corners";
+    if (coords == "pytorch_half_pixel") {
+      const std::int64_t oh = sizes.empty() ? std::int64_t(double(shape[2]) * scales[2]) : sizes[2];
+      const std::int64_t ow = sizes.empty() ? std::int64_t(double(shape[3]) * scales[3]) : sizes[3];
+      if (oh == 1 || ow == 1) ctx.unsupported("pytorch_half_pixel to a size of 1");
+    }
+  } else {
+    ctx.unsupported("mode " + mode + " with " + coords + " coordinates" + (mode == "nearest" ? " and " + nearest_mode : ""));
+  }
+  // align_corners maps coordinates by the sizes alone: the scales' sizes, floored as ONNX does.
+  if (sizes.empty() && align_corners) sizes = {shape[0], shape[1], std::int64_t(double(shape[2]) * scales[2]), std::int64_t(double(shape[3]) * scales[3])};
+  if (!sizes.empty()) return one(interpolate2d(x, Window{sizes[2], sizes[3]}, m, align_corners));
+  return one(interpolate2d(x, std::vector<double>{scales[2], scales[3]}, m, align_corners));
+}
+
 }  // namespace
 
 void add_nn_ops(OpTable& t) {
+  t["Resize"] = [](OpContext& ctx, const Values& in) { return resize_op(ctx, in, false); };
+  t["Upsample"] = [](OpContext& ctx, const Values& in) { return resize_op(ctx, in, true); };
   t["MatMul"] = [](OpContext& ctx, const Values& in) {
     ctx.check(in.size() == 2, "needs A and B");
     return one(matmul(ctx.tensor(in[0]), ctx.tensor(in[1])));
