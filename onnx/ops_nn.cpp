@@ -320,8 +320,13 @@ Values resize_op(OpContext& ctx, const Values& in, bool upsample) {
   } else {
     ctx.unsupported("mode " + mode + " with " + coords + " coordinates" + (mode == "nearest" ? " and " + nearest_mode : ""));
   }
-  // align_corners maps coordinates by the sizes alone: the scales' sizes, floored as ONNX does.
-  if (sizes.empty() && align_corners) sizes = {shape[0], shape[1], std::int64_t(double(shape[2]) * scales[2]), std::int64_t(double(shape[3]) * scales[3])};
+  // align_corners maps coordinates by the sizes alone; ONNX's sizes from scales are not
+  // floored there (in * scale), so only whole sizes map onto interpolate2d.
+  if (sizes.empty() && align_corners) {
+    const double h = double(shape[2]) * scales[2], w = double(shape[3]) * scales[3];
+    if (h != std::floor(h) || w != std::floor(w)) ctx.unsupported("align_corners with scales that give fractional sizes");
+    sizes = {shape[0], shape[1], std::int64_t(h), std::int64_t(w)};
+  }
   if (!sizes.empty()) return one(interpolate2d(x, Window{sizes[2], sizes[3]}, m, align_corners));
   return one(interpolate2d(x, std::vector<double>{scales[2], scales[3]}, m, align_corners));
 }
