@@ -58,6 +58,7 @@ const OpTable& op_table() {
     add_nn_ops(t);
     add_reduce_ops(t);
     add_rnn_ops(t);
+    add_extra_ops(t);
     return t;
   }();
   return table;

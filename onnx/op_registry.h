@@ -64,8 +64,12 @@ void add_shape_ops(OpTable& t);
 void add_nn_ops(OpTable& t);
 void add_reduce_ops(OpTable& t);
 void add_rnn_ops(OpTable& t);
+void add_extra_ops(OpTable& t);
 
 // Helpers shared by the families.
+using Values = std::vector<Value>;
+inline Values one(Value v) { return Values{std::move(v)}; }
+inline Values one(Tensor t) { return Values{Value::of(std::move(t))}; }
 std::int64_t normalize_axis(const OpContext& ctx, std::int64_t axis, std::int64_t rank);
 bool all_on_host(const std::vector<Value>& in);
 

@@ -10,8 +10,6 @@
 namespace kiln::onnx::detail {
 namespace {
 
-using Values = std::vector<Value>;
-Values one(Tensor t) { return Values{Value::of(std::move(t))}; }
 
 // Begin and end pads per spatial dim, from `pads` or auto_pad.
 struct SpatialPads {

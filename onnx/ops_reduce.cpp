@@ -5,7 +5,6 @@
 namespace kiln::onnx::detail {
 namespace {
 
-using Values = std::vector<Value>;
 
 using Reduce = std::function<Tensor(Tensor, const Dims&, bool)>;
 

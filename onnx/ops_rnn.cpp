@@ -6,7 +6,6 @@
 namespace kiln::onnx::detail {
 namespace {
 
-using Values = std::vector<Value>;
 using Activation = std::function<Tensor(Tensor)>;
 
 Activation activation(const OpContext& ctx, const std::string& name, float alpha, float beta) {

@@ -11,7 +11,6 @@
 namespace kiln::onnx::detail {
 namespace {
 
-using Values = std::vector<Value>;
 
 std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
@@ -19,7 +18,6 @@ std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
   return n;
 }
 
-Values one(Value v) { return Values{std::move(v)}; }
 
 // A value with new dims and the same elements (host stays host).
 Value reshaped(const OpContext& ctx, const Value& x, const std::vector<std::int64_t>& shape) {
