@@ -72,7 +72,9 @@ std::int64_t default_opset(const ::onnx::ModelProto& m, const std::string& sourc
                            "domain " + domain);
   }
   if (opset < 0) opset = 1;  // IR version 2 files had no opset_import
-  if (opset < kMinOpset || opset > kMaxOpset) {
+  // Opsets below kMinOpset pass here; check_supported takes such a file only where each of its
+  // ops is defined as at kMinOpset.
+  if (opset < 1 || opset > kMaxOpset) {
     throw UnsupportedError("(model)", source + ": opset " + std::to_string(opset) + " is not supported (kiln loads " +
                                           std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")",
                            "opset " + std::to_string(opset));

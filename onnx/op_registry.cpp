@@ -1,5 +1,7 @@
 #include "kiln/onnx/op_registry.h"
 
+#include <onnx/defs/schema.h>
+
 namespace kiln::onnx::detail {
 
 Tensor OpContext::tensor(const Value& v) const {
@@ -70,8 +72,25 @@ const OpFunction* find_op(const std::string& op_type) {
   return it == t.end() ? nullptr : &it->second;
 }
 
+namespace {
+// The version of an op's definition in force at `opset` (0: none).
+int since_version(const std::string& op_type, std::int64_t opset) {
+  const auto* schema = ::onnx::OpSchemaRegistry::Schema(op_type, int(opset), "");
+  return schema ? schema->since_version() : 0;
+}
+}  // namespace
+
 void check_supported(const Graph& g) {
   for (const auto& node : g.nodes) {
+    // An older file runs where each op means what it means at kMinOpset (ONNX's schemas say
+    // when each op's definition last changed).
+    if (g.opset < kMinOpset && since_version(node.op_type, g.opset) != since_version(node.op_type, kMinOpset)) {
+      throw UnsupportedError(node.op_type, g.source + ": " + node.label() + ": opset " + std::to_string(g.opset) +
+                                               " defines " + node.op_type + " differently from opset " + std::to_string(kMinOpset) +
+                                               " (kiln loads opsets " + std::to_string(kMinOpset) + " to " +
+                                               std::to_string(kMaxOpset) + ")",
+                             "opset " + std::to_string(g.opset));
+    }
     if (!find_op(node.op_type)) {
       throw UnsupportedError(node.op_type, g.source + ": " + node.label() + ": op type " + node.op_type + " is not supported",
                              node.op_type);
