@@ -52,11 +52,11 @@ struct Initializer {
 };
 
 struct Graph {
-  std::string source;      // the file, for messages
-  std::int64_t opset = 0;  // default domain
+  std::string source;                      // the file, for messages
+  std::int64_t opset = 0;                  // default domain
   std::vector<ValueInfo> inputs, outputs;  // inputs without the initializers
   std::vector<Initializer> initializers;
-  std::vector<Node> nodes;                  // in an order where each input comes first
+  std::vector<Node> nodes;  // in an order where each input comes first
   // For each node, the values whose last use it is (dropped after it runs).
   std::vector<std::vector<std::string>> last_uses;
 };

@@ -45,17 +45,35 @@ Attribute attribute(const ::onnx::AttributeProto& a, const std::filesystem::path
   using A = ::onnx::AttributeProto;
   Attribute r;
   switch (a.type()) {
-    case A::FLOAT: r.kind = Attribute::Kind::f; r.f = a.f(); break;
-    case A::INT: r.kind = Attribute::Kind::i; r.i = a.i(); break;
-    case A::STRING: r.kind = Attribute::Kind::s; r.s = a.s(); break;
+    case A::FLOAT:
+      r.kind = Attribute::Kind::f;
+      r.f = a.f();
+      break;
+    case A::INT:
+      r.kind = Attribute::Kind::i;
+      r.i = a.i();
+      break;
+    case A::STRING:
+      r.kind = Attribute::Kind::s;
+      r.s = a.s();
+      break;
     case A::TENSOR:
       r.kind = Attribute::Kind::t;
       r.t = std::make_shared<HostTensor>(read_tensor_proto(a.t(), base_dir, what + " attribute '" + a.name() + "'"));
       break;
     case A::GRAPH: r.kind = Attribute::Kind::g; break;
-    case A::FLOATS: r.kind = Attribute::Kind::floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
-    case A::INTS: r.kind = Attribute::Kind::ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
-    case A::STRINGS: r.kind = Attribute::Kind::strings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
+    case A::FLOATS:
+      r.kind = Attribute::Kind::floats;
+      r.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case A::INTS:
+      r.kind = Attribute::Kind::ints;
+      r.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case A::STRINGS:
+      r.kind = Attribute::Kind::strings;
+      r.strings.assign(a.strings().begin(), a.strings().end());
+      break;
     default: r.kind = Attribute::Kind::other; break;
   }
   return r;
@@ -75,8 +93,9 @@ std::int64_t default_opset(const ::onnx::ModelProto& m, const std::string& sourc
   // Opsets below kMinOpset pass here; check_supported takes such a file only where each of its
   // ops is defined as at kMinOpset.
   if (opset < 1 || opset > kMaxOpset) {
-    throw UnsupportedError("(model)", source + ": opset " + std::to_string(opset) + " is not supported (kiln loads " +
-                                          std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")",
+    throw UnsupportedError("(model)",
+                           source + ": opset " + std::to_string(opset) + " is not supported (kiln loads " +
+                               std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")",
                            "opset " + std::to_string(opset));
   }
   return opset;
@@ -102,9 +121,9 @@ std::vector<Node> topological_order(std::vector<Node> nodes, const std::unordere
     for (const auto& in : nodes[k].inputs) {
       if (in.empty() || available.count(in)) continue;
       const auto p = producer.find(in);
-      KILN_CHECK(p != producer.end(), "onnx",
-                 source + ": " + nodes[k].label() + " reads '" + in +
-                     "', which no node, initializer or graph input provides");
+      KILN_CHECK(
+          p != producer.end(), "onnx",
+          source + ": " + nodes[k].label() + " reads '" + in + "', which no node, initializer or graph input provides");
       ++waiting[k];
       consumers[p->second].push_back(k);
     }
@@ -152,7 +171,8 @@ std::shared_ptr<const Graph> parse_model(std::span<const std::byte> bytes, const
     const std::string what = source + ": initializer '" + init.name() + "'";
     KILN_CHECK(!init.name().empty(), "onnx", source + ": an initializer without a name");
     KILN_CHECK(available.insert(init.name()).second, "onnx", what + " is defined twice");
-    g->initializers.push_back({init.name(), std::make_shared<HostTensor>(read_tensor_proto(init, base_dir, what)), false});
+    g->initializers.push_back(
+        {init.name(), std::make_shared<HostTensor>(read_tensor_proto(init, base_dir, what)), false});
   }
   KILN_CHECK(graph.sparse_initializer_size() == 0, "onnx", source + ": sparse initializers are not supported");
   std::unordered_set<std::string> initializer_names = available;
@@ -174,10 +194,12 @@ std::shared_ptr<const Graph> parse_model(std::span<const std::byte> bytes, const
     node.inputs.assign(n.input().begin(), n.input().end());
     node.outputs.assign(n.output().begin(), n.output().end());
     if (!node.domain.empty() && node.domain != "ai.onnx") {
-      throw UnsupportedError(node.op_type, source + ": " + node.label() + ": domain '" + node.domain + "' is not supported",
+      throw UnsupportedError(node.op_type,
+                             source + ": " + node.label() + ": domain '" + node.domain + "' is not supported",
                              node.domain + "." + node.op_type);
     }
-    for (const auto& a : n.attribute()) node.attributes[a.name()] = attribute(a, base_dir, source + ": " + node.label());
+    for (const auto& a : n.attribute())
+      node.attributes[a.name()] = attribute(a, base_dir, source + ": " + node.label());
     nodes.push_back(std::move(node));
   }
   g->nodes = topological_order(std::move(nodes), available, source);
@@ -201,7 +223,8 @@ std::shared_ptr<const Graph> parse_model(std::span<const std::byte> bytes, const
     if (n.op_type != "BatchNormalization") continue;
     for (std::size_t k = 3; k < n.inputs.size() && k < 5; ++k) {
       const auto it = init_index.find(n.inputs[k]);
-      if (it != init_index.end() && !g->initializers[it->second].is_constant) g->initializers[it->second].is_buffer = true;
+      if (it != init_index.end() && !g->initializers[it->second].is_constant)
+        g->initializers[it->second].is_buffer = true;
     }
   }
 

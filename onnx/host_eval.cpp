@@ -62,10 +62,16 @@ HostTensor host_binary(const HostTensor& a, const HostTensor& b, DType out,
   for (std::size_t k = 0; k < ia.size(); ++k) {
     if (ints_in) {
       const std::int64_t v = on_ints(a.ints[ia[k]], b.ints[ib[k]]);
-      if (r.is_integer()) r.ints.push_back(v); else r.floats.push_back(float(v));
+      if (r.is_integer())
+        r.ints.push_back(v);
+      else
+        r.floats.push_back(float(v));
     } else {
       const double v = on_floats(a.at(ia[k]), b.at(ib[k]));
-      if (r.is_integer()) r.ints.push_back(to_int(v)); else r.floats.push_back(float(v));
+      if (r.is_integer())
+        r.ints.push_back(to_int(v));
+      else
+        r.floats.push_back(float(v));
     }
   }
   return r;
@@ -77,9 +83,12 @@ HostTensor host_cast(const HostTensor& x, DType dtype) {
   r.shape = x.shape;
   for (std::size_t k = 0; k < x.size(); ++k) {
     const double v = x.at(k);
-    if (dtype == DType::bool_) r.ints.push_back(v != 0);
-    else if (dtype == DType::i64) r.ints.push_back(x.is_integer() ? x.ints[k] : to_int(v));
-    else r.floats.push_back(float(v));
+    if (dtype == DType::bool_)
+      r.ints.push_back(v != 0);
+    else if (dtype == DType::i64)
+      r.ints.push_back(x.is_integer() ? x.ints[k] : to_int(v));
+    else
+      r.floats.push_back(float(v));
   }
   return r;
 }

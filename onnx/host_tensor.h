@@ -14,8 +14,8 @@ namespace kiln::onnx::detail {
 struct HostTensor {
   DType dtype = DType::f32;
   std::vector<std::int64_t> shape;
-  std::vector<float> floats;        // f32, f16, bf16
-  std::vector<std::int64_t> ints;   // i64, bool_
+  std::vector<float> floats;       // f32, f16, bf16
+  std::vector<std::int64_t> ints;  // i64, bool_
 
   std::int64_t numel() const;
   bool is_integer() const { return dtype == DType::i64 || dtype == DType::bool_; }

@@ -17,7 +17,8 @@ Tensor HostTensor::to_tensor(Device device) const {
     case DType::f16:
     case DType::bf16:
       if (!device_supports(device, dtype)) {
-        throw UnsupportedError("", std::string(dtype_name(dtype)) + " tensors on " + device.str() + " are not supported",
+        throw UnsupportedError("",
+                               std::string(dtype_name(dtype)) + " tensors on " + device.str() + " are not supported",
                                std::string(dtype_name(dtype)) + " on " + device.str());
       }
       return cast(from_vector(std::vector<float>(floats), s, device), dtype);

@@ -82,8 +82,9 @@ void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
     const auto& x = inputs[k];
     const std::string what = g.source + ": input '" + info.name + "'";
     KILN_CHECK(x.defined(), "onnx", what + " is undefined");
-    KILN_CHECK(x.device() == inputs[0].device(), "onnx",
-               what + " is on " + x.device().str() + ", input '" + g.inputs[0].name + "' on " + inputs[0].device().str());
+    KILN_CHECK(
+        x.device() == inputs[0].device(), "onnx",
+        what + " is on " + x.device().str() + ", input '" + g.inputs[0].name + "' on " + inputs[0].device().str());
     KILN_CHECK(x.dtype() == info.dtype, "onnx",
                what + " expects " + dtype_name(info.dtype) + ", got " + dtype_name(x.dtype()));
     if (!info.has_shape) continue;
@@ -97,8 +98,8 @@ void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
       } else if (info.dim_names[d] != "?" && !info.dim_names[d].empty()) {
         const auto [it, fresh] = named.emplace(info.dim_names[d], x.shape()[int(d)]);
         KILN_CHECK(fresh || it->second == x.shape()[int(d)], "onnx",
-                   what + ": dim '" + info.dim_names[d] + "' is " + std::to_string(x.shape()[int(d)]) +
-                       " here but " + std::to_string(it->second) + " in an earlier input");
+                   what + ": dim '" + info.dim_names[d] + "' is " + std::to_string(x.shape()[int(d)]) + " here but " +
+                       std::to_string(it->second) + " in an earlier input");
       }
     }
   }
@@ -111,8 +112,10 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
   const Graph& g = *graph_;
   check_inputs(g, inputs);
   Device device = Device::cpu();
-  if (!inputs.empty()) device = inputs[0].device();
-  else if (!parameters_.empty()) device = parameters_[0].value().device();
+  if (!inputs.empty())
+    device = inputs[0].device();
+  else if (!parameters_.empty())
+    device = parameters_[0].value().device();
 
   std::unordered_map<std::string, Value> env;
   for (const auto& init : g.initializers)
@@ -140,7 +143,8 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
       }
       const auto it = env.find(name);
       KILN_CHECK(it != env.end() && it->second.defined(), "onnx",
-                 g.source + ": " + node.label() + ": input '" + name + "' was not produced (an optional output kiln leaves out)");
+                 g.source + ": " + node.label() + ": input '" + name +
+                     "' was not produced (an optional output kiln leaves out)");
       in.push_back(it->second);
     }
     OpContext ctx{node, device, is_training(), g.opset, update_buffer};
@@ -165,7 +169,8 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
   std::vector<Tensor> result;
   for (const auto& info : g.outputs) {
     const auto it = env.find(info.name);
-    KILN_CHECK(it != env.end() && it->second.defined(), "onnx", g.source + ": output '" + info.name + "' was not produced");
+    KILN_CHECK(it != env.end() && it->second.defined(), "onnx",
+               g.source + ": output '" + info.name + "' was not produced");
     const Value& v = it->second;
     result.push_back(v.tensor.defined() ? v.tensor : v.host->to_tensor(device));
   }
@@ -199,7 +204,8 @@ Tensor Model::forward(const Tensor& x) const {
   return forward(std::vector<Tensor>{x})[0];
 }
 
-Model load_from_bytes(std::span<const std::byte> bytes, const std::filesystem::path& base_dir, const std::string& source) {
+Model load_from_bytes(std::span<const std::byte> bytes, const std::filesystem::path& base_dir,
+                      const std::string& source) {
   auto graph = detail::parse_model(bytes, base_dir, source);
   detail::check_supported(*graph);
   if (log_enabled(spdlog::level::debug)) {

@@ -58,8 +58,8 @@ class Model final : public nn::Module {
 
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
-  std::int64_t opset() const;          // of the default ("ai.onnx") domain
-  const std::string& source() const;   // the file (or "<bytes>"), for messages
+  std::int64_t opset() const;                 // of the default ("ai.onnx") domain
+  const std::string& source() const;          // the file (or "<bytes>"), for messages
   std::vector<std::string> op_types() const;  // the distinct op types of its nodes, sorted
 
   // Inputs in the graph's input order; outputs in the graph's output order.
@@ -68,7 +68,8 @@ class Model final : public nn::Module {
   std::map<std::string, Tensor> forward(const std::map<std::string, Tensor>& inputs) const;
   // A model of one input and one output.
   Tensor forward(const Tensor& x) const;
-  template <class... A> auto operator()(A&&... a) const -> decltype(forward(std::forward<A>(a)...)) {
+  template <class... A>
+  auto operator()(A&&... a) const -> decltype(forward(std::forward<A>(a)...)) {
     return forward(std::forward<A>(a)...);
   }
 

@@ -36,7 +36,8 @@ void OpContext::check(bool cond, const std::string& message) const {
 }
 
 void OpContext::unsupported(const std::string& what) const {
-  throw UnsupportedError(node.op_type, node.label() + ": " + what + " is not supported", node.op_type + " (" + what + ")");
+  throw UnsupportedError(node.op_type, node.label() + ": " + what + " is not supported",
+                         node.op_type + " (" + what + ")");
 }
 
 std::int64_t normalize_axis(const OpContext& ctx, std::int64_t axis, std::int64_t rank) {
@@ -85,14 +86,16 @@ void check_supported(const Graph& g) {
     // An older file runs where each op means what it means at kMinOpset (ONNX's schemas say
     // when each op's definition last changed).
     if (g.opset < kMinOpset && since_version(node.op_type, g.opset) != since_version(node.op_type, kMinOpset)) {
-      throw UnsupportedError(node.op_type, g.source + ": " + node.label() + ": opset " + std::to_string(g.opset) +
-                                               " defines " + node.op_type + " differently from opset " + std::to_string(kMinOpset) +
-                                               " (kiln loads opsets " + std::to_string(kMinOpset) + " to " +
-                                               std::to_string(kMaxOpset) + ")",
+      throw UnsupportedError(node.op_type,
+                             g.source + ": " + node.label() + ": opset " + std::to_string(g.opset) + " defines " +
+                                 node.op_type + " differently from opset " + std::to_string(kMinOpset) +
+                                 " (kiln loads opsets " + std::to_string(kMinOpset) + " to " +
+                                 std::to_string(kMaxOpset) + ")",
                              "opset " + std::to_string(g.opset));
     }
     if (!find_op(node.op_type)) {
-      throw UnsupportedError(node.op_type, g.source + ": " + node.label() + ": op type " + node.op_type + " is not supported",
+      throw UnsupportedError(node.op_type,
+                             g.source + ": " + node.label() + ": op type " + node.op_type + " is not supported",
                              node.op_type);
     }
   }

@@ -34,8 +34,8 @@ void binary(OpTable& t, const std::string& name, Tensor (*fn)(Tensor, Tensor), s
   t[name] = [fn, host, name](OpContext& ctx, const std::vector<Value>& in) {
     ctx.check(in.size() == 2 && in[0].defined() && in[1].defined(), "needs two inputs");
     const auto shape = broadcast_shapes(in[0].shape(), in[1].shape());
-    ctx.check(shape.has_value(), "shapes " + shape_str(in[0].shape()) + " and " + shape_str(in[1].shape()) +
-                                     " do not broadcast");
+    ctx.check(shape.has_value(),
+              "shapes " + shape_str(in[0].shape()) + " and " + shape_str(in[1].shape()) + " do not broadcast");
     if (host && all_on_host(in)) {
       std::int64_t n = 1;
       for (auto d : *shape) n *= d;
@@ -81,18 +81,27 @@ std::int64_t trunc_div(std::int64_t a, std::int64_t b) { return b == 0 ? 0 : (a 
 // The ONNX type code of Cast's `to` as a kiln type.
 DType cast_target(const OpContext& ctx, std::int64_t to) {
   switch (to) {
-    case 1: case 11: return DType::f32;  // float, double (held as f32)
+    case 1:
+    case 11: return DType::f32;  // float, double (held as f32)
     case 10: return DType::f16;
     case 16: return DType::bf16;
     case 9: return DType::bool_;
-    case 2: case 3: case 4: case 5: case 6: case 7: case 12: case 13: return DType::i64;
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 12:
+    case 13: return DType::i64;
     default: ctx.unsupported("cast to ONNX type " + std::to_string(to));
   }
 }
 
 Value cast_value(const OpContext& ctx, const Value& x, DType to) {
   if (x.dtype() == to) return x;
-  if (is_half(to) && !device_supports(ctx.device, to)) ctx.unsupported(std::string(dtype_name(to)) + " on " + ctx.device.str());
+  if (is_half(to) && !device_supports(ctx.device, to))
+    ctx.unsupported(std::string(dtype_name(to)) + " on " + ctx.device.str());
   if (x.on_host()) return Value::of(host_cast(*x.host, to));
   return Value::of(cast(ctx.tensor(x), to));
 }
@@ -162,9 +171,8 @@ void add_elementwise_ops(OpTable& t) {
     const double alpha = ctx.node.f("alpha", 1.0f);
     return relu(x) + clamp((exp(x / alpha) - 1.0) * alpha, std::nullopt, 0.0);
   });
-  unary(t, "ThresholdedRelu", [](const OpContext& ctx, Tensor x) {
-    return where(gt(x, double(ctx.node.f("alpha", 1.0f))), x, 0.0);
-  });
+  unary(t, "ThresholdedRelu",
+        [](const OpContext& ctx, Tensor x) { return where(gt(x, double(ctx.node.f("alpha", 1.0f))), x, 0.0); });
   unary(t, "Identity", [](const OpContext&, Tensor x) { return x; });
   // Identity keeps host values on the host.
   t["Identity"] = [](OpContext& ctx, const std::vector<Value>& in) {
@@ -186,12 +194,15 @@ void add_elementwise_ops(OpTable& t) {
   binary(t, "Mul", mul_t, mul_h);
   binary(t, "Div", div_t, div_h);
   binary(t, "Pow", pow_t);
-  binary(t, "Equal", eq_t, HostForm{[](auto a, auto b) -> std::int64_t { return a == b; },
-                                    [](double a, double b) -> double { return a == b; }, true});
-  binary(t, "Less", lt_t, HostForm{[](auto a, auto b) -> std::int64_t { return a < b; },
-                                   [](double a, double b) -> double { return a < b; }, true});
-  binary(t, "Greater", gt_t, HostForm{[](auto a, auto b) -> std::int64_t { return a > b; },
-                                      [](double a, double b) -> double { return a > b; }, true});
+  binary(t, "Equal", eq_t,
+         HostForm{[](auto a, auto b) -> std::int64_t { return a == b; },
+                  [](double a, double b) -> double { return a == b; }, true});
+  binary(t, "Less", lt_t,
+         HostForm{[](auto a, auto b) -> std::int64_t { return a < b; },
+                  [](double a, double b) -> double { return a < b; }, true});
+  binary(t, "Greater", gt_t,
+         HostForm{[](auto a, auto b) -> std::int64_t { return a > b; },
+                  [](double a, double b) -> double { return a > b; }, true});
   binary(t, "LessOrEqual", le_t);
   binary(t, "GreaterOrEqual", ge_t);
   binary(t, "And", and_t);
@@ -209,8 +220,10 @@ void add_elementwise_ops(OpTable& t) {
   };
   variadic(t, "Sum", add_t, false);
   variadic(t, "Mean", add_t, true);
-  variadic(t, "Max", [](Tensor a, Tensor b) { return maximum(std::move(a), std::move(b)); }, false);
-  variadic(t, "Min", [](Tensor a, Tensor b) { return minimum(std::move(a), std::move(b)); }, false);
+  variadic(
+      t, "Max", [](Tensor a, Tensor b) { return maximum(std::move(a), std::move(b)); }, false);
+  variadic(
+      t, "Min", [](Tensor a, Tensor b) { return minimum(std::move(a), std::move(b)); }, false);
 
   t["Where"] = [](OpContext& ctx, const std::vector<Value>& in) {
     ctx.check(in.size() == 3, "needs condition, X and Y");
@@ -218,17 +231,19 @@ void add_elementwise_ops(OpTable& t) {
         in[0].host->numel() <= kHostLimit) {
       // cond ? x : y on the host, broadcasting all three.
       const HostTensor& c = *in[0].host;
-      const HostTensor xy = host_binary(*in[1].host, *in[2].host, in[1].dtype(), [](auto a, auto) { return a; },
-                                        [](double a, double) { return a; });
+      const HostTensor xy = host_binary(
+          *in[1].host, *in[2].host, in[1].dtype(), [](auto a, auto) { return a; }, [](double a, double) { return a; });
       const auto shape = broadcast_shapes(c.shape, xy.shape);
       ctx.check(shape.has_value(), "shapes do not broadcast");
       // Select through two broadcasts: pick x where c, else y.
-      const HostTensor cx = host_binary(c, *in[1].host, in[1].dtype(), [](auto cv, auto xv) { return cv ? xv : 0; },
-                                        [](double cv, double xv) { return cv != 0 ? xv : 0.0; });
-      const HostTensor cy = host_binary(c, *in[2].host, in[1].dtype(), [](auto cv, auto yv) { return cv ? 0 : yv; },
-                                        [](double cv, double yv) { return cv != 0 ? 0.0 : yv; });
-      return std::vector<Value>{Value::of(host_binary(cx, cy, in[1].dtype(), [](auto a, auto b) { return a + b; },
-                                                      [](double a, double b) { return a + b; }))};
+      const HostTensor cx = host_binary(
+          c, *in[1].host, in[1].dtype(), [](auto cv, auto xv) { return cv ? xv : 0; },
+          [](double cv, double xv) { return cv != 0 ? xv : 0.0; });
+      const HostTensor cy = host_binary(
+          c, *in[2].host, in[1].dtype(), [](auto cv, auto yv) { return cv ? 0 : yv; },
+          [](double cv, double yv) { return cv != 0 ? 0.0 : yv; });
+      return std::vector<Value>{Value::of(host_binary(
+          cx, cy, in[1].dtype(), [](auto a, auto b) { return a + b; }, [](double a, double b) { return a + b; }))};
     }
     Tensor cond = ctx.tensor(in[0]);
     if (cond.dtype() != DType::bool_) cond = cast(cond, DType::bool_);

@@ -8,7 +8,6 @@
 namespace kiln::onnx::detail {
 namespace {
 
-
 Tensor input(const OpContext& ctx, const Values& in, std::size_t k) {
   ctx.check(ctx.has_input(in, k), "input " + std::to_string(k) + " is missing");
   return ctx.tensor(in[k]);
@@ -17,7 +16,8 @@ Tensor input(const OpContext& ctx, const Values& in, std::size_t k) {
 Values depth_to_space(OpContext& ctx, const Values& in) {
   const Tensor x = input(ctx, in, 0);
   ctx.check(x.rank() == 4, "input must be 4-D, got " + x.shape().str());
-  const std::int64_t b = ctx.node.i("blocksize", 0), n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const std::int64_t b = ctx.node.i("blocksize", 0), n = x.shape()[0], c = x.shape()[1], h = x.shape()[2],
+                     w = x.shape()[3];
   ctx.check(b > 0 && c % (b * b) == 0, "channels " + std::to_string(c) + " do not divide by blocksize^2");
   const std::int64_t oc = c / (b * b);
   Tensor t;
@@ -32,7 +32,8 @@ Values depth_to_space(OpContext& ctx, const Values& in) {
 Values space_to_depth(OpContext& ctx, const Values& in) {
   const Tensor x = input(ctx, in, 0);
   ctx.check(x.rank() == 4, "input must be 4-D, got " + x.shape().str());
-  const std::int64_t b = ctx.node.i("blocksize", 0), n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const std::int64_t b = ctx.node.i("blocksize", 0), n = x.shape()[0], c = x.shape()[1], h = x.shape()[2],
+                     w = x.shape()[3];
   ctx.check(b > 0 && h % b == 0 && w % b == 0, "spatial dims do not divide by blocksize");
   const Tensor t = permute(reshape(x, {n, c, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
   return one(reshape(t, {n, c * b * b, h / b, w / b}));
@@ -206,7 +207,8 @@ Values mvn(OpContext& ctx, const Values& in) {
 
 // -input[n, target[n, ...], ...] * weight[target], with ignore_index and the reduction.
 Tensor nll(const OpContext& ctx, const Tensor& logp, Tensor target, const Tensor& weight) {
-  ctx.check(logp.rank() >= 2 && target.rank() == logp.rank() - 1, "input " + logp.shape().str() + " and target " + target.shape().str() + " do not fit");
+  ctx.check(logp.rank() >= 2 && target.rank() == logp.rank() - 1,
+            "input " + logp.shape().str() + " and target " + target.shape().str() + " do not fit");
   const std::int64_t c = logp.shape()[1];
   Tensor valid = full(target.shape(), 1.0, {logp.dtype(), ctx.device});
   if (ctx.node.has("ignore_index")) {
@@ -217,7 +219,8 @@ Tensor nll(const OpContext& ctx, const Tensor& logp, Tensor target, const Tensor
   target = clamp(target, 0.0, double(c - 1));
   Tensor picked = squeeze(gather(logp, 1, unsqueeze(target, 1)), 1);
   Tensor w = valid;
-  if (weight.defined()) w = valid * reshape(index_select(weight, 0, reshape(target, {target.numel()})), target.shape().to_vector());
+  if (weight.defined())
+    w = valid * reshape(index_select(weight, 0, reshape(target, {target.numel()})), target.shape().to_vector());
   const Tensor loss = -(picked * w);
   const std::string reduction = ctx.node.s("reduction", "mean");
   if (reduction == "none") return loss;
@@ -255,7 +258,9 @@ void add_extra_ops(OpTable& t) {
     const Tensor x = input(ctx, in, 0);
     ctx.check(x.rank() == 2, "input must be 2-D");
     const std::int64_t k = ctx.node.i("k", 0), rows = x.shape()[0], cols = x.shape()[1];
-    const DType dtype = ctx.node.has("dtype") ? (ctx.node.i("dtype", 1) == 7 || ctx.node.i("dtype", 1) == 6 ? DType::i64 : DType::f32) : x.dtype();
+    const DType dtype = ctx.node.has("dtype")
+                            ? (ctx.node.i("dtype", 1) == 7 || ctx.node.i("dtype", 1) == 6 ? DType::i64 : DType::f32)
+                            : x.dtype();
     const Tensor r = unsqueeze(arange(0.0, double(rows), 1.0, {DType::i64, ctx.device}), 1);
     const Tensor c = unsqueeze(arange(0.0, double(cols), 1.0, {DType::i64, ctx.device}), 0);
     return one(cast(eq(c - r, double(k)), dtype));

@@ -10,22 +10,23 @@
 namespace kiln::onnx::detail {
 namespace {
 
-
 // Begin and end pads per spatial dim, from `pads` or auto_pad.
 struct SpatialPads {
   std::vector<std::int64_t> begin, end;
   bool symmetric() const { return begin == end; }
 };
 
-SpatialPads spatial_pads(const OpContext& ctx, const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& kernel,
-                         const std::vector<std::int64_t>& stride, const std::vector<std::int64_t>& dilation) {
+SpatialPads spatial_pads(const OpContext& ctx, const std::vector<std::int64_t>& in,
+                         const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
+                         const std::vector<std::int64_t>& dilation) {
   const std::size_t n = kernel.size();
   SpatialPads p{std::vector<std::int64_t>(n, 0), std::vector<std::int64_t>(n, 0)};
   const std::string auto_pad = ctx.node.s("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     const auto pads = ctx.node.ints("pads");
     if (!pads.empty()) {
-      ctx.check(pads.size() == 2 * n, "pads has " + std::to_string(pads.size()) + " values for " + std::to_string(n) + " spatial dims");
+      ctx.check(pads.size() == 2 * n,
+                "pads has " + std::to_string(pads.size()) + " values for " + std::to_string(n) + " spatial dims");
       for (std::size_t d = 0; d < n; ++d) {
         p.begin[d] = pads[d];
         p.end[d] = pads[d + n];
@@ -38,7 +39,8 @@ SpatialPads spatial_pads(const OpContext& ctx, const std::vector<std::int64_t>& 
   ctx.check(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER", "auto_pad '" + auto_pad + "' is not valid");
   for (std::size_t d = 0; d < n; ++d) {
     const std::int64_t out = (in[d] + stride[d] - 1) / stride[d];
-    const std::int64_t total = std::max<std::int64_t>((out - 1) * stride[d] + (kernel[d] - 1) * dilation[d] + 1 - in[d], 0);
+    const std::int64_t total =
+        std::max<std::int64_t>((out - 1) * stride[d] + (kernel[d] - 1) * dilation[d] + 1 - in[d], 0);
     const std::int64_t small = total / 2, large = total - small;
     p.begin[d] = auto_pad == "SAME_UPPER" ? small : large;
     p.end[d] = auto_pad == "SAME_UPPER" ? large : small;
@@ -51,7 +53,8 @@ std::vector<std::int64_t> spatial(const std::vector<std::int64_t>& shape) { retu
 std::vector<std::int64_t> attr_or(const OpContext& ctx, const char* name, std::size_t n, std::int64_t fallback) {
   auto v = ctx.node.ints(name);
   if (v.empty()) v.assign(n, fallback);
-  ctx.check(v.size() == n, std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(n) + " spatial dims");
+  ctx.check(v.size() == n, std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(n) +
+                               " spatial dims");
   return v;
 }
 
@@ -70,7 +73,8 @@ Values conv_op(OpContext& ctx, const Values& in) {
   Tensor x = ctx.tensor(in[0]), w = ctx.tensor(in[1]);
   Tensor b = ctx.has_input(in, 2) ? ctx.tensor(in[2]) : Tensor{};
   const std::size_t n = std::size_t(x.rank()) - 2;
-  ctx.check(x.rank() >= 3 && x.rank() <= 5 && w.rank() == x.rank(), "X " + x.shape().str() + " and W " + w.shape().str() + " must be 3-D to 5-D of equal rank");
+  ctx.check(x.rank() >= 3 && x.rank() <= 5 && w.rank() == x.rank(),
+            "X " + x.shape().str() + " and W " + w.shape().str() + " must be 3-D to 5-D of equal rank");
   auto kernel = ctx.node.ints("kernel_shape");
   if (kernel.empty()) kernel = spatial(w.shape().to_vector());
   const auto stride = attr_or(ctx, "strides", n, 1), dilation = attr_or(ctx, "dilations", n, 1);
@@ -94,7 +98,8 @@ Values conv_transpose_op(OpContext& ctx, const Values& in) {
   ctx.check(in.size() >= 2 && in[0].defined() && in[1].defined(), "needs X and W");
   const Tensor x = ctx.tensor(in[0]), w = ctx.tensor(in[1]);
   const std::size_t n = std::size_t(x.rank()) - 2;
-  ctx.check(x.rank() >= 3 && x.rank() <= 5 && w.rank() == x.rank(), "X " + x.shape().str() + " and W " + w.shape().str() + " must be 3-D to 5-D of equal rank");
+  ctx.check(x.rank() >= 3 && x.rank() <= 5 && w.rank() == x.rank(),
+            "X " + x.shape().str() + " and W " + w.shape().str() + " must be 3-D to 5-D of equal rank");
   auto kernel = ctx.node.ints("kernel_shape");
   if (kernel.empty()) kernel = spatial(w.shape().to_vector());
   const auto stride = attr_or(ctx, "strides", n, 1), dilation = attr_or(ctx, "dilations", n, 1);
@@ -107,7 +112,8 @@ Values conv_transpose_op(OpContext& ctx, const Values& in) {
   const std::string auto_pad = ctx.node.s("auto_pad", "NOTSET");
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (std::size_t d = 0; d < n; ++d) {
-      const std::int64_t target = !output_shape.empty() ? output_shape[output_shape.size() - n + d] : in_sp[d] * stride[d];
+      const std::int64_t target =
+          !output_shape.empty() ? output_shape[output_shape.size() - n + d] : in_sp[d] * stride[d];
       const std::int64_t total = full_size[d] + out_pad[d] - target;
       // ONNX puts the odd pad at the end for SAME_UPPER (and for an explicit output_shape).
       begin[d] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
@@ -128,7 +134,9 @@ Values conv_transpose_op(OpContext& ctx, const Values& in) {
   o.dilation = dilation;
   o.groups = ctx.node.i("group", 1);
   o.padding = Window(n, 0);
-  Tensor y = n == 1 ? conv_transpose1d(x, w, {}, o) : n == 2 ? conv_transpose2d(x, w, {}, o) : conv_transpose3d(x, w, {}, o);
+  Tensor y = n == 1   ? conv_transpose1d(x, w, {}, o)
+             : n == 2 ? conv_transpose2d(x, w, {}, o)
+                      : conv_transpose3d(x, w, {}, o);
   // output_padding adds positions no input reaches (zeros before the bias); pads crop.
   std::vector<std::int64_t> extra;
   bool any_extra = false;
@@ -188,12 +196,14 @@ Values pool_op(OpContext& ctx, const Values& in, bool is_max) {
     std::vector<std::int64_t> offset_shape(std::size_t(s.rank()), 1);
     offset_shape[0] = s[0];
     offset_shape[1] = s[1];
-    const Tensor offsets = reshape(arange(0.0, double(s[0] * s[1]), 1.0, {DType::i64, ctx.device}) * double(plane), offset_shape);
+    const Tensor offsets =
+        reshape(arange(0.0, double(s[0] * s[1]), 1.0, {DType::i64, ctx.device}) * double(plane), offset_shape);
     return Values{Value::of(r.values), Value::of(r.indices + offsets)};
   }
   if (fits) {
     o.padding = pads.begin;
-    return one(is_max ? (n == 1 ? max_pool1d(x, o) : max_pool2d(x, o)) : (n == 1 ? avg_pool1d(x, o) : avg_pool2d(x, o)));
+    return one(is_max ? (n == 1 ? max_pool1d(x, o) : max_pool2d(x, o))
+                      : (n == 1 ? avg_pool1d(x, o) : avg_pool2d(x, o)));
   }
   // Pads kiln cannot take: pad explicitly (-inf for max), and for an average that leaves the
   // pads out, divide the window sums by the count of real elements in each window.
@@ -233,7 +243,8 @@ Values batch_norm_op(OpContext& ctx, const Values& in) {
     std::vector<std::int64_t> cshape(std::size_t(x.rank()), 1);
     cshape[1] = -1;
     const Tensor m = kiln::mean(x, dims), v = kiln::var(x, dims, 0.0);
-    const Tensor y = (x - reshape(m, cshape)) * rsqrt(reshape(v, cshape) + eps) * reshape(scale, cshape) + reshape(b, cshape);
+    const Tensor y =
+        (x - reshape(m, cshape)) * rsqrt(reshape(v, cshape) + eps) * reshape(scale, cshape) + reshape(b, cshape);
     const Tensor rm = mean * momentum + m * (1.0 - momentum), rv = var * momentum + v * (1.0 - momentum);
     return Values{Value::of(y), Value::of(rm), Value::of(rv)};
   }
@@ -284,8 +295,10 @@ Values resize_op(OpContext& ctx, const Values& in, bool upsample) {
   std::vector<double> scales;
   std::vector<std::int64_t> sizes;
   if (upsample) {
-    if (ctx.opset < 9) for (float f : ctx.node.floats("scales")) scales.push_back(f);
-    else scales = ctx.doubles(in.at(1));
+    if (ctx.opset < 9)
+      for (float f : ctx.node.floats("scales")) scales.push_back(f);
+    else
+      scales = ctx.doubles(in.at(1));
   } else if (ctx.opset < 11) {
     scales = ctx.doubles(in.at(1));
   } else {
@@ -301,13 +314,15 @@ Values resize_op(OpContext& ctx, const Values& in, bool upsample) {
     if (scales[0] != 1 || scales[1] != 1) ctx.unsupported("resizing the batch or channel dim");
   }
   const std::string mode = ctx.node.s("mode", "nearest");
-  const std::string coords = ctx.node.s("coordinate_transformation_mode", upsample || ctx.opset < 11 ? "asymmetric" : "half_pixel");
+  const std::string coords =
+      ctx.node.s("coordinate_transformation_mode", upsample || ctx.opset < 11 ? "asymmetric" : "half_pixel");
   const std::string nearest_mode = ctx.node.s("nearest_mode", ctx.opset < 11 ? "floor" : "round_prefer_floor");
   InterpolateMode m;
   bool align_corners = false;
   if (mode == "nearest" && coords == "asymmetric" && (ctx.opset < 11 || nearest_mode == "floor")) {
     m = InterpolateMode::nearest;
-  } else if (mode == "linear" && (coords == "half_pixel" || coords == "pytorch_half_pixel" || coords == "align_corners") && !upsample) {
+  } else if (mode == "linear" &&
+             (coords == "half_pixel" || coords == "pytorch_half_pixel" || coords == "align_corners") && !upsample) {
     m = InterpolateMode::bilinear;
     align_corners = coords == "align_corners";
     if (coords == "pytorch_half_pixel") {
@@ -316,13 +331,15 @@ Values resize_op(OpContext& ctx, const Values& in, bool upsample) {
       if (oh == 1 || ow == 1) ctx.unsupported("pytorch_half_pixel to a size of 1");
     }
   } else {
-    ctx.unsupported("mode " + mode + " with " + coords + " coordinates" + (mode == "nearest" ? " and " + nearest_mode : ""));
+    ctx.unsupported("mode " + mode + " with " + coords + " coordinates" +
+                    (mode == "nearest" ? " and " + nearest_mode : ""));
   }
   // align_corners maps coordinates by the sizes alone; ONNX's sizes from scales are not
   // floored there (in * scale), so only whole sizes map onto interpolate2d.
   if (sizes.empty() && align_corners) {
     const double h = double(shape[2]) * scales[2], w = double(shape[3]) * scales[3];
-    if (h != std::floor(h) || w != std::floor(w)) ctx.unsupported("align_corners with scales that give fractional sizes");
+    if (h != std::floor(h) || w != std::floor(w))
+      ctx.unsupported("align_corners with scales that give fractional sizes");
     sizes = {shape[0], shape[1], std::int64_t(h), std::int64_t(w)};
   }
   if (!sizes.empty()) return one(interpolate2d(x, Window{sizes[2], sizes[3]}, m, align_corners));
@@ -368,7 +385,8 @@ void add_nn_ops(OpTable& t) {
   t["LayerNormalization"] = layer_norm_op;
   t["InstanceNormalization"] = [](OpContext& ctx, const Values& in) {
     ctx.check(in.size() == 3, "needs input, scale and B");
-    return one(nn::instance_norm(ctx.tensor(in[0]), ctx.tensor(in[1]), ctx.tensor(in[2]), ctx.node.f("epsilon", 1e-5f)));
+    return one(
+        nn::instance_norm(ctx.tensor(in[0]), ctx.tensor(in[1]), ctx.tensor(in[2]), ctx.node.f("epsilon", 1e-5f)));
   };
   t["Dropout"] = [](OpContext& ctx, const Values& in) {
     ctx.check(!in.empty() && in[0].defined(), "needs data");
@@ -378,7 +396,8 @@ void add_nn_ops(OpTable& t) {
     bool training = ctx.training;
     if (ctx.has_input(in, 2)) training = ctx.ints(in[2]).at(0) != 0;
     ctx.check(ratio >= 0 && ratio < 1, "ratio must be in [0, 1)");
-    if (!training || ratio == 0) return Values{Value::of(x), Value::of(full(x.shape(), 1.0, {DType::bool_, ctx.device}))};
+    if (!training || ratio == 0)
+      return Values{Value::of(x), Value::of(full(x.shape(), 1.0, {DType::bool_, ctx.device}))};
     const Tensor keep = gt(bernoulli(x.shape(), 1.0 - ratio, default_generator(), {x.dtype(), ctx.device}), 0.5);
     return Values{Value::of(where(keep, x / (1.0 - ratio), 0.0)), Value::of(keep)};
   };

@@ -5,15 +5,14 @@
 namespace kiln::onnx::detail {
 namespace {
 
-
 using Reduce = std::function<Tensor(Tensor, const Dims&, bool)>;
 
 void reduction(OpTable& t, const std::string& name, Reduce fn) {
   t[name] = [fn, name](OpContext& ctx, const Values& in) {
     ctx.check(!in.empty() && in[0].defined(), "needs data");
     const bool axes_input = name == "ReduceSum" && ctx.opset >= 13;
-    std::vector<std::int64_t> axes = axes_input ? (ctx.has_input(in, 1) ? ctx.ints(in[1]) : std::vector<std::int64_t>{})
-                                                : ctx.node.ints("axes");
+    std::vector<std::int64_t> axes =
+        axes_input ? (ctx.has_input(in, 1) ? ctx.ints(in[1]) : std::vector<std::int64_t>{}) : ctx.node.ints("axes");
     const bool keep = ctx.node.i("keepdims", 1) != 0;
     Tensor x = ctx.tensor(in[0]);
     if (axes.empty() && axes_input && ctx.node.i("noop_with_empty_axes", 0) != 0) return Values{Value::of(x)};

@@ -12,7 +12,8 @@ Activation activation(const OpContext& ctx, const std::string& name, float alpha
   if (name == "Sigmoid") return [](Tensor x) { return sigmoid(std::move(x)); };
   if (name == "Tanh") return [](Tensor x) { return tanh(std::move(x)); };
   if (name == "Relu") return [](Tensor x) { return relu(std::move(x)); };
-  if (name == "HardSigmoid") return [alpha, beta](Tensor x) { return clamp(x * double(alpha) + double(beta), 0.0, 1.0); };
+  if (name == "HardSigmoid")
+    return [alpha, beta](Tensor x) { return clamp(x * double(alpha) + double(beta), 0.0, 1.0); };
   if (name == "LeakyRelu") return [alpha](Tensor x) { return where(lt(x, 0.0), x * double(alpha), x); };
   if (name == "Affine") return [alpha, beta](Tensor x) { return x * double(alpha) + double(beta); };
   ctx.unsupported("activation " + name);
@@ -22,7 +23,7 @@ enum class Cell { rnn, gru, lstm };
 
 struct RecurrentSpec {
   Cell cell;
-  std::int64_t gates;                          // 1, 3, 4
+  std::int64_t gates;                            // 1, 3, 4
   std::vector<std::string> default_activations;  // per direction
 };
 
@@ -53,7 +54,8 @@ Values recurrent(OpContext& ctx, const Values& in, const RecurrentSpec& spec) {
   const auto alphas = ctx.node.floats("activation_alpha"), betas = ctx.node.floats("activation_beta");
   const std::size_t per_dir = spec.default_activations.size();
   if (names.empty())
-    for (std::int64_t d = 0; d < dirs; ++d) names.insert(names.end(), spec.default_activations.begin(), spec.default_activations.end());
+    for (std::int64_t d = 0; d < dirs; ++d)
+      names.insert(names.end(), spec.default_activations.begin(), spec.default_activations.end());
   ctx.check(names.size() == per_dir * std::size_t(dirs), "activations has " + std::to_string(names.size()) + " names");
 
   // Initial states [dirs, batch, hidden] (batch first when layout is 1).
@@ -71,7 +73,8 @@ Values recurrent(OpContext& ctx, const Values& in, const RecurrentSpec& spec) {
     std::vector<Activation> act;
     for (std::size_t k = 0; k < per_dir; ++k) {
       const std::size_t idx = std::size_t(d) * per_dir + k;
-      act.push_back(activation(ctx, names[idx], idx < alphas.size() ? alphas[idx] : 0.01f, idx < betas.size() ? betas[idx] : 0.0f));
+      act.push_back(activation(ctx, names[idx], idx < alphas.size() ? alphas[idx] : 0.01f,
+                               idx < betas.size() ? betas[idx] : 0.0f));
     }
     const Tensor wd = squeeze(slice(w, 0, d, d + 1), 0), rd = squeeze(slice(r, 0, d, d + 1), 0);
     // Every step's input projection at once: [seq, batch, g * hidden].
@@ -135,7 +138,7 @@ Values recurrent(OpContext& ctx, const Values& in, const RecurrentSpec& spec) {
     hs.push_back(h);
     if (c.defined()) cs.push_back(c);
   }
-  Tensor y = stack(ys, 1);  // [seq, dirs, batch, hidden]
+  Tensor y = stack(ys, 1);   // [seq, dirs, batch, hidden]
   Tensor yh = stack(hs, 0);  // [dirs, batch, hidden]
   Tensor yc = cs.empty() ? Tensor{} : stack(cs, 0);
   if (batch_first) {

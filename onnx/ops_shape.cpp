@@ -11,13 +11,11 @@
 namespace kiln::onnx::detail {
 namespace {
 
-
 std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
   return n;
 }
-
 
 // A value with new dims and the same elements (host stays host).
 Value reshaped(const OpContext& ctx, const Value& x, const std::vector<std::int64_t>& shape) {
@@ -37,7 +35,8 @@ std::vector<std::int64_t> reshape_target(const OpContext& ctx, const std::vector
   std::int64_t known = 1, infer = -1;
   for (std::size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] == 0 && !allowzero) {
-      ctx.check(k < in.size(), "shape " + shape_str(shape) + " copies dim " + std::to_string(k) + " of " + shape_str(in));
+      ctx.check(k < in.size(),
+                "shape " + shape_str(shape) + " copies dim " + std::to_string(k) + " of " + shape_str(in));
       shape[k] = in[k];
     }
     if (shape[k] == -1) {
@@ -75,7 +74,10 @@ Value host_concat(const std::vector<const HostTensor*>& xs, std::int64_t axis) {
       const std::int64_t inner = outer == 0 ? 0 : x->numel() / outer;
       for (std::int64_t k = 0; k < inner; ++k) {
         const auto src = std::size_t(o * inner + k);
-        if (r.is_integer()) r.ints.push_back(x->ints[src]); else r.floats.push_back(x->floats[src]);
+        if (r.is_integer())
+          r.ints.push_back(x->ints[src]);
+        else
+          r.floats.push_back(x->floats[src]);
       }
     }
   }
@@ -134,10 +136,14 @@ Value host_gather(const OpContext& ctx, const HostTensor& data, const HostTensor
     for (std::size_t k = 0; k < idx.ints.size(); ++k) {
       std::int64_t i = idx.ints[k];
       if (i < 0) i += n;
-      ctx.check(i >= 0 && i < n, "index " + std::to_string(idx.ints[k]) + " is out of range for a dim of " + std::to_string(n));
+      ctx.check(i >= 0 && i < n,
+                "index " + std::to_string(idx.ints[k]) + " is out of range for a dim of " + std::to_string(n));
       for (std::int64_t j = 0; j < inner; ++j) {
         const auto src = std::size_t((o * n + i) * inner + j);
-        if (r.is_integer()) r.ints.push_back(data.ints[src]); else r.floats.push_back(data.floats[src]);
+        if (r.is_integer())
+          r.ints.push_back(data.ints[src]);
+        else
+          r.floats.push_back(data.floats[src]);
       }
     }
   }
@@ -150,7 +156,8 @@ Values gather_op(OpContext& ctx, const Values& in) {
   ctx.check(!ds.empty(), "data must have at least one dim");
   const std::int64_t axis = normalize_axis(ctx, ctx.node.i("axis", 0), std::int64_t(ds.size()));
   ctx.check(in[1].dtype() == DType::i64, "indices must be integers");
-  if (all_on_host(in) && in[0].host->numel() <= kHostLimit) return one(host_gather(ctx, *in[0].host, *in[1].host, axis));
+  if (all_on_host(in) && in[0].host->numel() <= kHostLimit)
+    return one(host_gather(ctx, *in[0].host, *in[1].host, axis));
   const Tensor data = ctx.tensor(in[0]);
   const std::int64_t n = ds[std::size_t(axis)];
   Tensor idx;
@@ -175,7 +182,8 @@ Values gather_op(OpContext& ctx, const Values& in) {
 }
 
 // Slice on one axis with ONNX's clamping; a negative step reads a flipped axis.
-Tensor slice_axis(const OpContext& ctx, Tensor x, std::int64_t axis, std::int64_t start, std::int64_t end, std::int64_t step) {
+Tensor slice_axis(const OpContext& ctx, Tensor x, std::int64_t axis, std::int64_t start, std::int64_t end,
+                  std::int64_t step) {
   ctx.check(step != 0, "step 0");
   const std::int64_t dim = x.shape()[int(axis)];
   if (start < 0) start += dim;
@@ -228,13 +236,19 @@ Values slice_op(OpContext& ctx, const Values& in) {
       start = std::clamp<std::int64_t>(start, 0, dim);
       end = std::clamp<std::int64_t>(end, 0, dim);
       for (std::int64_t i = start; i < end; i += step) {
-        if (h.is_integer()) r.ints.push_back(h.ints[std::size_t(i)]); else r.floats.push_back(h.floats[std::size_t(i)]);
+        if (h.is_integer())
+          r.ints.push_back(h.ints[std::size_t(i)]);
+        else
+          r.floats.push_back(h.floats[std::size_t(i)]);
       }
     } else {
       start = std::clamp<std::int64_t>(start, 0, dim - 1);
       end = std::clamp<std::int64_t>(end, -1, dim - 1);
       for (std::int64_t i = start; i > end; i += step) {
-        if (h.is_integer()) r.ints.push_back(h.ints[std::size_t(i)]); else r.floats.push_back(h.floats[std::size_t(i)]);
+        if (h.is_integer())
+          r.ints.push_back(h.ints[std::size_t(i)]);
+        else
+          r.floats.push_back(h.floats[std::size_t(i)]);
       }
     }
     r.shape = {std::int64_t(r.size())};
@@ -288,7 +302,8 @@ Values unsqueeze_op(OpContext& ctx, const Values& in) {
 Values range_op(OpContext& ctx, const Values& in) {
   ctx.check(in.size() == 3, "needs start, limit and delta");
   const double start = ctx.doubles(in[0]).at(0), limit = ctx.doubles(in[1]).at(0), delta = ctx.doubles(in[2]).at(0);
-  ctx.check(delta != 0 && std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta), "bad start, limit or delta");
+  ctx.check(delta != 0 && std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta),
+            "bad start, limit or delta");
   const double count = std::max(std::ceil((limit - start) / delta), 0.0);
   ctx.check(count <= double(std::int64_t(1) << 40), "too many elements");
   const auto n = std::int64_t(count);
@@ -297,8 +312,10 @@ Values range_op(OpContext& ctx, const Values& in) {
   r.shape = {n};
   const HostTensor s = ctx.host(in[0]), d = ctx.host(in[2]);
   for (std::int64_t i = 0; i < n; ++i) {
-    if (r.is_integer()) r.ints.push_back(s.ints[0] + i * d.ints[0]);
-    else r.floats.push_back(float(s.floats[0] + float(i) * d.floats[0]));
+    if (r.is_integer())
+      r.ints.push_back(s.ints[0] + i * d.ints[0]);
+    else
+      r.floats.push_back(float(s.floats[0] + float(i) * d.floats[0]));
   }
   if (n <= kHostLimit) return one(Value::of(std::move(r)));
   return one(Value::of(r.to_tensor(ctx.device)));
@@ -319,7 +336,10 @@ Values constant_of_shape_op(OpContext& ctx, const Values& in) {
     HostTensor r;
     r.dtype = value.dtype;
     r.shape = shape;
-    if (r.is_integer()) r.ints.assign(std::size_t(n), value.ints[0]); else r.floats.assign(std::size_t(n), value.floats[0]);
+    if (r.is_integer())
+      r.ints.assign(std::size_t(n), value.ints[0]);
+    else
+      r.floats.assign(std::size_t(n), value.floats[0]);
     return one(Value::of(std::move(r)));
   }
   return one(Value::of(full(Shape(shape), value.at(0), {value.dtype, ctx.device})));
@@ -344,7 +364,8 @@ Values constant_op(OpContext& ctx, const Values&) {
 }
 
 // Pad's reflect and edge modes pick source rows through index_select, one axis at a time.
-Tensor pad_by_index(const OpContext& ctx, Tensor x, std::int64_t axis, std::int64_t before, std::int64_t after, bool reflect) {
+Tensor pad_by_index(const OpContext& ctx, Tensor x, std::int64_t axis, std::int64_t before, std::int64_t after,
+                    bool reflect) {
   const std::int64_t n = x.shape()[int(axis)];
   ctx.check(n > 0 && (!reflect || (n > 1 && before < n && after < n)), "pads too large for reflect mode");
   std::vector<std::int64_t> idx;
@@ -380,7 +401,8 @@ Values pad_op(OpContext& ctx, const Values& in) {
   const std::string mode = ctx.node.s("mode", "constant");
   Tensor x = ctx.tensor(in[0]);
   const std::int64_t rank = x.rank();
-  ctx.check(std::int64_t(pads.size()) == 2 * rank, "pads has " + std::to_string(pads.size()) + " values for rank " + std::to_string(rank));
+  ctx.check(std::int64_t(pads.size()) == 2 * rank,
+            "pads has " + std::to_string(pads.size()) + " values for rank " + std::to_string(rank));
   // Negative pads crop first.
   for (std::int64_t d = 0; d < rank; ++d) {
     const std::int64_t b = pads[std::size_t(d)], e = pads[std::size_t(d + rank)];
@@ -401,7 +423,8 @@ Values pad_op(OpContext& ctx, const Values& in) {
   }
   ctx.check(mode == "reflect" || mode == "edge", "mode '" + mode + "' is not one of constant, reflect, edge");
   for (std::int64_t d = 0; d < rank; ++d) {
-    const std::int64_t b = std::max<std::int64_t>(pads[std::size_t(d)], 0), e = std::max<std::int64_t>(pads[std::size_t(d + rank)], 0);
+    const std::int64_t b = std::max<std::int64_t>(pads[std::size_t(d)], 0),
+                       e = std::max<std::int64_t>(pads[std::size_t(d + rank)], 0);
     if (b || e) x = pad_by_index(ctx, x, d, b, e, mode == "reflect");
   }
   return one(Value::of(x));
@@ -469,11 +492,13 @@ void add_shape_ops(OpTable& t) {
     std::vector<std::int64_t> sizes = ctx.opset < 13 ? ctx.node.ints("split") : axes_of(ctx, in, 1, "split");
     const std::int64_t dim = shape[std::size_t(axis)];
     if (sizes.empty()) {
-      ctx.check(outputs > 0 && dim % outputs == 0, "dim " + std::to_string(dim) + " does not split into " + std::to_string(outputs));
+      ctx.check(outputs > 0 && dim % outputs == 0,
+                "dim " + std::to_string(dim) + " does not split into " + std::to_string(outputs));
       sizes.assign(std::size_t(outputs), dim / outputs);
     }
-    ctx.check(std::int64_t(sizes.size()) == outputs && std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == dim,
-              "split sizes do not sum to the dim " + std::to_string(dim));
+    ctx.check(
+        std::int64_t(sizes.size()) == outputs && std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == dim,
+        "split sizes do not sum to the dim " + std::to_string(dim));
     Values out;
     const Tensor x = ctx.tensor(in[0]);
     std::int64_t start = 0;

@@ -1,12 +1,12 @@
 #include "kiln/onnx/tensor_proto.h"
 
-#include "kiln/onnx/onnx.h"
-
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
 #include <fstream>
 #include <limits>
+
+#include "kiln/onnx/onnx.h"
 
 namespace kiln::onnx::detail {
 namespace {
@@ -16,15 +16,25 @@ using P = ::onnx::TensorProto;
 // Bytes per element of the raw little-endian form; 0 for types kiln does not load.
 std::size_t element_size(int type) {
   switch (type) {
-    case P::FLOAT: case P::INT32: case P::UINT32: return 4;
-    case P::DOUBLE: case P::INT64: case P::UINT64: return 8;
-    case P::INT16: case P::UINT16: case P::FLOAT16: case P::BFLOAT16: return 2;
-    case P::INT8: case P::UINT8: case P::BOOL: return 1;
+    case P::FLOAT:
+    case P::INT32:
+    case P::UINT32: return 4;
+    case P::DOUBLE:
+    case P::INT64:
+    case P::UINT64: return 8;
+    case P::INT16:
+    case P::UINT16:
+    case P::FLOAT16:
+    case P::BFLOAT16: return 2;
+    case P::INT8:
+    case P::UINT8:
+    case P::BOOL: return 1;
     default: return 0;
   }
 }
 
-template <class T> T load_le(const char* p) {
+template <class T>
+T load_le(const char* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
@@ -34,7 +44,10 @@ template <class T> T load_le(const char* p) {
 void decode_raw(HostTensor& h, int type, const char* p, std::size_t n) {
   const std::size_t es = element_size(type);
   const bool integer = h.is_integer();
-  if (integer) h.ints.resize(n); else h.floats.resize(n);
+  if (integer)
+    h.ints.resize(n);
+  else
+    h.floats.resize(n);
   for (std::size_t k = 0; k < n; ++k, p += es) {
     switch (type) {
       case P::FLOAT: h.floats[k] = load_le<float>(p); break;
@@ -62,9 +75,12 @@ std::string read_external(const P& proto, const std::filesystem::path& base_dir,
   std::int64_t length = -1;
   for (const auto& kv : proto.external_data()) {
     try {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoull(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoull(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
     } catch (const std::exception&) {
       throw Error("onnx", what + ": external data '" + kv.key() + "' is not a number: '" + kv.value() + "'");
     }
@@ -82,8 +98,8 @@ std::string read_external(const P& proto, const std::filesystem::path& base_dir,
   f.seekg(0, std::ios::end);
   const auto size = std::uint64_t(f.tellg());
   KILN_CHECK(offset <= size && bytes <= size - offset, "onnx",
-             what + ": external data file '" + path.string() + "' holds " + std::to_string(size) + " bytes, the tensor needs " +
-                 std::to_string(bytes) + " at offset " + std::to_string(offset));
+             what + ": external data file '" + path.string() + "' holds " + std::to_string(size) +
+                 " bytes, the tensor needs " + std::to_string(bytes) + " at offset " + std::to_string(offset));
   std::string data(bytes, '\0');
   f.seekg(std::streamoff(offset));
   f.read(data.data(), std::streamsize(bytes));
@@ -91,35 +107,56 @@ std::string read_external(const P& proto, const std::filesystem::path& base_dir,
   return data;
 }
 
-template <class Field> void check_count(const Field& field, std::size_t n, const char* name, const std::string& what) {
-  KILN_CHECK(std::size_t(field.size()) == n, "onnx",
-             what + ": " + name + " holds " + std::to_string(field.size()) + " values, the shape needs " + std::to_string(n));
+template <class Field>
+void check_count(const Field& field, std::size_t n, const char* name, const std::string& what) {
+  KILN_CHECK(
+      std::size_t(field.size()) == n, "onnx",
+      what + ": " + name + " holds " + std::to_string(field.size()) + " values, the shape needs " + std::to_string(n));
 }
 
 }  // namespace
 
 const char* onnx_type_name(int t) {
   switch (t) {
-    case P::FLOAT: return "float"; case P::UINT8: return "uint8"; case P::INT8: return "int8";
-    case P::UINT16: return "uint16"; case P::INT16: return "int16"; case P::INT32: return "int32";
-    case P::INT64: return "int64"; case P::STRING: return "string"; case P::BOOL: return "bool";
-    case P::FLOAT16: return "float16"; case P::DOUBLE: return "double"; case P::UINT32: return "uint32";
-    case P::UINT64: return "uint64"; case P::COMPLEX64: return "complex64"; case P::COMPLEX128: return "complex128";
-    case P::BFLOAT16: return "bfloat16"; default: return "undefined";
+    case P::FLOAT: return "float";
+    case P::UINT8: return "uint8";
+    case P::INT8: return "int8";
+    case P::UINT16: return "uint16";
+    case P::INT16: return "int16";
+    case P::INT32: return "int32";
+    case P::INT64: return "int64";
+    case P::STRING: return "string";
+    case P::BOOL: return "bool";
+    case P::FLOAT16: return "float16";
+    case P::DOUBLE: return "double";
+    case P::UINT32: return "uint32";
+    case P::UINT64: return "uint64";
+    case P::COMPLEX64: return "complex64";
+    case P::COMPLEX128: return "complex128";
+    case P::BFLOAT16: return "bfloat16";
+    default: return "undefined";
   }
 }
 
 DType kiln_dtype(int t, const std::string& what) {
   switch (t) {
-    case P::FLOAT: case P::DOUBLE: return DType::f32;
+    case P::FLOAT:
+    case P::DOUBLE: return DType::f32;
     case P::FLOAT16: return DType::f16;
     case P::BFLOAT16: return DType::bf16;
     case P::BOOL: return DType::bool_;
-    case P::INT64: case P::INT32: case P::INT16: case P::INT8:
-    case P::UINT64: case P::UINT32: case P::UINT16: case P::UINT8: return DType::i64;
+    case P::INT64:
+    case P::INT32:
+    case P::INT16:
+    case P::INT8:
+    case P::UINT64:
+    case P::UINT32:
+    case P::UINT16:
+    case P::UINT8: return DType::i64;
     default:
-      throw UnsupportedError("", what + ": element type " + onnx_type_name(t) + " (" + std::to_string(t) + ") is not supported",
-                             std::string(onnx_type_name(t)) + " tensors");
+      throw UnsupportedError(
+          "", what + ": element type " + onnx_type_name(t) + " (" + std::to_string(t) + ") is not supported",
+          std::string(onnx_type_name(t)) + " tensors");
   }
 }
 
@@ -163,11 +200,13 @@ HostTensor read_tensor_proto(const P& proto, const std::filesystem::path& base_d
       check_count(proto.int64_data(), count, "int64_data", what);
       h.ints.assign(proto.int64_data().begin(), proto.int64_data().end());
       break;
-    case P::UINT32: case P::UINT64:
+    case P::UINT32:
+    case P::UINT64:
       check_count(proto.uint64_data(), count, "uint64_data", what);
       for (auto v : proto.uint64_data()) h.ints.push_back(std::int64_t(v));
       break;
-    case P::FLOAT16: case P::BFLOAT16:
+    case P::FLOAT16:
+    case P::BFLOAT16:
       check_count(proto.int32_data(), count, "int32_data", what);
       for (auto v : proto.int32_data()) {
         const auto bits = std::uint16_t(v);

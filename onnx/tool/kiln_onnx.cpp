@@ -131,8 +131,7 @@ CaseResult run_case(const fs::path& dir, Device device) {
     double worst = 0, worst_abs = 0;
     for (const auto& set : sets) {
       const auto input_files = files_like(set, "input_");
-      if (input_files.size() != model.inputs().size())
-        return {Outcome::unsupported, "non-tensor inputs", r.op_types};
+      if (input_files.size() != model.inputs().size()) return {Outcome::unsupported, "non-tensor inputs", r.op_types};
       std::vector<Tensor> inputs;
       for (const auto& f : input_files) inputs.push_back(onnx::load_tensor(f, device).tensor);
       const auto outputs = model.forward(inputs);
@@ -284,12 +283,14 @@ int run_command(const std::vector<std::string>& args) {
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const Tensor values = cast(to(outputs[k], Device::cpu()), DType::f32);
     const auto v = values.to_vector<float>().get();
-    std::cout << model.outputs()[k].name << ": " << dtype_name(outputs[k].dtype()) << ' ' << outputs[k].shape().str() << " [";
+    std::cout << model.outputs()[k].name << ": " << dtype_name(outputs[k].dtype()) << ' ' << outputs[k].shape().str()
+              << " [";
     for (std::size_t i = 0; i < v.size() && i < 8; ++i) std::cout << (i ? ", " : "") << v[i];
     std::cout << (v.size() > 8 ? ", ...]" : "]") << '\n';
   }
   std::sort(times.begin(), times.end());
-  std::printf("%d runs on %s: median %.3f ms, min %.3f ms\n", runs, device.str().c_str(), times[times.size() / 2], times[0]);
+  std::printf("%d runs on %s: median %.3f ms, min %.3f ms\n", runs, device.str().c_str(), times[times.size() / 2],
+              times[0]);
   return 0;
 }
 

@@ -13,7 +13,8 @@ namespace {
 std::filesystem::path broken(const std::string& name) { return reference_path("onnx/broken/" + name + ".onnx"); }
 
 // The message of the kiln::Error that fn throws ("" and a failure if none).
-template <class F> std::string error_of(F&& fn) {
+template <class F>
+std::string error_of(F&& fn) {
   try {
     fn();
   } catch (const Error& e) {
@@ -34,7 +35,8 @@ TEST(OnnxErrors, TruncatedAndGarbageFilesAreMalformedProtobuf) {
     EXPECT_MENTIONS(e, "cut.onnx");
   }
   std::vector<std::byte> garbage(64, std::byte{0xff});
-  EXPECT_MENTIONS(error_of([&] { onnx::load_from_bytes(garbage, {}, "garbage.onnx"); }), "malformed or truncated protobuf");
+  EXPECT_MENTIONS(error_of([&] { onnx::load_from_bytes(garbage, {}, "garbage.onnx"); }),
+                  "malformed or truncated protobuf");
   EXPECT_MENTIONS(error_of([] { onnx::load("/nonexistent/model.onnx"); }), "cannot open");
 }
 
@@ -83,7 +85,10 @@ TEST(OnnxErrors, InputsAreCheckedAgainstTheDeclaredTypeAndDims) {
   const auto m = onnx::load(reference_path("onnx/mlp.onnx"));
   EXPECT_MENTIONS(error_of([&] { m(ones({4, 5})); }), "input 'x' expects shape [-1, 6]");
   EXPECT_MENTIONS(error_of([&] { m(zeros({4, 6}, {DType::i64})); }), "input 'x' expects f32, got i64");
-  EXPECT_MENTIONS(error_of([&] { m.forward(std::map<std::string, Tensor>{{"z", ones({1, 6})}}); }), "input 'x' is not given");
+  EXPECT_MENTIONS(error_of([&] {
+                    m.forward(std::map<std::string, Tensor>{{"z", ones({1, 6})}});
+                  }),
+                  "input 'x' is not given");
 }
 
 TEST(OnnxErrors, ExternalDataIsReadBesideTheModelAndNeverOutsideIt) {

@@ -92,7 +92,8 @@ TEST(OnnxModule, StateDictNamesAreTheInitializerNames) {
   std::vector<std::string> params, buffers;
   for (const auto& p : m.named_parameters()) params.push_back(p.name);
   for (const auto& b : m.named_buffers()) buffers.push_back(b.name);
-  EXPECT_EQ(params, (std::vector<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias", "fc.weight", "fc.bias"}));
+  EXPECT_EQ(params,
+            (std::vector<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias", "fc.weight", "fc.bias"}));
   EXPECT_EQ(buffers, (std::vector<std::string>{"bn.running_mean", "bn.running_var"}));
 }
 
