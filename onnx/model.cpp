@@ -212,7 +212,11 @@ Model load_from_bytes(std::span<const std::byte> bytes, const std::filesystem::p
     logger().debug("onnx: loaded {} (opset {}, {} nodes, {} initializers)", source, graph->opset, graph->nodes.size(),
                    graph->initializers.size());
   }
-  return Model(std::move(graph));
+  // Loaded for inference, as ONNX Runtime runs a file; train() turns on Dropout and batch
+  // statistics for fine-tuning.
+  Model model(std::move(graph));
+  model.eval();
+  return model;
 }
 
 namespace {

@@ -91,7 +91,8 @@ class Model final : public nn::Module {
   std::vector<nn::Buffer> buffers_;
 };
 
-// Loads an ONNX file; external data files are read relative to its folder.
+// Loads an ONNX file, in eval mode (train() for fine-tuning); external data files are read
+// relative to its folder.
 Model load(const std::filesystem::path& path);
 // Loads a serialized ModelProto; external data (if any) relative to base_dir.
 Model load_from_bytes(std::span<const std::byte> bytes, const std::filesystem::path& base_dir = {},

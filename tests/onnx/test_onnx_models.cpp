@@ -87,6 +87,19 @@ TEST(OnnxFineTune, BatchNormTrainsWithBatchStatisticsAndUpdatesRunningStatistics
   EXPECT_TRUE(matches(buffers["bn.running_var"], r["running"]["bn.running_var"], {1e-4, 1e-6}));
 }
 
+TEST(OnnxModule, LoadsInEvalModeAndRecordsAsARecordedPass) {
+  const auto m = load_model("encoder");
+  EXPECT_FALSE(m.is_training());  // as ONNX Runtime runs it; train() for fine-tuning
+  // The graph's shape arithmetic runs on the host, so the whole pass records and replays.
+  const auto& r = refs()["encoder"];
+  const Tensor x = make_tensor(r["inputs"]["x"]);
+  NoGradGuard no_grad;  // a recorded pass serves requests: no gradients
+  const RecordedPass pass = RecordedPass::record([&](const Tensor& in) { return m(in); }, x.shape());
+  EXPECT_GT(pass.size(), 20u);  // the encoder's ops, recorded
+  EXPECT_TRUE(matches(pass(x), r["outputs"][0], {1e-4, 1e-5}));
+  EXPECT_TRUE(matches(pass(x), r["outputs"][0], {1e-4, 1e-5}));
+}
+
 TEST(OnnxModule, StateDictNamesAreTheInitializerNames) {
   const auto m = load_model("cnn_bn");
   std::vector<std::string> params, buffers;
