@@ -2,7 +2,7 @@
 // model.onnx and test_data_set_N/{input,output}_K.pb) and report each as PASS, FAIL or
 // UNSUPPORTED.
 //
-//   kiln-onnx test [--device cpu|vulkan] [--exclude NAME,...] [--markdown FILE] DIR...
+//   kiln-onnx test [--device cpu|vulkan] [--exclude NAME,...] [--min-pass N] [--markdown FILE] DIR...
 //   kiln-onnx run MODEL.onnx [--device D] [--input name=file.pb]... [--runs N]
 //   kiln-onnx ops
 #include <algorithm>
@@ -27,9 +27,10 @@ namespace {
 
 int usage() {
   std::cerr << "usage:\n"
-               "  kiln-onnx test [--device cpu|vulkan] [--exclude NAME,...] [--markdown FILE] DIR...\n"
+               "  kiln-onnx test [--device cpu|vulkan] [--exclude NAME,...] [--min-pass N] [--markdown FILE] DIR...\n"
                "      runs each case folder (model.onnx, test_data_set_N/) under DIR: one line per case,\n"
                "      PASS, FAIL (largest error) or UNSUPPORTED (the op); exit status 1 on any FAIL\n"
+               "      (or fewer than N passes); --markdown writes the per-op table\n"
                "  kiln-onnx run MODEL.onnx [--device D] [--input name=file.pb]... [--runs N]\n"
                "      runs the model (inputs not given: random values of the declared shape) and\n"
                "      prints each output's shape, first values and the time per run\n"
@@ -196,6 +197,7 @@ int test_command(const std::vector<std::string>& args) {
   Device device = Device::cpu();
   std::set<std::string> excluded;
   std::string markdown;
+  int min_pass = 0;  // a guard for CI: fewer passes (a case turned unsupported) fail the run
   std::vector<fs::path> roots;
   for (std::size_t k = 0; k < args.size(); ++k) {
     if (args[k] == "--device" && k + 1 < args.size()) {
@@ -204,6 +206,8 @@ int test_command(const std::vector<std::string>& args) {
       device = *d;
     } else if (args[k] == "--exclude" && k + 1 < args.size()) {
       for (const auto& name : split_list(args[++k])) excluded.insert(name);
+    } else if (args[k] == "--min-pass" && k + 1 < args.size()) {
+      min_pass = std::atoi(args[++k].c_str());
     } else if (args[k] == "--markdown" && k + 1 < args.size()) {
       markdown = args[++k];
     } else if (args[k].rfind("--", 0) == 0) {
@@ -242,6 +246,10 @@ int test_command(const std::vector<std::string>& args) {
   std::cout << counts[0] + counts[1] + counts[2] + counts[3] << " cases: " << counts[0] << " passed, " << counts[1]
             << " failed, " << counts[2] << " unsupported, " << counts[3] << " skipped\n";
   if (!markdown.empty()) write_markdown(markdown, per_op);
+  if (counts[0] < min_pass) {
+    std::cout << "only " << counts[0] << " cases passed, expected at least " << min_pass << '\n';
+    return 1;
+  }
   return counts[1] > 0 ? 1 : 0;
 }
 
