@@ -29,6 +29,11 @@ struct HostTensor {
 };
 
 std::string shape_str(const std::vector<std::int64_t>& shape);
+inline std::int64_t shape_numel(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
 float half_to_float(std::uint16_t bits);
 float bfloat16_to_float(std::uint16_t bits);
 

@@ -2,6 +2,8 @@
 
 #include <onnx/defs/schema.h>
 
+#include "kiln/base/log.h"
+
 namespace kiln::onnx::detail {
 
 Tensor OpContext::tensor(const Value& v) const {
@@ -13,6 +15,11 @@ Tensor OpContext::tensor(const Value& v) const {
 HostTensor OpContext::host(const Value& v) const {
   check(v.defined(), "an input is missing");
   if (v.host) return *v.host;
+  // A value the op needs on the host came from device work: reading it waits for that work
+  // (and cannot be recorded). Files whose shape inputs are graph inputs do this.
+  if (log_enabled(spdlog::level::debug)) {
+    logger().debug("onnx: {} reads a device value {} on the host", node.label(), v.tensor.shape().str());
+  }
   return HostTensor::from_tensor(v.tensor);
 }
 
@@ -62,6 +69,7 @@ const OpTable& op_table() {
     add_reduce_ops(t);
     add_rnn_ops(t);
     add_extra_ops(t);
+    add_creation_ops(t);
     return t;
   }();
   return table;

@@ -65,6 +65,7 @@ void add_nn_ops(OpTable& t);
 void add_reduce_ops(OpTable& t);
 void add_rnn_ops(OpTable& t);
 void add_extra_ops(OpTable& t);
+void add_creation_ops(OpTable& t);
 
 // Helpers shared by the families.
 using Values = std::vector<Value>;
