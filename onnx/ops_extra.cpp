@@ -1,6 +1,8 @@
 // Less common ONNX ops, each a few of kiln's public ops: DepthToSpace, SpaceToDepth, EyeLike,
-// GatherND, ScatterND, OneHot, NonZero, Hardmax, Shrink, LRN, MeanVarianceNormalization, and the
-// losses NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+// GatherND, ScatterND, OneHot, NonZero, Hardmax, Shrink, LRN, MeanVarianceNormalization, Compress,
+// ReverseSequence, Einsum, and the losses NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+#include <cctype>
+#include <map>
 #include <numeric>
 
 #include "kiln/onnx/op_registry.h"
@@ -240,9 +242,126 @@ Values softmax_cross_entropy(OpContext& ctx, const Values& in) {
   return Values{Value::of(nll(ctx, logp, input(ctx, in, 1), weight)), Value::of(logp)};
 }
 
+// Compress: the slices along axis (or of the flattened input) where condition is true; the
+// condition is read on the host (the output's size depends on it).
+Values compress(OpContext& ctx, const Values& in) {
+  Tensor x = input(ctx, in, 0);
+  const HostTensor cond = ctx.host(in.at(1));
+  std::int64_t axis = 0;
+  if (ctx.node.has("axis")) {
+    axis = normalize_axis(ctx, ctx.node.i("axis", 0), x.rank());
+  } else {
+    x = reshape(x, {x.numel()});
+  }
+  const std::int64_t n = x.shape()[int(axis)];
+  std::vector<std::int64_t> keep;
+  for (std::int64_t i = 0; i < n && i < std::int64_t(cond.size()); ++i)
+    if (cond.at(std::size_t(i)) != 0) keep.push_back(i);
+  const auto count = std::int64_t(keep.size());
+  if (count == 0) return one(slice(x, axis, 0, 0, 1));
+  return one(index_select(x, axis, from_vector(keep, {count}, ctx.device)));
+}
+
+// ReverseSequence: reverses the first sequence_lens[b] steps of each batch entry.
+Values reverse_sequence(OpContext& ctx, const Values& in) {
+  const Tensor x = input(ctx, in, 0);
+  const auto lens = ctx.ints(in.at(1));
+  const std::int64_t time_axis = ctx.node.i("time_axis", 0), batch_axis = ctx.node.i("batch_axis", 1);
+  ctx.check(x.rank() >= 2 && (time_axis == 0 || time_axis == 1) && batch_axis == 1 - time_axis,
+            "time_axis and batch_axis must be 0 and 1");
+  const std::int64_t steps = x.shape()[int(time_axis)], batch = x.shape()[int(batch_axis)];
+  ctx.check(std::int64_t(lens.size()) == batch, "sequence_lens needs one length per batch entry");
+  // The source step of every (time, batch) position, in x's order of those two dims.
+  std::vector<std::int64_t> src;
+  for (std::int64_t a = 0; a < x.shape()[0]; ++a) {
+    for (std::int64_t b = 0; b < x.shape()[1]; ++b) {
+      const std::int64_t t = time_axis == 0 ? a : b, k = time_axis == 0 ? b : a;
+      ctx.check(lens[std::size_t(k)] >= 0 && lens[std::size_t(k)] <= steps, "a sequence length is out of range");
+      src.push_back(t < lens[std::size_t(k)] ? lens[std::size_t(k)] - 1 - t : t);
+    }
+  }
+  std::vector<std::int64_t> idx_shape{x.shape()[0], x.shape()[1]};
+  for (std::int64_t d = 2; d < x.rank(); ++d) idx_shape.push_back(1);
+  Tensor index = reshape(from_vector(src, {x.shape()[0], x.shape()[1]}, ctx.device), idx_shape);
+  index = expand(index, x.shape().to_vector());
+  return one(gather(x, time_axis, index));
+}
+
+// Einsum without ellipses or repeated letters in one operand: every operand laid out over all
+// the equation's letters, multiplied with broadcasting, summed over the letters the output lacks.
+Values einsum(OpContext& ctx, const Values& in) {
+  std::string eq;
+  for (char ch : ctx.node.s("equation", ""))
+    if (ch != ' ') eq += ch;
+  if (eq.find("...") != std::string::npos) ctx.unsupported("Einsum with an ellipsis");
+  const auto arrow = eq.find("->");
+  std::vector<std::string> terms;
+  std::string lhs = eq.substr(0, arrow), out;
+  for (std::size_t start = 0;;) {
+    const auto comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  ctx.check(terms.size() == in.size(), "the equation names " + std::to_string(terms.size()) + " operands");
+  std::string letters;
+  std::map<char, int> uses;
+  for (const auto& term : terms) {
+    for (char ch : term) {
+      ctx.check(std::isalpha(static_cast<unsigned char>(ch)), "bad equation '" + eq + "'");
+      if (term.find(ch) != term.rfind(ch)) ctx.unsupported("Einsum with a repeated letter in one operand");
+      if (letters.find(ch) == std::string::npos) letters += ch;
+      ++uses[ch];
+    }
+  }
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {
+    for (const auto& [ch, n] : uses)
+      if (n == 1) out += ch;
+  }
+  Tensor product;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    Tensor x = ctx.tensor(in[k]);
+    ctx.check(x.rank() == std::int64_t(terms[k].size()), "operand " + std::to_string(k) + " " + x.shape().str() +
+                                                             " does not have " + std::to_string(terms[k].size()) +
+                                                             " dims");
+    std::vector<std::int64_t> perm, shape;
+    for (char ch : letters) {
+      const auto pos = terms[k].find(ch);
+      if (pos != std::string::npos) perm.push_back(std::int64_t(pos));
+    }
+    if (x.rank() > 1) x = permute(x, perm);
+    std::size_t next = 0;
+    for (char ch : letters) shape.push_back(terms[k].find(ch) != std::string::npos ? x.shape()[int(next++)] : 1);
+    x = reshape(x, shape);
+    product = product.defined() ? product * x : x;
+  }
+  std::vector<std::int64_t> summed;
+  std::string kept;
+  for (std::size_t d = 0; d < letters.size(); ++d) {
+    if (out.find(letters[d]) == std::string::npos)
+      summed.push_back(std::int64_t(d));
+    else
+      kept += letters[d];
+  }
+  if (!summed.empty()) product = sum(product, summed);
+  std::vector<std::int64_t> perm;
+  for (char ch : out) {
+    const auto pos = kept.find(ch);
+    ctx.check(pos != std::string::npos, "output letter '" + std::string(1, ch) + "' is on no operand");
+    perm.push_back(std::int64_t(pos));
+  }
+  if (perm.size() > 1) product = permute(product, perm);
+  return one(product);
+}
+
 }  // namespace
 
 void add_extra_ops(OpTable& t) {
+  t["Compress"] = compress;
+  t["ReverseSequence"] = reverse_sequence;
+  t["Einsum"] = einsum;
   t["DepthToSpace"] = depth_to_space;
   t["SpaceToDepth"] = space_to_depth;
   t["GatherND"] = gather_nd;
