@@ -3,7 +3,7 @@
 #   tests/fuzz/run_fuzz_onnx.sh <seconds> [extra libFuzzer flags]
 # Builds tests/fuzz/fuzz_onnx_model.cpp with clang (libFuzzer, ASan and UBSan on kiln's code;
 # Debian's libonnx_proto and libprotobuf as they are) from the parser's sources alone, seeds it
-# with small valid models (tests/data/onnx/*.onnx) and runs it. Exits non-zero on a crash, a
+# with the small models of tests/data/onnx (valid and broken) and runs it. Exits non-zero on a crash, a
 # memory error, undefined behaviour, a leak or a time-out; the input is left in the work
 # directory ($KILN_FUZZ_DIR, default build-fuzz-onnx/) as crash-*, leak-* or timeout-*.
 set -euo pipefail
@@ -31,7 +31,7 @@ binary="$work/fuzz_onnx_model"
   "$root/ops/vocabulary.cpp" \
   -lonnx_proto -lprotobuf -o "$binary"
 
-cp "$root"/tests/data/onnx/*.onnx "$work/corpus/"
+cp "$root"/tests/data/onnx/*.onnx "$root"/tests/data/onnx/broken/*.onnx "$work/corpus/"
 
 exec "$binary" "$work/corpus" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
