@@ -216,7 +216,7 @@ void add_elementwise_ops(OpTable& t) {
     const Tensor fa = cast(a, DType::f32), fb = cast(b, DType::f32);
     const Tensor q = fa / fb;
     const Tensor r = fa - sign(q) * floor(abs(q)) * fb;
-    return std::vector<Value>{Value::of(a.dtype() == DType::f32 ? r : cast(round(r), a.dtype()))};
+    return std::vector<Value>{Value::of(is_floating(a.dtype()) ? cast(r, a.dtype()) : cast(round(r), a.dtype()))};
   };
   variadic(t, "Sum", add_t, false);
   variadic(t, "Mean", add_t, true);
