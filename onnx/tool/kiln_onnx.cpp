@@ -322,6 +322,7 @@ int run_command(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
+  NoGradGuard inference;  // the tool only runs models: no autograd graph
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
