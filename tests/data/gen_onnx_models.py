@@ -67,6 +67,18 @@ class CNN(torch.nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class LstmLM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(20, 8)
+        self.lstm = torch.nn.LSTM(8, 12, num_layers=2, batch_first=True)
+        self.head = torch.nn.Linear(12, 20)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embed(tokens))
+        return self.head(out)
+
+
 def main():
     torch.manual_seed(0)
     os.makedirs(OUT, exist_ok=True)
@@ -106,6 +118,17 @@ def main():
     with torch.no_grad():
         refs["encoder"] = {"inputs": {"x": tensor(x)}, "outputs": [tensor(layer(x))],
                            "seq7": {"inputs": {"x": tensor(x3)}, "outputs": [tensor(layer(x3))]}}
+
+    # Without constant folding the LSTM's weights keep their PyTorch names, repacked into ONNX's
+    # gate order inside the graph (Slice, Concat): gradients reach them through that.
+    lm = LstmLM().eval()
+    tokens = torch.randint(0, 20, (2, 5))
+    path = export(lm, (tokens,), "lstm_lm", ["tokens"], ["logits"], {"tokens": {0: "batch", 1: "seq"}})
+    names = {i.name for i in onnx.load(path).graph.initializer}
+    grads, seed = grads_of(lm, (tokens,))
+    refs["lstm_lm"] = {"inputs": {"tokens": tensor(tokens)}, "outputs": [tensor(lm(tokens))], "seed": seed,
+                       "grads": {n: g for n, g in grads.items() if n in names}}
+    assert len(refs["lstm_lm"]["grads"]) == len(grads), "an LSTM weight lost its name in the export"
 
     with open(os.path.join(HERE, "onnx_models.json"), "w") as f:
         json.dump(refs, f)

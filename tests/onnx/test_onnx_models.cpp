@@ -73,6 +73,15 @@ void expect_gradients_match(const std::string& name) {
 }
 
 TEST(OnnxFineTune, MlpGradientsMatchPyTorch) { expect_gradients_match("mlp"); }
+
+TEST(OnnxFineTune, LstmLanguageModelMatchesPyTorchWithGradientsThroughTime) {
+  // Embedding (Gather), a 2-layer LSTM whose weights the graph repacks (Slice, Concat), a head.
+  const auto m = load_model("lstm_lm");
+  EXPECT_TRUE(matches(run(m, refs()["lstm_lm"]["inputs"])[0], refs()["lstm_lm"]["outputs"][0], {1e-4, 1e-5}));
+  EXPECT_EQ(refs()["lstm_lm"]["grads"].size(), 11u);
+  expect_gradients_match("lstm_lm");
+}
+
 TEST(OnnxFineTune, CnnGradientsMatchPyTorch) { expect_gradients_match("cnn_bn"); }
 
 TEST(OnnxFineTune, BatchNormTrainsWithBatchStatisticsAndUpdatesRunningStatistics) {
