@@ -53,6 +53,7 @@ struct Initializer {
 
 struct Graph {
   std::string source;                      // the file, for messages
+  std::string serialized;                  // the ModelProto as loaded: Model::save writes it back
   std::int64_t opset = 0;                  // default domain
   std::vector<ValueInfo> inputs, outputs;  // inputs without the initializers
   std::vector<Initializer> initializers;

@@ -163,6 +163,7 @@ std::shared_ptr<const Graph> parse_model(std::span<const std::byte> bytes, const
   KILN_CHECK(m.has_graph(), "onnx", source + ": the model holds no graph");
   auto g = std::make_shared<Graph>();
   g->source = source;
+  g->serialized.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   g->opset = default_opset(m, source);
   const auto& graph = m.graph();
 

@@ -73,6 +73,11 @@ class Model final : public nn::Module {
     return forward(std::forward<A>(a)...);
   }
 
+  // Writes the model as an ONNX file: the graph it was loaded from with the current values of
+  // its parameters and buffers (after fine-tuning, io::load_model...), every initializer inline.
+  // Another runtime (ONNX Runtime) runs the result. The file is replaced only once complete.
+  void save(const std::filesystem::path& path) const;
+
   // A copy on `device` (the graph is shared), and a deep copy.
   Model to(Device device) const;
   Model clone() const;

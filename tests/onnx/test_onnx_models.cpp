@@ -131,6 +131,27 @@ TEST(OnnxModule, SavedWeightsLoadIntoAFreshImport) {
   EXPECT_FALSE(values_close(host_values(fresh(x)), host_values(load_model("mlp")(x)), {1e-3, 1e-3}));
 }
 
+TEST(OnnxModule, SaveWritesTheGraphWithItsCurrentWeights) {
+  ScratchDir dir;
+  auto tuned = load_model("cnn_bn");
+  tuned.map_parameters_in_place([](const std::string&, const Tensor& v) { return v * 0.5; });
+  tuned.train();
+  (void)run(tuned, refs()["cnn_bn"]["inputs"]);  // updates the running statistics
+  tuned.eval();
+  tuned.save(dir / "tuned.onnx");
+  const auto reloaded = onnx::load(dir / "tuned.onnx");
+  EXPECT_EQ(reloaded.op_types(), tuned.op_types());
+  const auto& x = refs()["cnn_bn"]["inputs"];
+  EXPECT_TRUE(values_close(host_values(run(reloaded, x)[0]), host_values(run(tuned, x)[0]), {1e-6, 1e-6}));
+  // Not the original weights, nor the original running statistics.
+  EXPECT_FALSE(
+      values_close(host_values(run(reloaded, x)[0]), host_values(run(load_model("cnn_bn"), x)[0]), {1e-3, 1e-3}));
+  std::map<std::string, Tensor> before, after;
+  for (const auto& b : tuned.named_buffers()) before[b.name] = b.tensor;
+  for (const auto& b : reloaded.named_buffers()) after[b.name] = b.tensor;
+  EXPECT_TRUE(values_close(host_values(after["bn.running_var"]), host_values(before["bn.running_var"]), {0, 0}));
+}
+
 TEST(OnnxModule, AnOptimizerStepLowersTheLoss) {
   auto m = load_model("mlp");
   const Tensor x = make_tensor(refs()["mlp"]["inputs"]["x"]);
