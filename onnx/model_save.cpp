@@ -78,4 +78,26 @@ void Model::save(const std::filesystem::path& path) const {
   }
 }
 
+void save_tensor(const std::filesystem::path& path, const std::string& name, const Tensor& value) {
+  ::onnx::TensorProto proto;
+  proto.set_name(name);
+  for (auto d : value.shape()) proto.add_dims(d);
+  const Tensor t = to(value, Device::cpu());
+  std::string raw;
+  if (t.dtype() == DType::i64) {
+    proto.set_data_type(::onnx::TensorProto::INT64);
+    const auto v = t.to_vector<std::int64_t>().get();
+    raw.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t));
+  } else if (t.dtype() == DType::bool_) {
+    proto.set_data_type(::onnx::TensorProto::BOOL);
+    for (bool b : t.to_vector<bool>().get()) raw.push_back(b ? 1 : 0);
+  } else {
+    proto.set_data_type(::onnx::TensorProto::FLOAT);
+    raw = raw_bytes(t, ::onnx::TensorProto::FLOAT, name);
+  }
+  proto.set_raw_data(raw);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  KILN_CHECK(f.good() && proto.SerializeToOstream(&f), "onnx", "cannot write '" + path.string() + "'");
+}
+
 }  // namespace kiln::onnx

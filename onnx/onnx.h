@@ -106,6 +106,9 @@ Model load_from_bytes(std::span<const std::byte> bytes, const std::filesystem::p
 // A serialized TensorProto file (the ONNX test data's input_0.pb): its name and value.
 nn::NamedTensor load_tensor(const std::filesystem::path& path, Device device = Device::cpu());
 
+// Writes `value` as a serialized TensorProto named `name` (f32, f16 and bf16 as float, i64, bool).
+void save_tensor(const std::filesystem::path& path, const std::string& name, const Tensor& value);
+
 // The op types (default domain) the loader runs, sorted.
 std::vector<std::string> supported_op_types();
 // Opsets of the default domain the loader accepts.

@@ -3,18 +3,25 @@
 // dlopen()ed as bench/ort/get_onnxruntime.sh fetches it).
 //
 //   ort_twin --lib libonnxruntime.so.1 --model resnet18.onnx --input input --shape 1,3,224,224
-//                 --id onnx_resnet18_b1 [--seconds S]
+//                 --id onnx_resnet18_b1 [--seconds S] [--expect output_0.pb]
 //
 // Latency of one run, input in host memory -> output in host memory (ONNX Runtime allocates the
 // output): p50 and p99 in ms, best p50 of 1 and 2 intra-op threads, after a warm-up. Prints one
-// JSON line: {"id", "unit": "ms", "better": "lower", "ort", "ort_p99", "ort_threads"}.
+// JSON line: {"id", "unit": "ms", "better": "lower", "ort", "ort_p99", "ort_threads"}. The input
+// is x[i] = ((i * 37) % 101) / 101 - 0.5; --expect compares ONNX Runtime's output with a
+// TensorProto (kiln-onnx run --save-outputs on the same input) and adds "max_abs_diff".
+// Build: g++ -std=c++20 -O2 -Ibench -DONNX_ML=1 -DONNX_NAMESPACE=onnx bench/onnx/ort_twin.cpp
+//        -ldl -lonnx_proto -lprotobuf
 #include <dlfcn.h>
+#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,7 +64,22 @@ Env* open_runtime(const std::string& lib) {
 
 struct Figure {
   double p50 = 0, p99 = 0;
+  double max_abs_diff = -1;  // against --expect, when given
 };
+
+// The float values of a serialized TensorProto (raw_data or float_data).
+std::vector<float> read_expected(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  onnx::TensorProto t;
+  if (!f || !t.ParseFromIstream(&f) || t.data_type() != onnx::TensorProto::FLOAT)
+    fail("cannot read a float TensorProto from " + path);
+  if (!t.raw_data().empty()) {
+    std::vector<float> v(t.raw_data().size() / sizeof(float));
+    std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(float));
+    return v;
+  }
+  return {t.float_data().begin(), t.float_data().end()};
+}
 
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -66,7 +88,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 Figure measure(Env* env, const std::string& model, const std::string& input, const std::vector<std::int64_t>& shape,
-               int threads, double seconds) {
+               int threads, double seconds, const std::vector<float>& expected) {
   SessionOptions* options = nullptr;
   check(g_api->CreateSessionOptions(&options), "CreateSessionOptions");
   check(g_api->SetIntraOpNumThreads(options, threads), "SetIntraOpNumThreads");
@@ -94,6 +116,17 @@ Figure measure(Env* env, const std::string& model, const std::string& input, con
     g_api->ReleaseValue(y);
   };
   for (int k = 0; k < 3; ++k) run();
+  Figure f;
+  if (!expected.empty()) {
+    Value* y = nullptr;
+    check(g_api->Run(session, nullptr, in_names, inputs, 1, out_names, 1, &y), "Run");
+    void* out = nullptr;
+    check(g_api->GetTensorMutableData(y, &out), "GetTensorMutableData");
+    f.max_abs_diff = 0;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      f.max_abs_diff = std::max(f.max_abs_diff, double(std::abs(static_cast<const float*>(out)[i] - expected[i])));
+    g_api->ReleaseValue(y);
+  }
   std::vector<double> ms;
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < until || ms.size() < 5) {
@@ -104,13 +137,15 @@ Figure measure(Env* env, const std::string& model, const std::string& input, con
   g_api->ReleaseValue(x);
   g_api->ReleaseMemoryInfo(cpu);
   g_api->ReleaseSession(session);
-  return {percentile(ms, 0.5), percentile(ms, 0.99)};
+  f.p50 = percentile(ms, 0.5);
+  f.p99 = percentile(ms, 0.99);
+  return f;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string lib, model, input = "input", id = "onnx";
+  std::string lib, model, input = "input", id = "onnx", expect;
   std::vector<std::int64_t> shape;
   double seconds = 3;
   for (int k = 1; k + 1 < argc; k += 2) {
@@ -123,6 +158,8 @@ int main(int argc, char** argv) {
       input = value;
     else if (flag == "--id")
       id = value;
+    else if (flag == "--expect")
+      expect = value;
     else if (flag == "--seconds")
       seconds = std::atof(value.c_str());
     else if (flag == "--shape") {
@@ -134,19 +171,21 @@ int main(int argc, char** argv) {
   }
   if (lib.empty() || model.empty() || shape.empty()) fail("needs --lib, --model and --shape");
   Env* env = open_runtime(lib);
+  const std::vector<float> expected = expect.empty() ? std::vector<float>{} : read_expected(expect);
   Figure best;
   int best_threads = 0;
   for (int threads : {1, 2}) {
-    const Figure f = measure(env, model, input, shape, threads, seconds);
+    const Figure f = measure(env, model, input, shape, threads, seconds, expected);
     if (best_threads == 0 || f.p50 < best.p50) {
       best = f;
       best_threads = threads;
     }
   }
-  std::printf(
-      "{\"id\": \"%s\", \"unit\": \"ms\", \"better\": \"lower\", \"ort\": %.3f, \"ort_p99\": %.3f, \"ort_threads\": "
-      "%d}\n",
-      id.c_str(), best.p50, best.p99, best_threads);
+  std::printf("{\"id\": \"%s\", \"unit\": \"ms\", \"better\": \"lower\", \"ort\": %.3f, \"ort_p99\": %.3f", id.c_str(),
+              best.p50, best.p99);
+  std::printf(", \"ort_threads\": %d", best_threads);
+  if (best.max_abs_diff >= 0) std::printf(", \"max_abs_diff\": %.3g", best.max_abs_diff);
+  std::printf("}\n");
   g_api->ReleaseEnv(env);
   return 0;
 }

@@ -3,7 +3,7 @@
 // UNSUPPORTED.
 //
 //   kiln-onnx test [--device cpu|vulkan] [--exclude NAME,...] [--min-pass N] [--markdown FILE] DIR...
-//   kiln-onnx run MODEL.onnx [--device D] [--input name=file.pb]... [--runs N]
+//   kiln-onnx run MODEL.onnx [--device D] [--input name=file.pb]... [--runs N] [--save-outputs DIR]
 //   kiln-onnx ops
 #include <algorithm>
 #include <chrono>
@@ -31,7 +31,7 @@ int usage() {
                "      runs each case folder (model.onnx, test_data_set_N/) under DIR: one line per case,\n"
                "      PASS, FAIL (largest error) or UNSUPPORTED (the op); exit status 1 on any FAIL\n"
                "      (or fewer than N passes); --markdown writes the per-op table\n"
-               "  kiln-onnx run MODEL.onnx [--device D] [--input name=file.pb]... [--runs N]\n"
+               "  kiln-onnx run MODEL.onnx [--device D] [--input name=file.pb]... [--runs N] [--save-outputs DIR]\n"
                "      runs the model (inputs not given: random values of the declared shape) and\n"
                "      prints each output's shape, first values and the time per run\n"
                "  kiln-onnx ops\n"
@@ -268,6 +268,7 @@ int run_command(const std::vector<std::string>& args) {
   if (args.empty()) return usage();
   Device device = Device::cpu();
   std::map<std::string, fs::path> given;
+  std::string save_dir;  // outputs as output_K.pb (ONNX's test data layout)
   int runs = 10;
   for (std::size_t k = 1; k < args.size(); ++k) {
     if (args[k] == "--device" && k + 1 < args.size()) {
@@ -279,6 +280,8 @@ int run_command(const std::vector<std::string>& args) {
       const auto eq = spec.find('=');
       if (eq == std::string::npos) return usage();
       given[spec.substr(0, eq)] = spec.substr(eq + 1);
+    } else if (args[k] == "--save-outputs" && k + 1 < args.size()) {
+      save_dir = args[++k];
     } else if (args[k] == "--runs" && k + 1 < args.size()) {
       runs = std::max(1, std::atoi(args[++k].c_str()));
     } else {
@@ -311,6 +314,12 @@ int run_command(const std::vector<std::string>& args) {
               << " [";
     for (std::size_t i = 0; i < v.size() && i < 8; ++i) std::cout << (i ? ", " : "") << v[i];
     std::cout << (v.size() > 8 ? ", ...]" : "]") << '\n';
+  }
+  if (!save_dir.empty()) {
+    fs::create_directories(save_dir);
+    for (std::size_t k = 0; k < outputs.size(); ++k)
+      onnx::save_tensor(fs::path(save_dir) / ("output_" + std::to_string(k) + ".pb"), model.outputs()[k].name,
+                        outputs[k]);
   }
   std::sort(times.begin(), times.end());
   std::printf("%d runs on %s: median %.3f ms, min %.3f ms\n", runs, device.str().c_str(), times[times.size() / 2],
