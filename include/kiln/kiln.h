@@ -5,6 +5,7 @@
 #include "kiln/data.h"
 #include "kiln/io.h"
 #include "kiln/nn.h"
+#include "kiln/onnx.h"
 #include "kiln/optim.h"
 #include "kiln/serve.h"
 #include "kiln/train.h"
