@@ -1,0 +1,112 @@
+// Runs a world of N processes of this test binary on the loopback: each runs one disabled test
+// ("DistWorker.DISABLED_...") as rank r, with the rendezvous in its environment and a folder to
+// leave its results in. The parent waits for all of them, with a deadline: a world that does not
+// finish in time is killed and reported, so a hang fails the test instead of stalling CI.
+#pragma once
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "support/child_test.h"
+
+namespace kiln::test {
+
+struct RankResult {
+  int exit_code = -1;  // -1: killed by a signal (or by the deadline)
+  std::string report;  // what the rank wrote to its report file (an error message, a value)
+};
+
+struct WorldResult {
+  std::vector<RankResult> ranks;
+  double seconds = 0;
+  bool timed_out = false;
+  std::filesystem::path out;  // the folder the ranks wrote into
+};
+
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / ("kiln-" + name + "-XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr) throw Error("fresh_dir", "mkdtemp failed for " + tmpl);
+  return tmpl;
+}
+
+// Where a worker writes its report: KILN_TEST_OUT/rank<r>.txt.
+inline std::filesystem::path report_path(int rank) {
+  const char* out = std::getenv("KILN_TEST_OUT");
+  return std::filesystem::path(out ? out : ".") / ("rank" + std::to_string(rank) + ".txt");
+}
+inline void write_report(int rank, const std::string& text) { std::ofstream(report_path(rank)) << text; }
+
+inline WorldResult run_world(const std::string& worker, int world, double deadline_s,
+                             std::vector<std::pair<std::string, std::string>> extra_env = {}) {
+  WorldResult result;
+  result.out = fresh_dir("dist-out");
+  const std::filesystem::path rendezvous = result.out / "rendezvous";
+  std::vector<pid_t> pids;
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::pair<std::string, std::string>> env = extra_env;
+    env.emplace_back("KILN_RANK", std::to_string(r));
+    env.emplace_back("KILN_WORLD_SIZE", std::to_string(world));
+    env.emplace_back("KILN_RENDEZVOUS_DIR", rendezvous.string());
+    env.emplace_back("KILN_TEST_OUT", result.out.string());
+    pids.push_back(spawn_child_test("DistWorker.DISABLED_" + worker, env));
+  }
+  result.ranks.resize(static_cast<std::size_t>(world));
+  int running = world;
+  while (running > 0) {
+    for (int r = 0; r < world; ++r) {
+      pid_t& pid = pids[static_cast<std::size_t>(r)];
+      if (pid <= 0) continue;
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        result.ranks[static_cast<std::size_t>(r)].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        pid = 0;
+        --running;
+      }
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (running > 0 && elapsed > deadline_s) {
+      result.timed_out = true;
+      for (pid_t pid : pids)
+        if (pid > 0) kill(pid, SIGKILL);
+      for (pid_t pid : pids)
+        if (pid > 0) waitpid(pid, nullptr, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int r = 0; r < world; ++r) {
+    std::ifstream in(result.out / ("rank" + std::to_string(r) + ".txt"));
+    std::stringstream text;
+    text << in.rdbuf();
+    result.ranks[static_cast<std::size_t>(r)].report = text.str();
+  }
+  return result;
+}
+
+// The world's exit codes and reports, for a failure message.
+inline std::string describe(const WorldResult& w) {
+  std::string s = "world of " + std::to_string(w.ranks.size()) + " ran " + std::to_string(w.seconds) + " s" +
+                  (w.timed_out ? " and was killed at its deadline" : "") + ":";
+  for (std::size_t r = 0; r < w.ranks.size(); ++r)
+    s += "\n  rank " + std::to_string(r) + " exit " + std::to_string(w.ranks[r].exit_code) + ": " + w.ranks[r].report;
+  return s;
+}
+
+inline int env_rank() {
+  const char* r = std::getenv("KILN_RANK");
+  return r ? std::atoi(r) : 0;
+}
+
+}  // namespace kiln::test
