@@ -27,7 +27,7 @@ void train_until_a_rank_fails(bool kill_it) {
       if (r == 1 && step == 5) {
         if (kill_it) raise(SIGKILL);
         // Hangs past the others' timeout, then leaves without a word.
-        std::this_thread::sleep_for(std::chrono::seconds(8));
+        std::this_thread::sleep_for(std::chrono::seconds(5));
         std::_Exit(0);
       }
       model = adam.step(std::move(model), reducer.backward(model, test::step_loss(model, step, r * rows, rows)));
@@ -55,8 +55,8 @@ TEST(DistFaults, AKilledRankEndsEveryOtherRankWithAClearError) {
 }
 
 TEST(DistFaults, AHungRankEndsEveryOtherRankAtTheTimeout) {
-  const test::WorldResult w = test::run_world("HungRank", 2, 40, {{"KILN_DIST_TIMEOUT", "2"}});
-  // Rank 0 gives up at its 2 s timeout, well before the hung rank leaves (8 s): the error says
+  const test::WorldResult w = test::run_world("HungRank", 2, 40, {{"KILN_DIST_TIMEOUT", "1"}});
+  // Rank 0 gives up at its 1 s timeout, well before the hung rank leaves (5 s): the error says
   // so, where a lost connection would not.
   const test::RankResult& rank = w.ranks[0];
   EXPECT_NE(rank.report.find("imed out"), std::string::npos) << test::describe(w);

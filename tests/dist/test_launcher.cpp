@@ -5,8 +5,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "world.h"
 
@@ -23,27 +21,25 @@ int launch(const std::string& args, const std::string& worker, const std::filesy
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const std::filesystem::path& p) { return test::read_text(p); }
 
 TEST(DistLaunch, StartsRanksThatMeet) {
-  const std::filesystem::path out = test::fresh_dir("launch");
+  const test::TempDir dir;
+  const std::filesystem::path& out = dir.path;
   EXPECT_EQ(launch("-n 2 --timeout 60", "Collectives", out), 0) << read(out / "log.txt");
   for (int r = 0; r < 2; ++r) EXPECT_EQ(read(out / ("rank" + std::to_string(r) + ".txt")), "ok") << read(out / "log.txt");
 }
 
 TEST(DistLaunch, AFailingRankFailsTheJob) {
-  const std::filesystem::path out = test::fresh_dir("launch");
+  const test::TempDir dir;
+  const std::filesystem::path& out = dir.path;
   EXPECT_NE(launch("-n 3 --timeout 10", "KilledRank", out), 0);
   EXPECT_NE(read(out / "log.txt").find("kiln-launch: rank 1"), std::string::npos) << read(out / "log.txt");
 }
 
 TEST(DistLaunch, BadArgumentsAreReported) {
-  const std::filesystem::path out = test::fresh_dir("launch");
+  const test::TempDir dir;
+  const std::filesystem::path& out = dir.path;
   const std::string cmd = std::string(KILN_LAUNCH_PATH) + " -n 0 -- true > " + (out / "log.txt").string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);
