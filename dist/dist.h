@@ -7,4 +7,5 @@
 #include "kiln/dist/collective.h"
 #include "kiln/dist/data_parallel.h"
 #include "kiln/dist/distributed_sampler.h"
+#include "kiln/dist/learner_hooks.h"
 #include "kiln/dist/process_group.h"
