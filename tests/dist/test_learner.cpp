@@ -1,0 +1,121 @@
+// The Learner on 2 processes (dist::DataParallel): with the unshuffled distributed sampler, rank
+// r's batch k holds the rows r, r + 2, ... of the single process's batch k, so 2 processes with
+// batch B/2 must end with the weights of one process with batch B (to summation order), report
+// its training loss, write one set of checkpoints and one report (rank 0), and resume from them.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "kiln/train/learner.h"
+#include "training.h"
+#include "world.h"
+
+namespace kiln {
+namespace {
+
+constexpr std::int64_t kBatch = 16;
+
+data::DatasetPtr<data::Example> rows() {
+  std::vector<data::Example> items;
+  for (std::int64_t i = 0; i < 64; ++i) {
+    std::vector<float> x;
+    for (int j = 0; j < 6; ++j) x.push_back(static_cast<float>(std::cos(0.9 * static_cast<double>(i * 7 + j))));
+    items.push_back({std::move(x), Shape{6}, i % 3, {}});
+  }
+  return data::in_memory(std::move(items));
+}
+
+train::StepOutput mlp_step(const test::DistMlp& m, const data::Batch& b) {
+  Tensor logits = m(b.inputs);
+  return {nn::cross_entropy(logits, b.labels), logits, b.labels, b.size()};
+}
+
+train::Learner<test::DistMlp> make_learner(std::int64_t epochs, train::LearnerOptions options) {
+  options.epochs = epochs;
+  options.dashboard = train::DashboardMode::off;
+  return train::Learner<test::DistMlp>(test::DistMlp{}, std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-2}),
+                                       mlp_step, options);
+}
+
+std::string as_bytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+TEST(DistWorker, DISABLED_Learner) {
+  dist::ProcessGroup group = dist::ProcessGroup::from_env();
+  const int r = group.rank(), n = group.world_size();
+  const std::filesystem::path out = test::report_path(r).parent_path();
+  const std::filesystem::path shared = std::getenv("KILN_TEST_SHARED");
+  auto shard = dist::shard(rows(), r, n, {.shuffle = false});
+  auto ddp = std::make_shared<dist::DataParallel>(group);
+  ddp->follow_epochs(shard);
+  const data::DataLoader<> loader(shard, {.batch_size = kBatch / n});
+  train::Learner<test::DistMlp> learner = make_learner(
+      std::atoi(std::getenv("KILN_TEST_EPOCHS")),
+      {.checkpoint_dir = shared / "checkpoints", .report = out / "report.html", .distributed = ddp});
+  const train::FitResult result = learner.fit(loader);
+  const std::vector<float> w = test::flat_parameters(learner.model());
+  const std::vector<std::string> all = group.all_gather(as_bytes(w));
+  for (int q = 1; q < n; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)], all[0]) << "rank " << q;
+  if (r == 0) {
+    std::ofstream(out / "params.bin", std::ios::binary) << all[0];
+    std::ofstream losses(out / "loss.txt");
+    for (const auto& p : learner.history().epochs("loss", train::Split::train)) losses << p.value << "\n";
+  }
+  test::write_report(r, ::testing::Test::HasFailure() ? "failed"
+                        : result.report                ? "report"
+                                                       : "no report");
+}
+
+std::vector<float> read_floats(const std::filesystem::path& p) {
+  const std::string bytes = test::read_text(p);
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  float scale = 0;
+  for (float v : want) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * scale) << "weight #" << i;
+}
+
+TEST(DistLearner, TwoProcessesTrainResumeAndReportAsOne) {
+  // One process, the whole batch: 2 epochs, and its training loss per epoch.
+  const data::DataLoader<> whole(rows(), {.batch_size = kBatch});
+  train::Learner<test::DistMlp> one = make_learner(2, {});
+  one.fit(whole);
+  const std::vector<float> want = test::flat_parameters(one.model());
+
+  const test::TempDir shared;
+  const std::vector<std::pair<std::string, std::string>> env{{"KILN_TEST_SHARED", shared.path.string()}};
+  // Epoch 1, then a second world that resumes from its checkpoint for epoch 2.
+  auto first_env = env;
+  first_env.emplace_back("KILN_TEST_EPOCHS", "1");
+  const test::WorldResult first = test::run_world("Learner", 2, 120, first_env);
+  auto second_env = env;
+  second_env.emplace_back("KILN_TEST_EPOCHS", "2");
+  const test::WorldResult second = test::run_world("Learner", 2, 120, second_env);
+  for (const test::WorldResult* w : {&first, &second}) {
+    ASSERT_EQ(w->ranks[0].exit_code, 0) << test::describe(*w);
+    ASSERT_EQ(w->ranks[1].exit_code, 0) << test::describe(*w);
+    EXPECT_EQ(w->ranks[0].report, "report") << test::describe(*w);
+    EXPECT_EQ(w->ranks[1].report, "no report") << test::describe(*w);
+  }
+  EXPECT_EQ(train::CheckpointDir(shared.path / "checkpoints", 2).list().size(), 2u);
+  expect_close(read_floats(second.out / "params.bin"), want);
+
+  std::ifstream losses(second.out / "loss.txt");
+  const auto ref = one.history().epochs("loss", train::Split::train);
+  ASSERT_EQ(ref.size(), 2u);
+  for (const auto& p : ref) {
+    double got = 0;
+    ASSERT_TRUE(losses >> got);
+    EXPECT_NEAR(got, p.value, 1e-5 * std::abs(p.value));
+  }
+}
+
+}  // namespace
+}  // namespace kiln
