@@ -14,10 +14,6 @@
 namespace kiln {
 namespace {
 
-std::string as_bytes(const std::vector<float>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
-
 TEST(DistWorker, DISABLED_TrainMlp) {
   dist::ProcessGroup group = dist::ProcessGroup::from_env();
   const int r = group.rank(), n = group.world_size();
@@ -33,12 +29,12 @@ TEST(DistWorker, DISABLED_TrainMlp) {
   for (int step = 0; step < test::kSteps; ++step) {
     const Gradients grads = reducer.backward(model, test::step_loss(model, step, r * rows, rows));
     model = adam.step(std::move(model), grads);
-    const std::vector<std::string> all = group.all_gather(as_bytes(test::flat_parameters(model)));
+    const std::vector<std::string> all = group.all_gather(test::as_bytes(test::flat_parameters(model)));
     for (int q = 1; q < n; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)], all[0]) << "rank " << q << " after step " << step;
   }
   if (r == 0) {
     std::ofstream out(test::report_path(0).parent_path() / "params.bin", std::ios::binary);
-    out << as_bytes(test::flat_parameters(model));
+    out << test::as_bytes(test::flat_parameters(model));
   }
   test::write_report(r, ::testing::Test::HasFailure() ? "failed" : "ok");
 }

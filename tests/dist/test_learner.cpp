@@ -38,10 +38,6 @@ train::Learner<test::DistMlp> make_learner(std::int64_t epochs, train::LearnerOp
                                        mlp_step, options);
 }
 
-std::string as_bytes(const std::vector<float>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
-
 TEST(DistWorker, DISABLED_Learner) {
   dist::ProcessGroup group = dist::ProcessGroup::from_env();
   const int r = group.rank(), n = group.world_size();
@@ -56,12 +52,14 @@ TEST(DistWorker, DISABLED_Learner) {
       {.checkpoint_dir = shared / "checkpoints", .report = out / "report.html", .distributed = ddp});
   const train::FitResult result = learner.fit(loader);
   const std::vector<float> w = test::flat_parameters(learner.model());
-  const std::vector<std::string> all = group.all_gather(as_bytes(w));
+  const std::vector<std::string> all = group.all_gather(test::as_bytes(w));
   for (int q = 1; q < n; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)], all[0]) << "rank " << q;
   if (r == 0) {
     std::ofstream(out / "params.bin", std::ios::binary) << all[0];
     std::ofstream losses(out / "loss.txt");
-    for (const auto& p : learner.history().epochs("loss", train::Split::train)) losses << p.value << "\n";
+    losses.precision(17);
+    const train::MetricHistory history = learner.history();
+    for (const auto& p : history.epochs("loss", train::Split::train)) losses << p.value << "\n";
   }
   test::write_report(r, ::testing::Test::HasFailure() ? "failed"
                         : result.report                ? "report"
@@ -108,7 +106,8 @@ TEST(DistLearner, TwoProcessesTrainResumeAndReportAsOne) {
   expect_close(read_floats(second.out / "params.bin"), want);
 
   std::ifstream losses(second.out / "loss.txt");
-  const auto ref = one.history().epochs("loss", train::Split::train);
+  const train::MetricHistory history = one.history();  // epochs() answers a view into it
+  const auto ref = history.epochs("loss", train::Split::train);
   ASSERT_EQ(ref.size(), 2u);
   for (const auto& p : ref) {
     double got = 0;

@@ -3,6 +3,7 @@
 // that every process (and the single-process reference) builds the same model and data.
 #pragma once
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kiln/dist/dist.h"
@@ -53,6 +54,11 @@ inline std::vector<float> flat_parameters(const nn::Module& m) {
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;
+}
+
+// The floats' bytes, to compare ranks bit for bit.
+inline std::string as_bytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
 
 }  // namespace kiln::test
