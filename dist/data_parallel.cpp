@@ -164,8 +164,8 @@ Gradients GradientReducer::backward(const nn::Module& model, const Tensor& loss)
     ++step->ready[bucket_of_[it->second]];
     launch_ready();
   };
-  Gradients local = kiln::backward(loss, on_ready);
-  (void)local;
+  const Gradients local = kiln::backward(loss, on_ready);
+  started_early_ = step->next;
   // Parameters that took no part: zeros, so that every bucket completes on every rank.
   for (std::size_t k = 0; k < params.size(); ++k) {
     if (step->grads[k].defined()) continue;

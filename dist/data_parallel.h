@@ -53,6 +53,9 @@ class GradientReducer {
   Gradients backward(const nn::Module& model, const Tensor& loss);
 
   std::size_t bucket_count() const { return buckets_.size(); }
+  // Of the last backward's buckets, how many were handed to the communication thread before
+  // backward had submitted its last gradient (the overlap; the rest went after).
+  std::size_t buckets_started_during_backward() const { return started_early_; }
 
  private:
   struct Bucket {
@@ -63,6 +66,7 @@ class GradientReducer {
   std::vector<Shape> shapes_;
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // parameter index -> bucket
+  std::size_t started_early_ = 0;
 };
 
 }  // namespace kiln::dist
