@@ -38,6 +38,16 @@ void train_until_a_rank_fails(bool kill_it) {
   }
 }
 
+TEST(DistWorker, DISABLED_AbsentRank) {
+  if (test::env_rank() == 1) return;  // never comes to the rendezvous
+  try {
+    dist::ProcessGroup group = dist::ProcessGroup::from_env();
+    test::write_report(0, "no error");
+  } catch (const Error& e) {
+    test::write_report(0, e.what());
+  }
+}
+
 TEST(DistWorker, DISABLED_KilledRank) { train_until_a_rank_fails(true); }
 TEST(DistWorker, DISABLED_HungRank) { train_until_a_rank_fails(false); }
 
@@ -62,6 +72,14 @@ TEST(DistFaults, AHungRankEndsEveryOtherRankAtTheTimeout) {
   EXPECT_NE(rank.report.find("imed out"), std::string::npos) << test::describe(w);
   EXPECT_NE(rank.report.find("dist.all_reduce"), std::string::npos) << test::describe(w);
   EXPECT_NE(rank.report.find("rank 0 of 2"), std::string::npos) << test::describe(w);
+}
+
+TEST(DistFaults, ARankThatNeverComesEndsTheRendezvousAtTheTimeout) {
+  const test::WorldResult w = test::run_world("AbsentRank", 2, 40, {{"KILN_DIST_TIMEOUT", "1"}});
+  EXPECT_EQ(w.ranks[0].exit_code, 0) << test::describe(w);
+  EXPECT_NE(w.ranks[0].report.find("dist.rendezvous: rank 0 of 2"), std::string::npos) << test::describe(w);
+  EXPECT_NE(w.ranks[0].report.find("rendezvous directory"), std::string::npos) << test::describe(w);
+  EXPECT_LT(w.seconds, 20) << test::describe(w);
 }
 
 }  // namespace
