@@ -37,7 +37,9 @@ std::string first_difference(const std::string& zero, const std::string& other, 
                     std::to_string(b.size());
   for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
     const std::string x = i < a.size() ? a[i] : "(nothing)", y = i < b.size() ? b[i] : "(nothing)";
-    if (x != y) return msg + "; entry #" + std::to_string(i) + " is '" + x + "' on rank 0 and '" + y + "' on rank " + std::to_string(r);
+    if (x != y)
+      return msg + "; entry #" + std::to_string(i) + " is '" + x + "' on rank 0 and '" + y + "' on rank " +
+             std::to_string(r);
   }
   return msg;
 }

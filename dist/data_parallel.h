@@ -29,7 +29,8 @@ namespace kiln::dist {
 // (every rank throws the same kiln::Error naming the first difference otherwise: ranks running
 // different programs fail at start, not with wrong values), then gives every rank rank 0's values.
 void replicate_in_place(ProcessGroup& group, nn::Module& model);
-template <class M> M replicate(ProcessGroup& group, M model) {
+template <class M>
+M replicate(ProcessGroup& group, M model) {
   replicate_in_place(group, model);
   return model;
 }

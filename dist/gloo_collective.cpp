@@ -46,7 +46,8 @@ namespace {
 
 using ReduceFn = void (*)(void*, const void*, const void*, std::size_t);
 
-template <class T> ReduceFn reduce_fn(ReduceOp op) {
+template <class T>
+ReduceFn reduce_fn(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum:
     case ReduceOp::mean: return &gloo::sum<T>;
@@ -64,15 +65,18 @@ class GlooCollective final : public Collective {
       attr.iface = o.iface;
     else
       attr.hostname = o.host;
-    guarded("rendezvous", [&] {
-      auto device = gloo::transport::tcp::CreateDevice(attr);
-      gloo::rendezvous::FileStore files(o.dir);
-      gloo::rendezvous::PrefixStore store(o.run_id, files);
-      auto context = std::make_shared<gloo::rendezvous::Context>(rank_, world_);
-      context->setTimeout(o.timeout);
-      context->connectFullMesh(store, device);
-      context_ = std::move(context);
-    }, " (rendezvous directory " + o.dir + ", timeout " + std::to_string(o.timeout.count()) + " ms)");
+    guarded(
+        "rendezvous",
+        [&] {
+          auto device = gloo::transport::tcp::CreateDevice(attr);
+          gloo::rendezvous::FileStore files(o.dir);
+          gloo::rendezvous::PrefixStore store(o.run_id, files);
+          auto context = std::make_shared<gloo::rendezvous::Context>(rank_, world_);
+          context->setTimeout(o.timeout);
+          context->connectFullMesh(store, device);
+          context_ = std::move(context);
+        },
+        " (rendezvous directory " + o.dir + ", timeout " + std::to_string(o.timeout.count()) + " ms)");
   }
 
   int rank() const override { return rank_; }
@@ -128,7 +132,8 @@ class GlooCollective final : public Collective {
 
  private:
   // Typed, so that Gloo splits the buffer between ranks on element boundaries.
-  template <class T> void reduce_as(void* data, std::size_t count, ReduceOp op, std::chrono::milliseconds timeout) {
+  template <class T>
+  void reduce_as(void* data, std::size_t count, ReduceOp op, std::chrono::milliseconds timeout) {
     gloo::AllreduceOptions opts(context_);
     T* p = static_cast<T*>(data);
     opts.setInput(p, count);

@@ -25,7 +25,8 @@ class DataParallel final : public train::DistributedTraining {
   explicit DataParallel(ProcessGroup& group, GradientReducerOptions options = {}) : group_(group), options_(options) {}
 
   // A shard whose epoch follows the Learner's training epochs.
-  template <class Item> DataParallel& follow_epochs(std::shared_ptr<DistributedShard<Item>> shard) {
+  template <class Item>
+  DataParallel& follow_epochs(std::shared_ptr<DistributedShard<Item>> shard) {
     epoch_hooks_.push_back([shard = std::move(shard)](std::int64_t epoch) { shard->set_epoch(epoch); });
     return *this;
   }

@@ -21,8 +21,7 @@ long long env_int(std::initializer_list<const char*> names, long long fallback) 
     if (const char* v = env(name)) {
       char* end = nullptr;
       const long long x = std::strtoll(v, &end, 10);
-      KILN_CHECK(end != v && *end == '\0', "dist.rendezvous",
-                 std::string(name) + "='" + v + "' is not an integer");
+      KILN_CHECK(end != v && *end == '\0', "dist.rendezvous", std::string(name) + "='" + v + "' is not an integer");
       return x;
     }
   }
@@ -40,9 +39,10 @@ RendezvousOptions rendezvous_from_env() {
   o.rank = static_cast<int>(env_int({"KILN_RANK", "RANK"}, 0));
   o.world_size = static_cast<int>(env_int({"KILN_WORLD_SIZE", "WORLD_SIZE"}, 1));
   if (const char* dir = env("KILN_RENDEZVOUS_DIR")) o.dir = dir;
-  KILN_CHECK(!o.dir.empty() || o.world_size == 1 || env("MASTER_ADDR") == nullptr, "dist.rendezvous",
-             "MASTER_ADDR/MASTER_PORT rendezvous (torchrun's TCP store) is not supported: set KILN_RENDEZVOUS_DIR to a "
-             "directory every rank can reach (a shared file system across machines), or start the job with kiln-launch");
+  KILN_CHECK(
+      !o.dir.empty() || o.world_size == 1 || env("MASTER_ADDR") == nullptr, "dist.rendezvous",
+      "MASTER_ADDR/MASTER_PORT rendezvous (torchrun's TCP store) is not supported: set KILN_RENDEZVOUS_DIR to a "
+      "directory every rank can reach (a shared file system across machines), or start the job with kiln-launch");
   if (const char* id = env("KILN_RUN_ID")) o.run_id = id;
   if (const char* host = env("KILN_DIST_HOST")) o.host = host;
   if (const char* iface = env("KILN_DIST_IFACE")) o.iface = iface;
@@ -125,7 +125,8 @@ static void check_agree(ProcessGroup& g, const char* op, const Tensor& t) {
   for (const std::string& s : all) {
     if (s == all[0]) continue;
     std::string msg = "the ranks' tensors differ:";
-    for (std::size_t r = 0; r < all.size(); ++r) msg += " rank " + std::to_string(r) + " " + all[r] + (r + 1 < all.size() ? "," : "");
+    for (std::size_t r = 0; r < all.size(); ++r)
+      msg += " rank " + std::to_string(r) + " " + all[r] + (r + 1 < all.size() ? "," : "");
     throw Error(op, msg);
   }
 }
@@ -178,7 +179,8 @@ std::vector<Tensor> ProcessGroup::all_gather(const Tensor& t) {
   std::vector<Tensor> out;
   for (int r = 0; r < world_size(); ++r) {
     const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * in->size());
-    out.push_back(like(t, std::make_shared<std::vector<std::byte>>(first, first + static_cast<std::ptrdiff_t>(in->size()))));
+    out.push_back(
+        like(t, std::make_shared<std::vector<std::byte>>(first, first + static_cast<std::ptrdiff_t>(in->size()))));
   }
   return out;
 }

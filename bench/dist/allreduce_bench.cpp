@@ -10,10 +10,9 @@
 //   ./build/kiln-launch -n 4 -- ./build/bench/kiln_dist_allreduce_bench
 //   /usr/bin/python3 bench/dist/allreduce_twin.py --processes 2
 #include <benchmark/benchmark.h>
+#include <kiln/dist.h>
 
 #include <vector>
-
-#include <kiln/dist.h>
 
 namespace {
 
@@ -36,7 +35,10 @@ void dist_allreduce(benchmark::State& state) {
   std::vector<float> data(count, 1.0f);
   const auto timeout = group->timeout();
   auto reduce = [&] {
-    group->submit([&](dist::Collective& c) { c.all_reduce(data.data(), count, dist::Element::f32, dist::ReduceOp::sum, timeout); })
+    group
+        ->submit([&](dist::Collective& c) {
+          c.all_reduce(data.data(), count, dist::Element::f32, dist::ReduceOp::sum, timeout);
+        })
         .get();
   };
   reduce();  // warm: the pairs' buffers

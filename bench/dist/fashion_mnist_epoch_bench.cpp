@@ -8,13 +8,13 @@
 //
 //   for n in 1 2 4; do ./build/kiln-launch -n $n --split-cpus -- ./build/bench/kiln_dist_fashion_mnist_bench; done
 #include <benchmark/benchmark.h>
+#include <kiln/data.h>
+#include <kiln/dist.h>
+#include <kiln/optim.h>
 
 #include <cstdio>
 #include <filesystem>
 
-#include <kiln/data.h>
-#include <kiln/dist.h>
-#include <kiln/optim.h>
 #include "examples/fashion_mnist_model.h"
 
 namespace {
@@ -31,7 +31,8 @@ void dist_fashion_mnist_epoch(benchmark::State& state) {
   manual_seed(0);
   const int n = group->world_size();
   const data::Normalize normalize{{kFashionMnistMean}, {kFashionMnistStd}};
-  const auto shard = dist::shard(data::map(data::fashion_mnist(data::Split::train), normalize), group->rank(), n, {.seed = 0});
+  const auto shard =
+      dist::shard(data::map(data::fashion_mnist(data::Split::train), normalize), group->rank(), n, {.seed = 0});
   const data::DataLoader loader(shard, {.batch_size = 128 / n, .workers = 1});
   SmallCNN model = dist::replicate(*group, SmallCNN(Device::cpu()));
   dist::GradientReducer reducer(*group, model);

@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
       if (rank < o.processes) pids[static_cast<std::size_t>(rank)] = 0;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!ok) {
-        std::fprintf(stderr, "kiln-launch: rank %d (pid %d) %s\n", rank, static_cast<int>(pid), describe(status).c_str());
+        std::fprintf(stderr, "kiln-launch: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
+                     describe(status).c_str());
         if (exit_code == 0) {
           exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
           failed_at = std::chrono::steady_clock::now();

@@ -34,7 +34,8 @@ TEST(DistWorker, DISABLED_TrainMlp) {
     // device still computes the first layers' gradients.
     EXPECT_EQ(reducer.buckets_started_during_backward(), reducer.bucket_count());
     const std::vector<std::string> all = group.all_gather(test::as_bytes(test::flat_parameters(model)));
-    for (int q = 1; q < n; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)], all[0]) << "rank " << q << " after step " << step;
+    for (int q = 1; q < n; ++q)
+      EXPECT_EQ(all[static_cast<std::size_t>(q)], all[0]) << "rank " << q << " after step " << step;
   }
   if (r == 0) {
     std::ofstream out(test::report_path(0).parent_path() / "params.bin", std::ios::binary);
@@ -78,12 +79,12 @@ TEST_P(DistDataParallel, MatchesOneProcessWithTheWholeBatch) {
   std::memcpy(got.data(), bytes.data(), bytes.size());
   float scale = 0;
   for (float v : want) scale = std::max(scale, std::abs(v));
-  for (std::size_t i = 0; i < want.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], 1e-5 * scale) << "parameter value #" << i;
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * scale) << "parameter value #" << i;
   // And the training moved them: a reducer that dropped the gradients would fail above, not here.
   const std::vector<float> initial = test::flat_parameters(test::DistMlp{});
   double moved = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) moved = std::max(moved, static_cast<double>(std::abs(want[i] - initial[i])));
+  for (std::size_t i = 0; i < want.size(); ++i)
+    moved = std::max(moved, static_cast<double>(std::abs(want[i] - initial[i])));
   EXPECT_GT(moved, 0.05);
 }
 
@@ -92,7 +93,8 @@ TEST(DistDataParallelStart, MismatchedModelsAreAClearErrorOnEveryRank) {
   for (const test::RankResult& r : w.ranks) {
     EXPECT_EQ(r.exit_code, 0) << test::describe(w);
     EXPECT_NE(r.report.find("dist.replicate"), std::string::npos) << test::describe(w);
-    EXPECT_NE(r.report.find("'fc1.weight f32[16, 6]' on rank 0 and 'fc1.weight f32[12, 6]' on rank 1"), std::string::npos)
+    EXPECT_NE(r.report.find("'fc1.weight f32[16, 6]' on rank 0 and 'fc1.weight f32[12, 6]' on rank 1"),
+              std::string::npos)
         << test::describe(w);
   }
 }

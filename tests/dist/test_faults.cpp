@@ -1,7 +1,6 @@
 // Faults: a rank killed mid-run, or one that hangs, makes every other rank throw a clear
 // kiln::Error within the group's timeout (KILN_DIST_TIMEOUT): never a hang.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <chrono>

@@ -27,7 +27,8 @@ TEST(DistLaunch, StartsRanksThatMeet) {
   const test::TempDir dir;
   const std::filesystem::path& out = dir.path;
   EXPECT_EQ(launch("-n 2 --timeout 60", "Collectives", out), 0) << read(out / "log.txt");
-  for (int r = 0; r < 2; ++r) EXPECT_EQ(read(out / ("rank" + std::to_string(r) + ".txt")), "ok") << read(out / "log.txt");
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(read(out / ("rank" + std::to_string(r) + ".txt")), "ok") << read(out / "log.txt");
 }
 
 TEST(DistLaunch, AFailingRankFailsTheJob) {

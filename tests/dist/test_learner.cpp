@@ -47,9 +47,9 @@ TEST(DistWorker, DISABLED_Learner) {
   auto ddp = std::make_shared<dist::DataParallel>(group);
   ddp->follow_epochs(shard);
   const data::DataLoader<> loader(shard, {.batch_size = kBatch / n});
-  train::Learner<test::DistMlp> learner = make_learner(
-      std::atoi(std::getenv("KILN_TEST_EPOCHS")),
-      {.checkpoint_dir = shared / "checkpoints", .report = out / "report.html", .distributed = ddp});
+  train::Learner<test::DistMlp> learner =
+      make_learner(std::atoi(std::getenv("KILN_TEST_EPOCHS")),
+                   {.checkpoint_dir = shared / "checkpoints", .report = out / "report.html", .distributed = ddp});
   const train::FitResult result = learner.fit(loader);
   const std::vector<float> w = test::flat_parameters(learner.model());
   const std::vector<std::string> all = group.all_gather(test::as_bytes(w));
@@ -61,9 +61,7 @@ TEST(DistWorker, DISABLED_Learner) {
     const train::MetricHistory history = learner.history();
     for (const auto& p : history.epochs("loss", train::Split::train)) losses << p.value << "\n";
   }
-  test::write_report(r, ::testing::Test::HasFailure() ? "failed"
-                        : result.report                ? "report"
-                                                       : "no report");
+  test::write_report(r, ::testing::Test::HasFailure() ? "failed" : result.report ? "report" : "no report");
 }
 
 std::vector<float> read_floats(const std::filesystem::path& p) {

@@ -46,9 +46,11 @@ TEST(DistWorker, DISABLED_Collectives) {
   const Tensor counts = group.all_reduce(from_vector(std::vector<std::int64_t>{r, 1}, Shape{2}));
   EXPECT_EQ(counts.to_vector<std::int64_t>().get(), (std::vector<std::int64_t>{n * (n - 1) / 2, n}));
   EXPECT_DOUBLE_EQ(group.all_reduce(0.5 * r, dist::ReduceOp::mean), 0.5 * (n - 1) / 2.0);
-  const std::vector<std::string> names = group.all_gather(std::string(static_cast<std::size_t>(r + 1), 'a' + static_cast<char>(r)));
+  const std::vector<std::string> names =
+      group.all_gather(std::string(static_cast<std::size_t>(r + 1), 'a' + static_cast<char>(r)));
   for (int q = 0; q < n; ++q)
-    EXPECT_EQ(names[static_cast<std::size_t>(q)], std::string(static_cast<std::size_t>(q + 1), 'a' + static_cast<char>(q)));
+    EXPECT_EQ(names[static_cast<std::size_t>(q)],
+              std::string(static_cast<std::size_t>(q + 1), 'a' + static_cast<char>(q)));
   group.barrier();
   test::write_report(r, ::testing::Test::HasFailure() ? "failed" : "ok");
 }

@@ -35,7 +35,8 @@ inline std::pair<Tensor, Tensor> batch_rows(int step, std::int64_t first, std::i
   std::vector<float> x;
   std::vector<std::int64_t> y;
   for (std::int64_t i = first; i < first + count; ++i) {
-    for (int j = 0; j < 6; ++j) x.push_back(static_cast<float>(std::cos(1.3 * static_cast<double>(step * 97 + i * 7 + j))));
+    for (int j = 0; j < 6; ++j)
+      x.push_back(static_cast<float>(std::cos(1.3 * static_cast<double>(step * 97 + i * 7 + j))));
     y.push_back((step + i) % 3);
   }
   return {from_vector(std::move(x), Shape{count, 6}), from_vector(std::move(y), Shape{count})};

@@ -111,7 +111,8 @@ inline WorldResult run_world(const std::string& worker, int world, double deadli
     env.emplace_back("KILN_WORLD_SIZE", std::to_string(world));
     env.emplace_back("KILN_RENDEZVOUS_DIR", rendezvous.string());
     env.emplace_back("KILN_TEST_OUT", result.out.string());
-    pids.push_back(spawn_rank("DistWorker.DISABLED_" + worker, env, result.out / ("rank" + std::to_string(r) + ".log")));
+    pids.push_back(
+        spawn_rank("DistWorker.DISABLED_" + worker, env, result.out / ("rank" + std::to_string(r) + ".log")));
   }
   result.ranks.resize(static_cast<std::size_t>(world));
   int running = world;

@@ -58,8 +58,8 @@ void expect_mean_with_one(const MetricHistory& got, const MetricHistory& plain, 
 TEST(LearnerDistributed, AnotherRankWritesNothingAndWaitsForEachCheckpoint) {
   test::ScratchDir dir("rank1");
   auto hook = std::make_shared<StandInRank>(1);
-  Learner<Classifier> learner =
-      make({.epochs = 2, .checkpoint_dir = dir.path() / "ckpt", .report = dir.path() / "report.html", .distributed = hook});
+  Learner<Classifier> learner = make(
+      {.epochs = 2, .checkpoint_dir = dir.path() / "ckpt", .report = dir.path() / "report.html", .distributed = hook});
   const FitResult r = learner.fit(train_loader(), &valid_loader());
   EXPECT_EQ(r.stopped_at.epoch, 2);
   EXPECT_TRUE(CheckpointDir(dir.path() / "ckpt", 2).list().empty());
@@ -68,7 +68,7 @@ TEST(LearnerDistributed, AnotherRankWritesNothingAndWaitsForEachCheckpoint) {
   EXPECT_EQ(hook->replicated, 1);
   EXPECT_EQ(hook->backwards, 16);  // 8 batches an epoch: every one through the hook, none recorded
   EXPECT_EQ(hook->epochs, (std::vector<std::int64_t>{0, 1}));
-  EXPECT_EQ(hook->barriers, 3);  // before reading the checkpoint folder, and after each epoch's checkpoint
+  EXPECT_EQ(hook->barriers, 3);     // before reading the checkpoint folder, and after each epoch's checkpoint
   EXPECT_GE(hook->agreements, 16);  // whether to stop, after every update
   const MetricHistory plain = plain_history();
   expect_mean_with_one(learner.history(), plain, Split::train);
@@ -78,8 +78,8 @@ TEST(LearnerDistributed, AnotherRankWritesNothingAndWaitsForEachCheckpoint) {
 TEST(LearnerDistributed, RankZeroWritesTheCheckpointsAndTheReport) {
   test::ScratchDir dir("rank0");
   auto hook = std::make_shared<StandInRank>(0);
-  Learner<Classifier> learner =
-      make({.epochs = 2, .checkpoint_dir = dir.path() / "ckpt", .report = dir.path() / "report.html", .distributed = hook});
+  Learner<Classifier> learner = make(
+      {.epochs = 2, .checkpoint_dir = dir.path() / "ckpt", .report = dir.path() / "report.html", .distributed = hook});
   const FitResult r = learner.fit(train_loader(), &valid_loader());
   EXPECT_EQ(CheckpointDir(dir.path() / "ckpt", 2).list().size(), 2u);
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "report.html"));
