@@ -14,6 +14,9 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
+#include <csignal>
 #include <filesystem>
 #include <functional>
 
@@ -180,6 +183,11 @@ std::unique_ptr<Collective> make_gloo_collective(const RendezvousOptions& o) {
   std::filesystem::create_directories(o.dir, ec);
   KILN_CHECK(std::filesystem::is_directory(o.dir), "dist.rendezvous",
              "the rendezvous directory '" + o.dir + "' does not exist and cannot be made: " + ec.message());
+  // A write to a peer that died raises SIGPIPE, whose default action ends this process without a
+  // word; ignored, the write fails and Gloo throws, and this rank reports the lost peer. Left
+  // alone when the program handles SIGPIPE itself.
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
   logger().debug("dist: rank {} of {} meeting in {} (run '{}')", o.rank, o.world_size, o.dir, o.run_id);
   return std::make_unique<GlooCollective>(o);
 }

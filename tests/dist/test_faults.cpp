@@ -53,7 +53,7 @@ TEST(DistWorker, DISABLED_HungRank) { train_until_a_rank_fails(false); }
 TEST(DistFaults, AKilledRankEndsEveryOtherRankWithAClearError) {
   const test::WorldResult w = test::run_world("KilledRank", 3, 60, {{"KILN_DIST_TIMEOUT", "10"}});
   EXPECT_FALSE(w.timed_out) << test::describe(w);
-  EXPECT_EQ(w.ranks[1].exit_code, -1) << test::describe(w);  // killed by its signal
+  EXPECT_EQ(w.ranks[1].exit_code, -SIGKILL) << test::describe(w);
   for (int r : {0, 2}) {
     const test::RankResult& rank = w.ranks[static_cast<std::size_t>(r)];
     EXPECT_EQ(rank.exit_code, 0) << test::describe(w);

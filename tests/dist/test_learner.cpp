@@ -4,6 +4,7 @@
 // its training loss, write one set of checkpoints and one report (rank 0), and resume from them.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstring>
 #include <fstream>
 
@@ -64,6 +65,28 @@ TEST(DistWorker, DISABLED_Learner) {
   test::write_report(r, ::testing::Test::HasFailure() ? "failed" : result.report ? "report" : "no report");
 }
 
+// Rank 1 gets a Ctrl-C (SIGINT) in its third batch; rank 0 none: both must stop after the
+// same batch, with one checkpoint (rank 0's) that holds it.
+TEST(DistWorker, DISABLED_LearnerInterrupted) {
+  dist::ProcessGroup group = dist::ProcessGroup::from_env();
+  const int r = group.rank(), n = group.world_size();
+  const std::filesystem::path shared = std::getenv("KILN_TEST_SHARED");
+  auto shard = dist::shard(rows(), r, n, {.shuffle = false});
+  auto ddp = std::make_shared<dist::DataParallel>(group);
+  const data::DataLoader<> loader(shard, {.batch_size = kBatch / n});
+  int calls = 0;
+  train::Learner<test::DistMlp> learner(
+      test::DistMlp{}, std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-2}),
+      [&](const test::DistMlp& m, const data::Batch& b) {
+        if (r == 1 && ++calls == 3) raise(SIGINT);
+        return mlp_step(m, b);
+      },
+      {.epochs = 2, .checkpoint_dir = shared / "checkpoints", .dashboard = train::DashboardMode::off, .distributed = ddp});
+  const train::FitResult result = learner.fit(loader);
+  test::write_report(r, std::string(result.interrupted ? "interrupted" : "not interrupted") + " at epoch " +
+                            std::to_string(result.stopped_at.epoch) + " batch " + std::to_string(result.stopped_at.batch));
+}
+
 std::vector<float> read_floats(const std::filesystem::path& p) {
   const std::string bytes = test::read_text(p);
   std::vector<float> v(bytes.size() / sizeof(float));
@@ -112,6 +135,18 @@ TEST(DistLearner, TwoProcessesTrainResumeAndReportAsOne) {
     ASSERT_TRUE(losses >> got);
     EXPECT_NEAR(got, p.value, 1e-5 * std::abs(p.value));
   }
+}
+
+TEST(DistLearner, ACtrlCOnOneRankStopsEveryRankAtTheSameBatch) {
+  const test::TempDir shared;
+  const test::WorldResult w = test::run_world("LearnerInterrupted", 2, 120, {{"KILN_TEST_SHARED", shared.path.string()}});
+  for (const test::RankResult& r : w.ranks) {
+    EXPECT_EQ(r.exit_code, 0) << test::describe(w);
+    EXPECT_EQ(r.report, "interrupted at epoch 0 batch 3") << test::describe(w);
+  }
+  const auto kept = train::CheckpointDir(shared.path / "checkpoints", 2).list();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].first.batch, 3);
 }
 
 }  // namespace

@@ -25,7 +25,7 @@
 namespace kiln::test {
 
 struct RankResult {
-  int exit_code = -1;  // -1: killed by a signal (or by the deadline)
+  int exit_code = -1;  // or minus the signal that killed it (-9: SIGKILL, also at the deadline)
   std::string report;  // what the rank wrote to its report file (an error message, a value)
   std::string log;     // its output
 };
@@ -122,7 +122,8 @@ inline WorldResult run_world(const std::string& worker, int world, double deadli
       if (pid <= 0) continue;
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
-        result.ranks[static_cast<std::size_t>(r)].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        result.ranks[static_cast<std::size_t>(r)].exit_code =
+            WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
         pid = 0;
         --running;
       }
