@@ -5,7 +5,7 @@
 // (every rank takes the same number of steps); with it, the tail that does not divide is left out.
 //
 //   auto shard = dist::shard(train, group.rank(), group.world_size(), {.seed = 1});
-//   data::DataLoader loader(shard, {.batch_size = 128 / group.world_size()});  // no shuffle: the shard orders
+//   data::DataLoader<> loader(shard, {.batch_size = 128 / group.world_size()});  // no shuffle: the shard orders
 //   for (std::int64_t epoch = 0; ...; ++epoch) { shard->set_epoch(epoch); for (auto& b : loader.epoch(epoch)) ... }
 #pragma once
 #include <atomic>

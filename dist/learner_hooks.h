@@ -5,7 +5,7 @@
 //   auto shard = dist::shard(train_set, group.rank(), group.world_size(), {.seed = 1});
 //   auto ddp = std::make_shared<dist::DataParallel>(group);
 //   ddp->follow_epochs(shard);                          // the shard's set_epoch, each epoch
-//   data::DataLoader loader(shard, {.batch_size = 128 / group.world_size()});
+//   data::DataLoader<> loader(shard, {.batch_size = 128 / group.world_size()});
 //   train::Learner learner(Model{}, std::make_unique<optim::Adam>(), step,
 //                          {.epochs = 5, .checkpoint_dir = "runs/ddp", .distributed = ddp});
 //   learner.fit(loader);

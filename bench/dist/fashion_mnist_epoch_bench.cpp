@@ -33,7 +33,7 @@ void dist_fashion_mnist_epoch(benchmark::State& state) {
   const data::Normalize normalize{{kFashionMnistMean}, {kFashionMnistStd}};
   const auto shard =
       dist::shard(data::map(data::fashion_mnist(data::Split::train), normalize), group->rank(), n, {.seed = 0});
-  const data::DataLoader loader(shard, {.batch_size = 128 / n, .workers = 1});
+  const data::DataLoader<> loader(shard, {.batch_size = 128 / n, .workers = 1});
   SmallCNN model = dist::replicate(*group, SmallCNN(Device::cpu()));
   dist::GradientReducer reducer(*group, model);
   optim::Adam opt({.lr = 1e-3});
