@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-SIZES = [(1, 30), (4, 30), (16, 10), (64, 5), (256, 5)]  # MiB, iterations
+SIZES = [(1, 10), (4, 10), (16, 10), (64, 10), (256, 10)]  # MiB, iterations
 
 
 def run(rank, world, init_file, out):

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks();
   } else {
     Silent silent;
-    benchmark::RunSpecifiedBenchmarks(&silent, &silent);
+    benchmark::RunSpecifiedBenchmarks(&silent);
   }
   benchmark::Shutdown();
   return 0;
