@@ -13,7 +13,6 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
-
 #include <signal.h>
 
 #include <csignal>

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,9 @@
 #include <vector>
 
 namespace {
+
+volatile std::sig_atomic_t terminate_requested = 0;
+extern "C" void on_terminate(int) { terminate_requested = 1; }
 
 struct Options {
   int processes = 1;
@@ -85,6 +89,7 @@ std::vector<int> allowed_cpus() {
 pid_t start(const Options& o, int rank, const std::string& dir, const std::string& run_id) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  signal(SIGINT, SIG_DFL);  // an ignored signal would stay ignored in the program
   setenv("KILN_RANK", std::to_string(rank).c_str(), 1);
   setenv("KILN_LOCAL_RANK", std::to_string(rank).c_str(), 1);
   setenv("KILN_WORLD_SIZE", std::to_string(o.processes).c_str(), 1);
@@ -133,6 +138,9 @@ int main(int argc, char** argv) {
   }
   const std::string run_id = "run-" + std::to_string(getpid());
   signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the ranks (same process group); the launcher waits for them
+  // A SIGTERM or SIGHUP for the launcher (a scheduler ending the job) goes on to every rank.
+  signal(SIGTERM, on_terminate);
+  signal(SIGHUP, on_terminate);
 
   std::vector<pid_t> pids;
   for (int r = 0; r < o.processes; ++r) pids.push_back(start(o, r, dir, run_id));
@@ -159,6 +167,11 @@ int main(int argc, char** argv) {
         }
       }
       continue;
+    }
+    if (terminate_requested == 1) {
+      for (pid_t p : pids)
+        if (p > 0) kill(p, SIGTERM);
+      terminate_requested = 2;
     }
     // After a failure the others have the timeout (and a little) to fail on their own.
     if (exit_code != 0) {

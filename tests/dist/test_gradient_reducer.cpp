@@ -46,7 +46,8 @@ TEST(DistGradientReducer, AnotherModelIsAClearError) {
     reducer.backward(other, nn::cross_entropy(other(x), y));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("parameter #0 is [12, 6], the reducer was made for [16, 6]"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("parameter #0 is [12, 6], the reducer was made for [16, 6]"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -75,16 +75,19 @@ TEST(DistWorker, DISABLED_LearnerInterrupted) {
   auto ddp = std::make_shared<dist::DataParallel>(group);
   const data::DataLoader<> loader(shard, {.batch_size = kBatch / n});
   int calls = 0;
-  train::Learner<test::DistMlp> learner(
-      test::DistMlp{}, std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-2}),
-      [&](const test::DistMlp& m, const data::Batch& b) {
-        if (r == 1 && ++calls == 3) raise(SIGINT);
-        return mlp_step(m, b);
-      },
-      {.epochs = 2, .checkpoint_dir = shared / "checkpoints", .dashboard = train::DashboardMode::off, .distributed = ddp});
+  train::Learner<test::DistMlp> learner(test::DistMlp{}, std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-2}),
+                                        [&](const test::DistMlp& m, const data::Batch& b) {
+                                          if (r == 1 && ++calls == 3) raise(SIGINT);
+                                          return mlp_step(m, b);
+                                        },
+                                        {.epochs = 2,
+                                         .checkpoint_dir = shared / "checkpoints",
+                                         .dashboard = train::DashboardMode::off,
+                                         .distributed = ddp});
   const train::FitResult result = learner.fit(loader);
   test::write_report(r, std::string(result.interrupted ? "interrupted" : "not interrupted") + " at epoch " +
-                            std::to_string(result.stopped_at.epoch) + " batch " + std::to_string(result.stopped_at.batch));
+                            std::to_string(result.stopped_at.epoch) + " batch " +
+                            std::to_string(result.stopped_at.batch));
 }
 
 std::vector<float> read_floats(const std::filesystem::path& p) {
@@ -139,7 +142,8 @@ TEST(DistLearner, TwoProcessesTrainResumeAndReportAsOne) {
 
 TEST(DistLearner, ACtrlCOnOneRankStopsEveryRankAtTheSameBatch) {
   const test::TempDir shared;
-  const test::WorldResult w = test::run_world("LearnerInterrupted", 2, 120, {{"KILN_TEST_SHARED", shared.path.string()}});
+  const test::WorldResult w =
+      test::run_world("LearnerInterrupted", 2, 120, {{"KILN_TEST_SHARED", shared.path.string()}});
   for (const test::RankResult& r : w.ranks) {
     EXPECT_EQ(r.exit_code, 0) << test::describe(w);
     EXPECT_EQ(r.report, "interrupted at epoch 0 batch 3") << test::describe(w);

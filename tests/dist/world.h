@@ -122,8 +122,9 @@ inline WorldResult run_world(const std::string& worker, int world, double deadli
       if (pid <= 0) continue;
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
-        result.ranks[static_cast<std::size_t>(r)].exit_code =
-            WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
+        result.ranks[static_cast<std::size_t>(r)].exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                                                              : WIFSIGNALED(status) ? -WTERMSIG(status)
+                                                                                    : -1;
         pid = 0;
         --running;
       }
