@@ -40,6 +40,9 @@ std::string model_signature(const nn::Module& model);
 
 struct GradientReducerOptions {
   std::size_t bucket_bytes = std::size_t{25} << 20;  // PyTorch DDP's default bucket_cap_mb
+  // The first bucket (the last layers) is smaller, as in PyTorch's DDP: its reduction starts
+  // early in backward, and a small model still gets more than one bucket to overlap.
+  std::size_t first_bucket_bytes = std::size_t{1} << 20;
 };
 
 class GradientReducer {

@@ -36,6 +36,19 @@ TEST(DistGradientReducer, OneProcessGivesBackwardsGradientsAndZerosForUnusedPara
     for (double v : test::host_values(got.get(p))) EXPECT_EQ(v, 0.0);
 }
 
+struct Wide : nn::Module {
+  nn::Linear fc1{512, 512}, fc2{512, 10};  // fc1.weight alone is 1 MiB
+  KILN_MODULE(Wide, fc1, fc2)
+};
+
+TEST(DistGradientReducer, TheFirstBucketIsSmallAsInPyTorch) {
+  const test::TempDir dir;
+  dist::ProcessGroup group = solo(dir.path);
+  // fc2 and fc1.bias fill the first bucket (1 MiB); fc1.weight would overflow it and starts the next.
+  EXPECT_EQ(dist::GradientReducer(group, Wide{}).bucket_count(), 2u);
+  EXPECT_EQ(dist::GradientReducer(group, Wide{}, {.first_bucket_bytes = 25 << 20}).bucket_count(), 1u);
+}
+
 TEST(DistGradientReducer, AnotherModelIsAClearError) {
   const test::TempDir dir;
   dist::ProcessGroup group = solo(dir.path);
