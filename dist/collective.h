@@ -25,7 +25,10 @@ struct RendezvousOptions {
   // A directory every rank can reach (one machine, or a shared file system); rank addresses are
   // exchanged through files in it. It must not hold files of an earlier run (see run_id).
   std::string dir;
-  // Keys of this run inside `dir`: ranks of different runs sharing a directory never meet.
+  // Or a Redis server every rank reaches ("host:port"), for machines without a shared file system;
+  // used instead of `dir` when set. Keys stay in Redis: give every run its own run_id.
+  std::string redis;
+  // Keys of this run inside `dir` or Redis: ranks of different runs never meet.
   std::string run_id = "run";
   // The address this rank listens on for its peers (default: the loopback, for one machine).
   std::string host = "127.0.0.1";

@@ -99,8 +99,8 @@ GradientReducer::GradientReducer(ProcessGroup& group, const nn::Module& model, G
   std::size_t bytes = 0;
   for (std::size_t k = params.size(); k-- > 0;) {
     const std::size_t n = static_cast<std::size_t>(params[k].tensor.numel());
-    const std::size_t cap = buckets_.size() <= 1 ? std::min(options.first_bucket_bytes, options.bucket_bytes)
-                                                 : options.bucket_bytes;
+    const std::size_t cap =
+        buckets_.size() <= 1 ? std::min(options.first_bucket_bytes, options.bucket_bytes) : options.bucket_bytes;
     if (buckets_.empty() || (bytes > 0 && bytes + 4 * n > cap)) {
       buckets_.emplace_back();
       bytes = 0;

@@ -12,10 +12,12 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/redis_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <signal.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 
@@ -59,6 +61,15 @@ ReduceFn reduce_fn(ReduceOp op) {
   return nullptr;
 }
 
+// Where the ranks leave their addresses: files in a directory, or a Redis server.
+std::unique_ptr<gloo::rendezvous::Store> make_store(const RendezvousOptions& o) {
+  if (o.redis.empty()) return std::make_unique<gloo::rendezvous::FileStore>(o.dir);
+  const std::size_t colon = o.redis.rfind(':');
+  const std::string host = colon == std::string::npos ? o.redis : o.redis.substr(0, colon);
+  const int port = colon == std::string::npos ? 6379 : std::atoi(o.redis.c_str() + colon + 1);
+  return std::make_unique<gloo::rendezvous::RedisStore>(host, port);
+}
+
 class GlooCollective final : public Collective {
  public:
   explicit GlooCollective(const RendezvousOptions& o) : rank_(o.rank), world_(o.world_size) {
@@ -71,14 +82,15 @@ class GlooCollective final : public Collective {
         "rendezvous",
         [&] {
           auto device = gloo::transport::tcp::CreateDevice(attr);
-          gloo::rendezvous::FileStore files(o.dir);
-          gloo::rendezvous::PrefixStore store(o.run_id, files);
+          const std::unique_ptr<gloo::rendezvous::Store> shared = make_store(o);
+          gloo::rendezvous::PrefixStore store(o.run_id, *shared);
           auto context = std::make_shared<gloo::rendezvous::Context>(rank_, world_);
           context->setTimeout(o.timeout);
           context->connectFullMesh(store, device);
           context_ = std::move(context);
         },
-        " (rendezvous directory " + o.dir + ", timeout " + std::to_string(o.timeout.count()) + " ms)");
+        " (rendezvous " + (o.redis.empty() ? "directory " + o.dir : "through Redis at " + o.redis) + ", timeout " +
+            std::to_string(o.timeout.count()) + " ms)");
   }
 
   int rank() const override { return rank_; }
@@ -176,18 +188,22 @@ std::unique_ptr<Collective> make_gloo_collective(const RendezvousOptions& o) {
   KILN_CHECK(o.world_size >= 1 && o.rank >= 0 && o.rank < o.world_size, "dist.rendezvous",
              "rank " + std::to_string(o.rank) + " is outside a world of " + std::to_string(o.world_size) +
                  " processes (set KILN_RANK and KILN_WORLD_SIZE, or RANK and WORLD_SIZE)");
-  KILN_CHECK(!o.dir.empty(), "dist.rendezvous",
-             "no rendezvous directory: set KILN_RENDEZVOUS_DIR (kiln-launch does) to a directory every rank can reach");
-  std::error_code ec;
-  std::filesystem::create_directories(o.dir, ec);
-  KILN_CHECK(std::filesystem::is_directory(o.dir), "dist.rendezvous",
-             "the rendezvous directory '" + o.dir + "' does not exist and cannot be made: " + ec.message());
+  KILN_CHECK(!o.dir.empty() || !o.redis.empty(), "dist.rendezvous",
+             "no rendezvous: set KILN_RENDEZVOUS_DIR (kiln-launch does) to a directory every rank can reach, or "
+             "KILN_RENDEZVOUS_REDIS to a Redis server's host:port");
+  if (o.redis.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dir, ec);
+    KILN_CHECK(std::filesystem::is_directory(o.dir), "dist.rendezvous",
+               "the rendezvous directory '" + o.dir + "' does not exist and cannot be made: " + ec.message());
+  }
   // A write to a peer that died raises SIGPIPE, whose default action ends this process without a
   // word; ignored, the write fails and Gloo throws, and this rank reports the lost peer. Left
   // alone when the program handles SIGPIPE itself.
   struct sigaction current {};
   if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
-  logger().debug("dist: rank {} of {} meeting in {} (run '{}')", o.rank, o.world_size, o.dir, o.run_id);
+  logger().debug("dist: rank {} of {} meeting in {} (run '{}')", o.rank, o.world_size,
+                 o.redis.empty() ? o.dir : "redis " + o.redis, o.run_id);
   return std::make_unique<GlooCollective>(o);
 }
 

@@ -39,10 +39,12 @@ RendezvousOptions rendezvous_from_env() {
   o.rank = static_cast<int>(env_int({"KILN_RANK", "RANK"}, 0));
   o.world_size = static_cast<int>(env_int({"KILN_WORLD_SIZE", "WORLD_SIZE"}, 1));
   if (const char* dir = env("KILN_RENDEZVOUS_DIR")) o.dir = dir;
-  KILN_CHECK(
-      !o.dir.empty() || o.world_size == 1 || env("MASTER_ADDR") == nullptr, "dist.rendezvous",
-      "MASTER_ADDR/MASTER_PORT rendezvous (torchrun's TCP store) is not supported: set KILN_RENDEZVOUS_DIR to a "
-      "directory every rank can reach (a shared file system across machines), or start the job with kiln-launch");
+  if (const char* redis = env("KILN_RENDEZVOUS_REDIS")) o.redis = redis;
+  KILN_CHECK(!o.dir.empty() || !o.redis.empty() || o.world_size == 1 || env("MASTER_ADDR") == nullptr,
+             "dist.rendezvous",
+             "MASTER_ADDR/MASTER_PORT rendezvous (torchrun's TCP store) is not supported: set KILN_RENDEZVOUS_DIR to a "
+             "directory every rank can reach (a shared file system across machines) or KILN_RENDEZVOUS_REDIS to a "
+             "Redis server's host:port, or start the job with kiln-launch");
   if (const char* id = env("KILN_RUN_ID")) o.run_id = id;
   if (const char* host = env("KILN_DIST_HOST")) o.host = host;
   if (const char* iface = env("KILN_DIST_IFACE")) o.iface = iface;

@@ -27,7 +27,8 @@ namespace kiln::dist {
 // WORLD_SIZE are read when the KILN_ ones are unset):
 //   KILN_RANK / RANK, KILN_WORLD_SIZE / WORLD_SIZE   this process's rank, the number of processes
 //   KILN_RENDEZVOUS_DIR    a directory every rank reaches (fresh per run, or see KILN_RUN_ID)
-//   KILN_RUN_ID            names this run's keys in the directory (default "run")
+//   KILN_RENDEZVOUS_REDIS  or a Redis server's host:port (machines without a shared file system)
+//   KILN_RUN_ID            names this run's keys in the directory or Redis (default "run")
 //   KILN_DIST_HOST         the address this rank listens on (default 127.0.0.1: one machine)
 //   KILN_DIST_IFACE        or the network interface to listen on
 //   KILN_DIST_TIMEOUT      seconds before a collective gives up (default 300)
