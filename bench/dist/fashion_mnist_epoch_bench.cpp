@@ -1,10 +1,11 @@
 // dist_fashion_mnist_epoch: one epoch of the main job's CNN (examples/fashion_mnist_model.h) on
 // Fashion-MNIST's 60,000 images, data-parallel over the processes kiln-launch started: each rank
 // its shard of the epoch with batches of 128 / N, the gradients averaged in buckets during
-// backward (dist::GradientReducer), Adam at lr 1e-3. Rank 0 reports the epoch's time; the
-// scaling efficiency at N processes is time(1) / (N * time(N)) with the same cores in all
-// (--split-cpus gives each rank 1/N of them). Compare with bench/ fashion_mnist_epoch (one
-// process, no process group) on the same machine.
+// backward (dist::GradientReducer), Adam at lr 1e-3. Rank 0 reports the epoch's time. With
+// --split-cpus every run uses the same cores (N processes with 1/N of them each), so the scaling
+// efficiency at N processes is time(1) / time(N): 1.0 when data parallelism costs nothing over one
+// process on all the cores. Compare with bench/ fashion_mnist_epoch (one process, no process
+// group) on the same machine for the cost of the group itself at N = 1.
 //
 //   for n in 1 2 4; do ./build/kiln-launch -n $n --split-cpus -- ./build/bench/kiln_dist_fashion_mnist_bench; done
 #include <benchmark/benchmark.h>
