@@ -78,6 +78,14 @@ Gradients backward(const Tensor& loss);
 // Backward from any output, with `seed` the gradient of that output (same shape, f32).
 Gradients backward(const Tensor& output, const Tensor& seed);
 
+// Called during backward once a leaf's gradient is complete (every recorded use of the leaf has
+// contributed), with the leaf's entity and its gradient (a handle whose values may still be
+// computing). Data-parallel training starts reducing early gradients while backward goes on
+// producing later ones. It runs on the thread that called backward, once per leaf that gets a
+// gradient; a leaf that takes no part is never reported.
+using GradientReadyHook = std::function<void(EntityId leaf, const Tensor& grad)>;
+Gradients backward(const Tensor& loss, const GradientReadyHook& on_ready);
+
 // What recorded ops keep for backward.
 //   save_all               — every value a rule needs (the default)
 //   recompute_memory_bound — outputs of elementwise and layout ops are replayed at backward from

@@ -85,17 +85,25 @@ struct NodeState {
   std::vector<Tensor> grads;  // gradient of each output so far
 };
 
-Gradients run_backward(const Tensor& root, Tensor seed) {
+// Per leaf: edges not yet run, and its gradient so far (reported to the hook when complete).
+struct LeafState {
+  int pending = 0;
+  Tensor grad;
+};
+
+Gradients run_backward(const Tensor& root, Tensor seed, const GradientReadyHook& on_ready = {}) {
   const trace::Span span("backward", "autograd");  // the submission of its ops (they run later)
   const detail::AutogradMeta& meta = *root.state()->autograd;
   Gradients result;
   if (meta.is_leaf()) {
+    if (on_ready) on_ready(root.id(), seed);
     result.accumulate(root.id(), std::move(seed));
     return result;
   }
   // Pass 1: the nodes the root depends on, and how many edges reach each. Nothing is submitted
   // before the whole graph is known to be usable.
   std::unordered_map<GradNode*, NodeState> state;
+  std::unordered_map<EntityId, LeafState> leaves;  // counted only when a hook wants them
   GradNode* const start = meta.node.get();
   state[start];
   std::vector<GradNode*> stack{start};
@@ -104,6 +112,7 @@ Gradients run_backward(const Tensor& root, Tensor seed) {
     stack.pop_back();
     check_usable(*n);
     for (Edge& e : n->edges) {
+      if (on_ready && !e.node && e.leaf != 0) ++leaves[e.leaf].pending;
       if (!e.node) continue;
       auto [it, inserted] = state.try_emplace(e.node.get());
       ++it->second.pending;
@@ -140,6 +149,13 @@ Gradients run_backward(const Tensor& root, Tensor seed) {
           ps.grads[e.output] = accumulated(std::move(ps.grads[e.output]), std::move(g));
         }
         if (--ps.pending == 0) ready.push_back(e.node.get());
+      } else if (e.leaf != 0 && on_ready) {
+        LeafState& ls = leaves[e.leaf];
+        if (g.defined()) ls.grad = accumulated(std::move(ls.grad), std::move(g));
+        if (--ls.pending == 0 && ls.grad.defined()) {
+          on_ready(e.leaf, ls.grad);
+          result.accumulate(e.leaf, std::move(ls.grad));
+        }
       } else if (e.leaf != 0 && g.defined()) {
         result.accumulate(e.leaf, std::move(g));
       }
@@ -175,6 +191,14 @@ Gradients backward(const Tensor& output, const Tensor& seed) {
                  std::string(dtype_name(output.dtype())) + output.shape().str() + " on " + output.device().str() +
                  ", seed " + dtype_name(seed.dtype()) + seed.shape().str() + " on " + seed.device().str());
   return run_backward(output, detach(seed));
+}
+
+Gradients backward(const Tensor& loss, const GradientReadyHook& on_ready) {
+  check_root(loss);
+  KILN_CHECK(loss.numel() == 1, "backward",
+             "backward(loss, on_ready) needs a scalar (one element), got " + std::string(dtype_name(loss.dtype())) +
+                 loss.shape().str());
+  return run_backward(loss, full(loss.shape(), 1.0, {loss.dtype(), loss.device()}), on_ready);
 }
 
 }  // namespace kiln

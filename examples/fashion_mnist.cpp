@@ -6,14 +6,23 @@
 //                                  [--workers 1] [--data DIR] [--no-resume] [--help]
 //
 // The run folder gets the checkpoints (a second run resumes from the last; Ctrl-C writes one
-// and exits), model.safetensors and report.html. bench/fashion_mnist_twin.py is the same model,
+// and exits), model.safetensors and report.html.
+//
+// Data-parallel on N processes: started by kiln-launch, it trains with each process on its shard
+// of every epoch and a batch of 128 / N, the gradients averaged (rank 0 shows the dashboard and
+// writes the checkpoints, the model and the report):
+//
+//   ./build/kiln-launch -n 2 --split-cpus -- ./build/examples/fashion_mnist bench/fashion_mnist_twin.py is the same model,
 // loader settings and optimizer in PyTorch.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include <kiln/data.h>
+#include <kiln/dist.h>
 #include "examples/fashion_mnist_model.h"
 #include <kiln/io.h>
 #include <kiln/nn.h>
@@ -96,9 +105,25 @@ int main(int argc, char** argv) try {
   const data::Normalize normalize{{kFashionMnistMean}, {kFashionMnistStd}};
   const auto train_set = data::map(data::fashion_mnist(data::Split::train, args.data), normalize);
   const auto test_set = data::map(data::fashion_mnist(data::Split::test, args.data), normalize);
-  const data::DataLoader train_loader(train_set, {.batch_size = 128, .shuffle = true, .seed = 0, .workers = args.workers,
-                                                  .device = args.device});
   const data::DataLoader test_loader(test_set, {.batch_size = 1000, .workers = args.workers, .device = args.device});
+
+  // Under kiln-launch: one process of several, each training on its shard with 128 / N a batch.
+  std::optional<dist::ProcessGroup> group;
+  std::shared_ptr<dist::DataParallel> ddp;
+  data::DatasetPtr<data::Example> train_items = train_set, valid_items = test_set;
+  if (dist::launched_distributed()) {
+    group.emplace(dist::ProcessGroup::from_env());
+    ddp = std::make_shared<dist::DataParallel>(*group);
+    auto shard = dist::shard(train_set, group->rank(), group->world_size(), {.seed = 0});
+    ddp->follow_epochs(shard);
+    train_items = shard;
+    valid_items = dist::shard(test_set, group->rank(), group->world_size(), {.shuffle = false});
+  }
+  const int world = group ? group->world_size() : 1;
+  const data::DataLoader train_loader(train_items, {.batch_size = 128 / world, .shuffle = !group, .seed = 0,
+                                                    .workers = args.workers, .device = args.device});
+  const data::DataLoader valid_loader(valid_items, {.batch_size = 1000 / world, .workers = args.workers,
+                                                    .device = args.device});
 
   train::Learner learner(
       SmallCNN(args.device), std::make_unique<optim::Adam>(optim::AdamOptions{.lr = 1e-3}),  // a constant lr
@@ -110,13 +135,16 @@ int main(int argc, char** argv) try {
        .checkpoint_dir = args.run_dir + "/checkpoints",
        .resume = args.resume,
        .report = args.run_dir + "/report.html",
-       .name = "Fashion-MNIST small CNN"});
+       .name = "Fashion-MNIST small CNN",
+       .distributed = ddp});
   learner.add_metric(train::accuracy());
-  const train::FitResult fit = learner.fit(train_loader, &test_loader);
+  const train::FitResult fit = learner.fit(train_loader, &valid_loader);
   if (fit.interrupted) {
-    std::printf("interrupted; run again to resume from %s\n", fit.checkpoint ? fit.checkpoint->c_str() : "the start");
+    if (!group || group->is_main())
+      std::printf("interrupted; run again to resume from %s\n", fit.checkpoint ? fit.checkpoint->c_str() : "the start");
     return 130;
   }
+  if (group && !group->is_main()) return 0;  // rank 0 saves and evaluates the model
 
   // Save, then load into a fresh model: what a service would do.
   const std::string weights = args.run_dir + "/model.safetensors";

@@ -170,7 +170,8 @@ class Learner {
       }
     }
     const StepOutput out = step_(model_, batch);
-    update_.add(backward(out.loss));
+    DistributedTraining* dist = core_.distributed();
+    update_.add(dist ? dist->backward(model_, out.loss) : backward(out.loss));
     const bool ends = core_.ends_group(batch_index);
     if (ends) {
       const Gradients grads = update_.take(model_);
@@ -185,7 +186,8 @@ class Learner {
   std::unique_ptr<RecordedBatchStep> recorded_step() {
     if constexpr (std::is_same_v<BatchT, data::Batch>) {
       const LearnerOptions& o = core_.options();
-      if (!step_ || !o.record_steps || o.accumulate_grad_batches != 1) return nullptr;
+      // A recorded step replays its backward in one message: no gradient all-reduce can join it.
+      if (!step_ || !o.record_steps || o.accumulate_grad_batches != 1 || o.distributed) return nullptr;
       if (!RecordedBatchStep::possible(core_.optimizer())) return nullptr;
       return std::make_unique<RecordedBatchStep>(
           model_, core_.optimizer(), [this](const data::Batch& b) { return step_(model_, b); }, clip_options(o));

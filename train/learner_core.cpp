@@ -72,7 +72,10 @@ LearnerCore::LearnerCore(std::unique_ptr<optim::Optimizer> optimizer, std::uniqu
              schedule_->name() + " steps on a metric: set schedule_per_batch = false (it then gets the validation loss)");
   metrics_.push_back(std::make_unique<LossMetric>());
   DashboardOptions d;
-  d.mode = options_.dashboard;
+  // One dashboard, one report and one set of checkpoints: rank 0's.
+  const bool main_rank = !options_.distributed || options_.distributed->is_main();
+  d.mode = main_rank ? options_.dashboard : DashboardMode::off;
+  if (!main_rank) options_.report.clear();
   dashboard_ = std::make_unique<Dashboard>(d);
   if (!options_.checkpoint_dir.empty()) checkpoints_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
 }
@@ -145,7 +148,10 @@ void LearnerCore::load_states(const io::TrainingState& saved) {
 }
 
 std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::string>& messages) {
-  const std::vector<std::string> removed = checkpoints_->clean_up();
+  // Rank 0 clears what an interrupted write left, then every rank reads the same folder.
+  const bool main_rank = !distributed() || distributed()->is_main();
+  const std::vector<std::string> removed = main_rank ? checkpoints_->clean_up() : std::vector<std::string>{};
+  if (distributed()) distributed()->barrier();
   if (!removed.empty()) {
     std::string names;
     for (const std::string& name : removed) names += (names.empty() ? "" : ", ") + name;
@@ -213,6 +219,7 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
   if (checkpoints_ && options_.resume)
     if (const std::optional<Progress> resumed = resume(model, messages)) at = *resumed;
   updates_ = updates_before(at);
+  if (distributed()) distributed()->replicate(model);
   RunInfo run;
   run.title = options_.name;
   run.device = device_name(device_);
@@ -237,6 +244,7 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
   if (options_.clip_grad_value)
     run.settings.emplace_back("gradients clipped to value", format_metric_value(*options_.clip_grad_value));
   if (checkpoints_) run.settings.emplace_back("checkpoints", checkpoints_->path().string());
+  if (distributed()) run.settings.emplace_back("processes", std::to_string(distributed()->world_size()));
   // begin_run keeps the history the resume restored: the curves of the run so far.
   dashboard_->begin_run(run);
   if (dashboard_->mode() != DashboardMode::off) ticker_ = std::make_unique<DashboardTicker>(*dashboard_, kTickInterval);
@@ -249,6 +257,7 @@ Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, s
 }
 
 void LearnerCore::begin_phase(Phase phase, std::int64_t epoch) {
+  if (phase == Phase::train && distributed()) distributed()->begin_epoch(epoch);
   if (phase == Phase::train) dashboard_->begin_epoch(static_cast<int>(epoch + 1), static_cast<int>(options_.epochs));
   phase_ = std::make_unique<PhaseState>();
   phase_->phase = phase;
@@ -361,7 +370,9 @@ void LearnerCore::after_valid_step(const StepOutput& out) {
 void LearnerCore::end_phase() {
   steps_in_flight_.clear();  // the summary below reads the metrics: it waits for every step
   MetricValues summary;
-  for (const auto& m : phase_->metrics) summary.push_back({m->name(), m->value()});
+  // With several processes: the mean of the ranks' values (each saw its shard of the epoch).
+  for (const auto& m : phase_->metrics)
+    summary.push_back({m->name(), distributed() ? distributed()->mean(m->value()) : m->value()});
   // The phase's final counts (updates in between are throttled).
   dashboard_->update(phase_->batches, phase_->items - phase_->items_before, summary);
   const double seconds = phase_->seconds();
@@ -372,7 +383,13 @@ void LearnerCore::end_phase() {
     // The process's peak as the system counts it (loader, host copies, code): what `top` shows.
     if (const std::optional<double> rss = peak_resident_mib()) summary.push_back({"peak rss MiB", *rss});
   }
-  if (seconds > 0) summary.push_back({"items/s", static_cast<double>(phase_->items) / seconds});
+  const double items_per_s = seconds > 0 ? static_cast<double>(phase_->items) / seconds : 0;
+  if (distributed()) {
+    const double all = distributed()->sum(items_per_s);  // every rank takes part, whatever its clock
+    if (seconds > 0) summary.push_back({"items/s", all});
+  } else if (seconds > 0) {
+    summary.push_back({"items/s", items_per_s});
+  }
   dashboard_->end_phase(summary);
   // The last phase's values stay for end_epoch (early stopping, the per-epoch schedule).
   last_summary_[phase_->phase == Phase::train ? 0 : 1] = std::move(summary);
@@ -428,6 +445,12 @@ bool LearnerCore::should_stop_early(std::optional<double> value, bool on_valid) 
 
 std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Module& model, Progress at,
                                                                    const PhaseState* train) {
+  // Rank 0 writes; the others wait until it has, so that a rank that dies next finds it whole.
+  if (distributed() && !distributed()->is_main()) {
+    distributed()->barrier();
+    last_written_ = at;
+    return checkpoints_->folder_for(at) / CheckpointDir::kCheckpointFile;
+  }
   LearnerState state{at, best_, since_best_, std::nullopt, {}};
   if (train && at.batch > 0) state.train = snapshot(*train);
   const MetricHistory history = dashboard_->history();
@@ -448,6 +471,7 @@ std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Mod
            .state = [&](const std::filesystem::path& f) { save_learner_state(state, f); }});
   checkpoints_->prune();
   last_written_ = at;
+  if (distributed()) distributed()->barrier();
   return file;
 }
 

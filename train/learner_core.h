@@ -20,6 +20,7 @@
 #include "kiln/train/checkpoint_dir.h"
 #include "kiln/train/dashboard.h"
 #include "kiln/train/dashboard_ticker.h"
+#include "kiln/train/distributed.h"
 #include "kiln/train/interrupt.h"
 #include "kiln/train/learner_state.h"
 #include "kiln/train/metric_history.h"
@@ -77,6 +78,9 @@ struct LearnerOptions {
   // every read waited behind all of them. Two keeps the device busy while the host prepares the
   // next step; 0 turns the bound off (the engine's own flow control still applies).
   std::int64_t steps_ahead = 2;
+  // Data-parallel training on several processes (train/distributed.h; dist::data_parallel makes
+  // one). Null: this process alone.
+  std::shared_ptr<DistributedTraining> distributed{};
 };
 
 struct FitResult {
@@ -128,7 +132,12 @@ class LearnerCore {
   void end_phase();
   // After an epoch: schedule (per epoch), early stopping, checkpoint. True: stop.
   bool end_epoch(const nn::Module& model, Progress done);
-  bool stop_requested() const { return interrupt_ && InterruptGuard::requested(); }
+  // With several processes, every rank learns whether any was interrupted (so all stop at once).
+  bool stop_requested() {
+    const bool local = interrupt_ && InterruptGuard::requested();
+    return options_.distributed && interrupt_ ? options_.distributed->any(local) : local;
+  }
+  DistributedTraining* distributed() const { return options_.distributed.get(); }
   // Stops at `at` (for a Ctrl-C during validation: the epoch's training, at batch train_batches)
   // with a checkpoint that holds the epoch's training so far; a validation cut short is not
   // recorded.

@@ -3,6 +3,7 @@
 #pragma once
 #include "kiln/core.h"
 #include "kiln/data.h"
+#include "kiln/dist.h"
 #include "kiln/io.h"
 #include "kiln/nn.h"
 #include "kiln/onnx.h"

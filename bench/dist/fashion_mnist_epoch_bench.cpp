@@ -1,0 +1,86 @@
+// dist_fashion_mnist_epoch: one epoch of the main job's CNN (examples/fashion_mnist_model.h) on
+// Fashion-MNIST's 60,000 images, data-parallel over the processes kiln-launch started: each rank
+// its shard of the epoch with batches of 128 / N, the gradients averaged in buckets during
+// backward (dist::GradientReducer), Adam at lr 1e-3. Rank 0 reports the epoch's time. With
+// --split-cpus every run uses the same cores (N processes with 1/N of them each), so the scaling
+// efficiency at N processes is time(1) / time(N): 1.0 when data parallelism costs nothing over one
+// process on all the cores. Compare with bench/ fashion_mnist_epoch (one process, no process
+// group) on the same machine for the cost of the group itself at N = 1.
+//
+//   for n in 1 2 4; do ./build/kiln-launch -n $n --split-cpus -- ./build/bench/kiln_dist_fashion_mnist_bench; done
+#include <benchmark/benchmark.h>
+#include <kiln/data.h>
+#include <kiln/dist.h>
+#include <kiln/optim.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "examples/fashion_mnist_model.h"
+
+namespace {
+
+using namespace kiln;
+
+dist::ProcessGroup* group = nullptr;
+
+void dist_fashion_mnist_epoch(benchmark::State& state) {
+  if (!std::filesystem::exists(data::kDebianFashionMnist)) {
+    state.SkipWithError("Fashion-MNIST is missing: apt-get install dataset-fashion-mnist (./dev does)");
+    return;
+  }
+  manual_seed(0);
+  const int n = group->world_size();
+  const data::Normalize normalize{{kFashionMnistMean}, {kFashionMnistStd}};
+  const auto shard =
+      dist::shard(data::map(data::fashion_mnist(data::Split::train), normalize), group->rank(), n, {.seed = 0});
+  const data::DataLoader<> loader(shard, {.batch_size = 128 / n, .workers = 1});
+  SmallCNN model = dist::replicate(*group, SmallCNN(Device::cpu()));
+  dist::GradientReducer reducer(*group, model);
+  optim::Adam opt({.lr = 1e-3});
+  auto step = [&](const data::Batch& batch) {
+    Tensor loss = nn::cross_entropy(model(batch.inputs), batch.labels);
+    model = opt.step(std::move(model), reducer.backward(model, loss));
+    return loss;
+  };
+  int warm = 0;
+  for (const data::Batch& batch : loader.epoch(0)) {
+    if (warm++ == 3) break;
+    step(batch).to_vector<float>().get();
+  }
+  std::int64_t epoch = 1;
+  group->barrier();
+  for (auto _ : state) {
+    shard->set_epoch(epoch);
+    Tensor loss;
+    for (const data::Batch& batch : loader.epoch(epoch)) loss = step(batch);
+    loss.to_vector<float>().get();
+    group->barrier();  // the epoch ends when the slowest rank's does
+    ++epoch;
+  }
+  state.counters["processes"] = n;
+  state.counters["images_per_s"] = benchmark::Counter(60000.0, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(dist_fashion_mnist_epoch)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+class Silent : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dist::ProcessGroup g = dist::ProcessGroup::from_env();
+  group = &g;
+  benchmark::Initialize(&argc, argv);
+  if (g.is_main()) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    Silent silent;
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  }
+  benchmark::Shutdown();
+  return 0;
+}
