@@ -42,10 +42,9 @@ std::vector<char> read_file(const fs::path& p) {
 }
 
 // See the top of vk_pipeline_cache.h.
-SpirvOptimizer optimizer_for(const PhysicalDeviceInfo& info) {
-  if (const char* env = std::getenv("KILN_SPIRV_OPTIMIZE"); env && *env)
-    return std::string(env) == "0" ? SpirvOptimizer::none : SpirvOptimizer::performance;
-  return info.on_host_cores() ? SpirvOptimizer::none : SpirvOptimizer::performance;
+SpirvOptimizer spirv_optimizer() {
+  const char* env = std::getenv("KILN_SPIRV_OPTIMIZE");
+  return env && *env && std::string(env) != "0" ? SpirvOptimizer::performance : SpirvOptimizer::none;
 }
 
 }  // namespace
@@ -57,7 +56,7 @@ std::string PipelineCache::default_root() {
   return "-";
 }
 
-PipelineCache::PipelineCache(const Context& ctx, std::string dir) : ctx_(ctx), optimizer_(optimizer_for(ctx.info())) {
+PipelineCache::PipelineCache(const Context& ctx, std::string dir) : ctx_(ctx), optimizer_(spirv_optimizer()) {
   if (dir.empty()) dir = default_root();
   if (dir != "-") {
     const PhysicalDeviceInfo& info = ctx.info();

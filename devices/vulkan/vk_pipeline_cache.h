@@ -5,12 +5,14 @@
 // loads stale code), and the driver's VkPipelineCache blob, so a second process skips both
 // glslang and most of the driver's compile. Disk failures are logged, never raised.
 //
-// SPIRV-Tools' performance passes run for GPUs, whose kernels (the cooperative-matrix products
-// above all) rely on their unrolling, but not for devices on the host's cores: lavapipe
-// compiles every kernel with LLVM's optimizer anyway, and on it the passes cost more than the
-// rest of a kernel's compile (the matmul suite cold: 130 of 247 s in spirv-opt) and gave
-// slower kernels (the same suite warm: 20.5 s optimized, 6.7-7.1 s not). KILN_SPIRV_OPTIMIZE=0
-// or 1 overrides the choice.
+// SPIRV-Tools' performance passes are off unless KILN_SPIRV_OPTIMIZE=1: the drivers optimize
+// again anyway, and the passes cost more than they gave. On an H200 (2026-12-07) they took about
+// a second per tiled matmul kernel, and the main job's first epoch on an empty cache took 14 s
+// with them against 2.2 s without (warm epochs 1.2-1.5 s either way); warm kernels were as fast
+// or faster without them (conv2d f32 +17%, conv2d_backward +11%, softmax_rows +9%, gelu +7%,
+// the f16 tensor-core matmul equal) but for the f32 matmul of 4096 (-7%). On lavapipe, which
+// compiles every kernel with LLVM's optimizer, they cost more than the rest of a kernel's compile
+// and gave slower kernels. A kernel's optimized and unoptimized SPIR-V are cached apart.
 #pragma once
 #include <cstddef>
 #include <cstdint>
