@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -36,6 +37,16 @@ struct HttpLoadResult {
     return latencies_us[std::min(latencies_us.size() - 1, static_cast<std::size_t>(p * latencies_us.size()))];
   }
 };
+
+// epoll_wait with a timeout to the nanosecond (epoll_pwait2); on a kernel without it (before
+// Linux 5.11), epoll_wait with the timeout rounded up to whole milliseconds.
+inline int wait_for_events(int ep, epoll_event* events, int max_events, std::chrono::nanoseconds timeout) {
+  timeout = std::max(timeout, std::chrono::nanoseconds(0));
+  const timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000), static_cast<long>(timeout.count() % 1'000'000'000)};
+  const int n = ::epoll_pwait2(ep, events, max_events, &ts, nullptr);
+  if (n >= 0 || errno != ENOSYS) return n;
+  return ::epoll_wait(ep, events, max_events, static_cast<int>((timeout.count() + 999'999) / 1'000'000));
+}
 
 // `requests`: complete HTTP/1.1 requests (keep-alive), used in turn. `rate_per_s` 0: closed loop.
 inline HttpLoadResult run_http_load(int port, int connections, const std::vector<std::string>& requests,
@@ -103,19 +114,19 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
   while (open > 0) {
     const auto now = Clock::now();
     if (now >= until) break;
-    int timeout_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count()) + 1;
+    // Sleep until the next scheduled send to the nanosecond: a timeout in whole milliseconds
+    // rounds a gap under 1 ms to 0, and the client would spin a core the server is measured on.
+    Clock::duration timeout = until - now;
     if (rate_per_s > 0) {
       for (Conn& c : conns)
         if (c.fd >= 0 && c.waiting) {
           if (c.scheduled <= now)
             start_request(c, 0);
           else
-            timeout_ms = std::min<int>(
-                timeout_ms,
-                static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(c.scheduled - now).count()));
+            timeout = std::min(timeout, c.scheduled - now);
         }
     }
-    const int n = ::epoll_wait(ep, events.data(), connections, timeout_ms);
+    const int n = wait_for_events(ep, events.data(), connections, timeout);
     for (int e = 0; e < n; ++e) {
       Conn& c = conns[events[e].data.u32];
       char chunk[65536];

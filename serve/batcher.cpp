@@ -26,6 +26,7 @@ struct Request {
   // the queue empty, and batches take the queue's first max_batch (or all), so a batch's
   // requests share one signal and no other batch wakes its callers.
   std::shared_ptr<CompletionSignal> signal;
+  Clock::time_point queued_at;  // when submit() queued it: its batch's gathering starts here
 
   void fail(std::exception_ptr e) {
     if (done)
@@ -82,20 +83,38 @@ struct Batcher::Impl {
   // the signal its caller sleeps on (null for a completion).
   std::shared_ptr<const CompletionSignal> enqueue(Request r);
 
-  // Takes the next batch: waits for a first request, then up to max_wait for more while the
-  // batch is not full. Empty once shutdown began and the queue is drained.
+  Clock::duration last_run{0};  // how long the last forward pass took (under `mutex`)
+
+  // When the gathering for the batch at the queue's front must end: max_wait after its oldest
+  // request was queued (not after the worker looked: requests that queued while a batch ran have
+  // waited already, and go with the next batch at once), and early enough that a queued
+  // deadline is not missed by waiting (the last pass's time before it). Called with the lock
+  // held and the queue not empty.
+  Clock::time_point gather_until() const {
+    Clock::time_point until = queue.front().queued_at + options.max_wait;
+    const std::size_t n = std::min(queue.size(), options.max_batch);
+    for (std::size_t i = 0; i < n; ++i)
+      if (queue[i].deadline) until = std::min(until, *queue[i].deadline - last_run);
+    return until;
+  }
+
+  // Takes the next batch: waits for a first request, then, while the batch is not full, for more
+  // until gather_until(). Empty once shutdown began and the queue is drained.
   std::vector<Request> next_batch() {
     std::unique_lock lock(mutex);
-    do {
+    for (;;) {
       arrived.wait(lock, [&] { return stopping || !queue.empty(); });
       if (queue.empty()) return {};
-      if (options.max_wait.count() > 0 && queue.size() < options.max_batch && !stopping) {
-        const auto until = Clock::now() + options.max_wait;
-        arrived.wait_until(lock, until, [&] { return stopping || queue.size() >= options.max_batch; });
-      }
-      // With several workers, another one may have taken the requests while this one gathered:
-      // then it waits again (an empty batch means shutdown to work()).
-    } while (queue.empty());
+      if (stopping || queue.size() >= options.max_batch || options.max_wait.count() <= 0) break;
+      const Clock::time_point until = gather_until();
+      if (Clock::now() >= until) break;
+      // With several workers, another one may take the requests while this one gathers: then
+      // the queue is empty and it waits again (an empty batch means shutdown to work()). A new
+      // request with a sooner deadline brings the end forward: it looks again.
+      arrived.wait_until(lock, until, [&] {
+        return stopping || queue.empty() || queue.size() >= options.max_batch || gather_until() < until;
+      });
+    }
     const std::size_t n = std::min(queue.size(), options.max_batch);
     std::vector<Request> batch;
     batch.reserve(n);
@@ -133,6 +152,7 @@ struct Batcher::Impl {
     const std::size_t rows = batch.size();
     // Serving never takes gradients: a module's parameters would otherwise record a graph.
     const NoGradGuard no_grad;
+    const Clock::time_point started = Clock::now();
     std::vector<float> values;
     try {
       std::vector<float> data(rows * item_numel);
@@ -146,6 +166,8 @@ struct Batcher::Impl {
                  "the batch function must return one row per request: a batch of " + std::to_string(rows) + " gave " +
                      (out.defined() ? shape_text(out.shape()) : std::string("an undefined tensor")));
       values = out.to_vector<float>().get();
+      std::lock_guard lock(mutex);
+      last_run = Clock::now() - started;
     } catch (...) {
       // The failure belongs to this batch: its requests get it, the next batch runs as usual.
       const std::exception_ptr e = std::current_exception();
@@ -212,6 +234,10 @@ std::shared_ptr<const CompletionSignal> Batcher::Impl::enqueue(Request r) {
       open_signal_requests = 0;
     }
     ++open_signal_requests;
+    r.queued_at = Clock::now();
+    // A worker gathering sleeps until gather_until(): a deadline that ends the gathering sooner
+    // must wake it to look again.
+    const bool sooner = r.deadline && !queue.empty() && *r.deadline < queue.front().queued_at + options.max_wait;
     if (!r.done) {
       r.signal = open_signal;
       signal = open_signal;
@@ -219,7 +245,7 @@ std::shared_ptr<const CompletionSignal> Batcher::Impl::enqueue(Request r) {
     queue.push_back(std::move(r));
     // A worker acts on the first request (it starts gathering) and on a full batch (it stops);
     // in between it sleeps out its max_wait, not woken to find the batch still short.
-    wake = queue.size() == 1 || queue.size() >= options.max_batch;
+    wake = queue.size() == 1 || queue.size() >= options.max_batch || sooner;
   }
   requests.fetch_add(1, std::memory_order_relaxed);
   if (wake) arrived.notify_one();
@@ -227,7 +253,7 @@ std::shared_ptr<const CompletionSignal> Batcher::Impl::enqueue(Request r) {
 }
 
 Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::optional<Clock::time_point> deadline) {
-  Request r{std::move(input), {}, deadline, {}, nullptr};  // its signal is chosen under the lock
+  Request r{std::move(input), {}, deadline, {}, nullptr, {}};  // its signal is chosen under the lock
   auto answer = r.answer.state();
   std::shared_ptr<const CompletionSignal> signal = impl_->enqueue(std::move(r));
   // The caller sleeps until its answer (engine/future.h: poll): the worker that computes it
@@ -238,7 +264,7 @@ Future<std::vector<float>> Batcher::submit(std::vector<float> input, std::option
 
 void Batcher::submit(std::vector<float> input, Completion done, std::optional<Clock::time_point> deadline) {
   KILN_CHECK(static_cast<bool>(done), "serve::Batcher::submit", "the completion is empty");
-  Request r{std::move(input), {}, deadline, std::move(done), nullptr};
+  Request r{std::move(input), {}, deadline, std::move(done), nullptr, {}};
   impl_->enqueue(std::move(r));
 }
 

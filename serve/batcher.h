@@ -1,6 +1,7 @@
 // serve/: running a model inside a service. A Batcher gathers single requests from any number of
-// threads into one batched forward pass (at most max_batch rows, waiting at most max_wait for
-// more), gives each caller its own future, and delivers a failure to the requests of that batch
+// threads into one batched forward pass (at most max_batch rows; a short batch waits for more
+// until its oldest request has been queued max_wait, so requests that queued behind a running
+// batch go with the next one at once), gives each caller its own future, and delivers a failure to the requests of that batch
 // only. Its queue is bounded: a full queue is an error at once (the service answers "busy"),
 // never a wait without end. A request may carry a deadline; one that passes before its batch
 // starts fails with DeadlineExceeded and costs no compute.
@@ -25,7 +26,9 @@ using BatchFunction = std::function<Tensor(const Tensor& batch)>;
 
 struct BatcherOptions {
   std::size_t max_batch = 32;             // rows in one forward pass
-  std::chrono::microseconds max_wait{0};  // extra wait for more rows once one is queued
+  // How long a short batch may gather, counted from its oldest request's arrival (never past
+  // a queued request's deadline, less the last pass's time). 0: run what is queued at once.
+  std::chrono::microseconds max_wait{0};
   std::size_t max_queue = 1024;           // requests waiting beyond it: QueueFull
   std::size_t workers = 1;                // threads running batches (each a pass at a time)
   Device device = Device::cpu();          // where the batch tensor is made

@@ -219,6 +219,66 @@ TEST(Batcher, ARequestPastItsDeadlineFailsWithoutRunning) {
   EXPECT_EQ(batcher.stats().expired, 1u);
 }
 
+// Polls `f` until it is ready or `within` passed: a bounded wait, so that a policy that holds
+// a request too long fails the test instead of hanging it.
+template <class T>
+bool ready_within(const Future<T>& f, std::chrono::milliseconds within) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  while (!f.ready() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  return f.ready();
+}
+
+// The gathering window counts from a request's arrival, not from when the worker comes back to
+// the queue: a request that waited out max_wait behind a running batch goes with the next batch
+// at once. (Before, the worker gathered max_wait again after every batch, so a service busy
+// enough to queue behind its batches paid max_wait on top of its queueing.)
+TEST(Batcher, ARequestThatWaitedBehindABatchIsNotHeldForMaxWaitAgain) {
+  LinearModel model;
+  BatchGate gate;
+  Batcher batcher(gated(model, gate), {kIn}, {.max_batch = 4, .max_wait = 1000ms});
+  struct OpenAtExit {
+    BatchGate& gate;
+    ~OpenAtExit() { gate.release(); }
+  } open_at_exit{gate};
+  std::vector<Future<std::vector<float>>> full;
+  for (int id = 0; id < 4; ++id) full.push_back(batcher.submit(input_for(id)));  // a full batch runs at once
+  gate.until_entered(1);
+  auto behind = batcher.submit(input_for(4));  // queued behind it, alone
+  std::this_thread::sleep_for(1100ms);          // its max_wait passes while the batch is held
+  gate.release();
+  for (int id = 0; id < 4; ++id) EXPECT_EQ(full[id].get(), expected_for(id));
+  // Answered without a second max_wait (1 s): half of it is a wide margin on a loaded machine.
+  ASSERT_TRUE(ready_within(behind, 500ms)) << "the request was held for another max_wait";
+  EXPECT_EQ(behind.get(), expected_for(4));
+  const serve::BatcherStats s = batcher.stats();
+  EXPECT_EQ(s.batches, 2u);
+  EXPECT_EQ(s.batch_rows[4], 1u);
+  EXPECT_EQ(s.batch_rows[1], 1u);
+}
+
+// A short batch is gathered no longer than its requests' deadlines allow: with max_wait an hour,
+// a request due in 100 ms ends the gathering (and the batch runs, or the request fails with
+// DeadlineExceeded at its deadline), instead of being held an hour and failed then.
+TEST(Batcher, GatheringEndsByTheEarliestQueuedDeadline) {
+  LinearModel model;
+  Batcher batcher([&](const Tensor& x) { return model(x); }, {kIn}, {.max_batch = 8, .max_wait = std::chrono::hours(1)});
+  auto patient = batcher.submit(input_for(0));  // the worker starts gathering for an hour
+  std::this_thread::sleep_for(5ms);
+  auto due = batcher.submit(input_for(1), serve::Clock::now() + 100ms);  // wakes it: a sooner end
+  ASSERT_TRUE(ready_within(patient, 5000ms)) << "the batch was held past its request's deadline";
+  ASSERT_TRUE(ready_within(due, 5000ms));
+  EXPECT_EQ(patient.get(), expected_for(0));
+  try {
+    EXPECT_EQ(due.get(), expected_for(1));
+  } catch (const serve::DeadlineExceeded&) {
+    // Also within the policy: the gathering ended at the deadline, and the request was failed
+    // then rather than run late.
+  }
+  const serve::BatcherStats s = batcher.stats();
+  EXPECT_EQ(s.completed + s.expired, 2u);
+  EXPECT_EQ(s.batches, 1u);  // both went in the one batch (or the due one expired from it)
+}
+
 // Two workers: while one runs a batch, the other runs the next. A worker that gathered a batch
 // the other one took (both woken for the same requests) must wait again, not stop: before, it
 // returned an empty batch, which means shutdown, and the service was left with one worker.
