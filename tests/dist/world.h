@@ -66,25 +66,7 @@ inline void write_report(int rank, const std::string& text) { std::ofstream(repo
 // Starts this binary on `test` as one rank, its output going to `log` (not into the test's own).
 inline pid_t spawn_rank(const std::string& test, const std::vector<std::pair<std::string, std::string>>& env,
                         const std::filesystem::path& log) {
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=" + test;
-  std::string disabled = "--gtest_also_run_disabled_tests";
-  char* argv[] = {const_cast<char*>(self.c_str()), filter.data(), disabled.data(), nullptr};
-  std::vector<std::string> entries;
-  for (char** e = environ; *e; ++e) entries.emplace_back(*e);
-  for (const auto& [name, value] : env) entries.push_back(name + "=" + value);
-  std::vector<char*> envp;
-  for (std::string& e : entries) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t child = 0;
-  const int rc = ::posix_spawn(&child, self.c_str(), &actions, nullptr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw Error("spawn_rank", "could not start " + self + " on " + test);
-  return child;
+  return spawn_child_test(test, env, log);
 }
 
 inline std::string read_text(const std::filesystem::path& p) {
