@@ -12,6 +12,8 @@
 #include <benchmark/benchmark.h>
 #include <kiln/dist.h>
 
+#include "rank_zero_reports.h"
+
 #include <vector>
 
 namespace {
@@ -65,25 +67,6 @@ void sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(dist_allreduce)->Apply(sizes);
 BENCHMARK(dist_allreduce_tensor)->Arg(16)->Iterations(10)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Ranks other than 0 run silently.
-class Silent : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 }  // namespace
 
-int main(int argc, char** argv) {
-  dist::ProcessGroup g = dist::ProcessGroup::from_env();
-  group = &g;
-  benchmark::Initialize(&argc, argv);
-  if (g.is_main()) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    Silent silent;
-    benchmark::RunSpecifiedBenchmarks(&silent);
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return kiln::bench::run_benchmarks_reporting_on_rank_zero(argc, argv, group); }

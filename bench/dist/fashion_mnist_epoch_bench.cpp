@@ -11,6 +11,8 @@
 #include <benchmark/benchmark.h>
 #include <kiln/data.h>
 #include <kiln/dist.h>
+
+#include "rank_zero_reports.h"
 #include <kiln/optim.h>
 
 #include <cstdio>
@@ -63,24 +65,6 @@ void dist_fashion_mnist_epoch(benchmark::State& state) {
 }
 BENCHMARK(dist_fashion_mnist_epoch)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
-class Silent : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 }  // namespace
 
-int main(int argc, char** argv) {
-  dist::ProcessGroup g = dist::ProcessGroup::from_env();
-  group = &g;
-  benchmark::Initialize(&argc, argv);
-  if (g.is_main()) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    Silent silent;
-    benchmark::RunSpecifiedBenchmarks(&silent);
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return kiln::bench::run_benchmarks_reporting_on_rank_zero(argc, argv, group); }
