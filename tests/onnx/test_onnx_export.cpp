@@ -10,34 +10,11 @@
 
 #include "examples/fashion_mnist_model.h"
 #include "kiln/kiln.h"
+#include "tests/onnx/export_cases.h"
 #include "tests/support/scratch_dir.h"
 
 namespace kiln::test {
 namespace {
-
-struct Mlp : nn::Module {
-  nn::Linear fc1{20, 32}, fc2{32, 16}, fc3{16, 10};
-  Tensor forward(const Tensor& x) const { return log_softmax(fc3(tanh(fc2(gelu(fc1(x))))), -1); }
-  KILN_MODULE(Mlp, fc1, fc2, fc3)
-};
-
-// Pooling, sigmoid, a bias-free convolution and softmax: what SmallCNN does not use.
-struct PoolCnn : nn::Module {
-  nn::Conv2d conv1{1, 4, {3}}, conv2{4, 6, {3}, {.padding = {1}, .bias = false}};
-  nn::Linear fc{6 * 3 * 3, 5};
-  Tensor forward(const Tensor& x) const {
-    Tensor h = max_pool2d(relu(conv1(x)), {.kernel = {2}});                             // [N, 4, 6, 6]
-    h = avg_pool2d(sigmoid(conv2(h)), {.kernel = {3}, .stride = {2}, .padding = {1}});  // [N, 6, 3, 3]
-    return softmax(fc(flatten(h, 1)), 1);
-  }
-  KILN_MODULE(PoolCnn, conv1, conv2, fc)
-};
-
-// A post-norm encoder layer, batch first, with GELU; its dropout is off in eval().
-nn::TransformerEncoderLayer encoder() {
-  return nn::TransformerEncoderLayer(
-      16, 4, {.dim_feedforward = 32, .activation = nn::TransformerActivation::gelu, .batch_first = true});
-}
 
 Tensor input(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);
@@ -67,7 +44,7 @@ onnx::Model roundtrip(const M& m, const std::vector<Shape>& shapes, const onnx::
 }
 
 TEST(OnnxExport, MlpMatchesTheModuleWithNamesFromItsStateDict) {
-  Mlp m;
+  ExportMlp m(20, 32, 10);
   const onnx::Model loaded = roundtrip(m, {{3, 20}});
   ASSERT_EQ(loaded.inputs().size(), 1u);
   EXPECT_EQ(loaded.inputs()[0].name, "input");
@@ -83,7 +60,7 @@ TEST(OnnxExport, MlpMatchesTheModuleWithNamesFromItsStateDict) {
 }
 
 TEST(OnnxExport, DynamicBatchRunsAtOtherBatchSizes) {
-  Mlp m;
+  ExportMlp m(20, 32, 10);
   onnx::ExportOptions o;
   o.dynamic_batch = true;
   o.input_name = "x";
@@ -117,35 +94,43 @@ TEST(OnnxExport, PoolingCnnMatches) {
 }
 
 TEST(OnnxExport, TransformerEncoderLayerMatches) {
-  nn::TransformerEncoderLayer m = encoder();
+  nn::TransformerEncoderLayer m = export_encoder(16, 4, 32);
   m.eval();
   onnx::ExportOptions o;
   o.dynamic_batch = true;
   roundtrip(m, {{2, 5, 16}, {3, 5, 16}}, o);
 }
 
+TEST(OnnxExport, EveryMappedOpFamilyMatches) {
+  OpZoo m;
+  onnx::ExportOptions o;
+  o.dynamic_batch = true;
+  roundtrip(m, {{2, 6, 8}, {3, 6, 8}}, o);
+}
+
 TEST(OnnxExport, ExportedFilesPassTheOnnxChecker) {
   if (std::system("/usr/bin/python3 -c 'import onnx' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 cannot import onnx (Debian package python3-onnx)";
   const ScratchDir dir("onnx_export");
-  Mlp mlp;
+  ExportMlp mlp(20, 32, 10);
   SmallCNN cnn;
   cnn.eval();
-  nn::TransformerEncoderLayer enc = encoder();
+  nn::TransformerEncoderLayer enc = export_encoder(16, 4, 32);
   enc.eval();
+  OpZoo zoo;
   onnx::ExportOptions o;
   o.dynamic_batch = true;
-  onnx::export_model(
-      mlp, [&](const Tensor& x) { return mlp.forward(x); }, {2, 20}, dir.path() / "mlp.onnx", o);
-  onnx::export_model(
-      cnn, [&](const Tensor& x) { return cnn.forward(x); }, {2, 1, 28, 28}, dir.path() / "cnn.onnx", o);
-  onnx::export_model(
-      enc, [&](const Tensor& x) { return enc.forward(x); }, {2, 5, 16}, dir.path() / "enc.onnx", o);
-  const std::string command =
+  std::string command =
       "/usr/bin/python3 -c \"import onnx, sys\nfor p in sys.argv[1:]: "
-      "onnx.checker.check_model(onnx.load(p), full_check=True)\" " +
-      (dir.path() / "mlp.onnx").string() + " " + (dir.path() / "cnn.onnx").string() + " " +
-      (dir.path() / "enc.onnx").string();
+      "onnx.checker.check_model(onnx.load(p), full_check=True)\"";
+  const auto write = [&](const std::string& name, const nn::Module& m, const auto& forward, const Shape& shape) {
+    onnx::export_model(m, forward, shape, dir.path() / name, o);
+    command += " " + (dir.path() / name).string();
+  };
+  write("mlp.onnx", mlp, [&](const Tensor& x) { return mlp.forward(x); }, {2, 20});
+  write("cnn.onnx", cnn, [&](const Tensor& x) { return cnn.forward(x); }, {2, 1, 28, 28});
+  write("enc.onnx", enc, [&](const Tensor& x) { return enc.forward(x); }, {2, 5, 16});
+  write("zoo.onnx", zoo, [&](const Tensor& x) { return zoo.forward(x); }, {2, 6, 8});
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
 }
 
