@@ -42,9 +42,10 @@ std::vector<std::byte> export_to_bytes(const RecordedPass& pass, const ExportOpt
 // Written next to `path` and renamed over it once complete.
 void export_model(const RecordedPass& pass, const std::filesystem::path& path, const ExportOptions& options = {});
 
-// Records `forward` on an input of `input_shape` (f32, on the module's device is up to the
-// forward: the input is made on `device`) without gradients and exports it; the module's
-// state_dict() names the weights (added to options.weight_names). Call module.eval() first.
+// Records `forward` on an f32 input of `input_shape` on `device` (the module's), without
+// gradients, and exports it; the module's state_dict() names the weights (added to
+// options.weight_names). Call module.eval() first: dropout and batch norm in training mode are
+// errors.
 std::vector<std::byte> export_to_bytes(const nn::Module& module, const std::function<Tensor(const Tensor&)>& forward,
                                        const Shape& input_shape, ExportOptions options = {},
                                        Device device = Device::cpu());

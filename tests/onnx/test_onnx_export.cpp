@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "examples/fashion_mnist_model.h"
+#include "kiln/engine/recorded_graph.h"
 #include "kiln/kiln.h"
 #include "tests/onnx/export_cases.h"
 #include "tests/support/scratch_dir.h"
@@ -57,6 +58,19 @@ TEST(OnnxExport, MlpMatchesTheModuleWithNamesFromItsStateDict) {
             (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"}));
   // The weights are the module's values, not copies of other tensors.
   EXPECT_EQ(max_abs_diff(loaded.named_parameters()[2].tensor, m.fc2.weight.value()), 0.0f);
+}
+
+TEST(OnnxExport, RecordedPassExportsWithUnnamedWeights) {
+  ExportMlp m(20, 32, 10);
+  const NoGradGuard no_grad;
+  const RecordedPass pass = RecordedPass::record([&](const Tensor& x) { return m.forward(x); }, {2, 20});
+  const RecordedGraph graph = pass.graph();
+  EXPECT_EQ(graph.outside.size(), 6u);  // the three layers' weights and biases
+  EXPECT_EQ(graph.inputs[0].shape, Shape({2, 20}));
+  onnx::Model loaded = onnx::load_from_bytes(onnx::export_to_bytes(pass));
+  EXPECT_EQ(loaded.named_parameters()[0].name, "const_0");
+  const Tensor x = input({2, 20}, 5);
+  EXPECT_LE(max_abs_diff(loaded(x), pass(x)), 1e-5f);
 }
 
 TEST(OnnxExport, DynamicBatchRunsAtOtherBatchSizes) {
