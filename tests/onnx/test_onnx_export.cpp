@@ -12,6 +12,7 @@
 #include "kiln/engine/recorded_graph.h"
 #include "kiln/kiln.h"
 #include "tests/onnx/export_cases.h"
+#include "tests/support/reference.h"
 #include "tests/support/scratch_dir.h"
 
 namespace kiln::test {
@@ -121,6 +122,20 @@ TEST(OnnxExport, EveryMappedOpFamilyMatches) {
   o.dynamic_batch = true;
   roundtrip(m, {{2, 6, 8}, {3, 6, 8}}, o);
 }
+
+// A pass recorded on each device: its weights are read back from the device into the file.
+class OnnxExportDevices : public ::testing::TestWithParam<Device> {};
+
+TEST_P(OnnxExportDevices, ModuleOnTheDeviceMatches) {
+  const Device device = GetParam();
+  const ExportMlp m = ExportMlp(20, 32, 10).to(device);
+  const auto forward = [&](const Tensor& x) { return m.forward(x); };
+  onnx::Model loaded = onnx::load_from_bytes(onnx::export_to_bytes(m, forward, {3, 20}, {}, device));
+  const Tensor x = input({3, 20}, 11);
+  EXPECT_LE(max_abs_diff(loaded(x), to(m.forward(to(x, device)), Device::cpu())), 1e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, OnnxExportDevices, ::testing::ValuesIn(test_devices()), device_param_name);
 
 TEST(OnnxExport, ExportedFilesPassTheOnnxChecker) {
   if (std::system("/usr/bin/python3 -c 'import onnx' >/dev/null 2>&1") != 0)
