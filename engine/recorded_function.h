@@ -41,6 +41,8 @@
 
 namespace kiln {
 
+struct RecordedGraph;  // engine/recorded_graph.h
+
 namespace detail {
 struct PassRecorder;
 }
@@ -93,6 +95,8 @@ class RecordedFunction {
   // Messages the recording holds (ops and the drops between them).
   std::size_t size() const;
   const std::string& name() const { return name_; }
+  // The recording as a graph of ops, read-only (engine/recorded_graph.h): to write it elsewhere.
+  RecordedGraph graph() const;
   // Random ops that draw the values they were recorded with at every call (outside any
   // RedrawnSeeds), and the first of them ("rand_normal f32[4, 8]"), for callers that refuse them.
   std::size_t fixed_random_ops() const { return fixed_random_ops_; }

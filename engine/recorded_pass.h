@@ -38,6 +38,8 @@ class RecordedPass {
   const Shape& output_shape() const { return function_.outputs()[0].shape; }
   // Messages the pass holds (ops and the drops between them).
   std::size_t size() const { return function_.size(); }
+  // Its ops as a graph, read-only (engine/recorded_graph.h): onnx::export_model writes it.
+  RecordedGraph graph() const;
 
  private:
   explicit RecordedPass(RecordedFunction f) : function_(std::move(f)) {}
