@@ -156,9 +156,9 @@ class Session : public std::enable_shared_from_this<Session> {
     read_body();
   }
 
-  // A 503 decided from the header alone. Its body is read and dropped, not parsed, so that the
-  // connection stays usable; while draining, or where the client waits for 100-continue, the
-  // connection closes instead.
+  // A 503 decided from the header alone. Its body is read and dropped, not parsed or kept, so
+  // that the connection stays usable at the cost of reading its bytes; while draining, or where
+  // the client waits for 100-continue, the connection closes instead.
   void refuse(const std::string& why) {
     HttpResponse r = error(503, why);
     r.headers.emplace_back("Retry-After", std::to_string(options().retry_after.count()));
@@ -168,7 +168,35 @@ class Session : public std::enable_shared_from_this<Session> {
       return write(std::move(r));
     }
     pending_refusal_ = std::move(r);
-    read_body();
+    const auto length = parser_->content_length();
+    if (!length) return read_body();  // chunked: only the parser knows where it ends
+    // The bytes of the body already read with the header, then the rest straight into scratch.
+    const std::size_t buffered = std::min<std::size_t>(buffer_.size(), *length);
+    buffer_.consume(buffered);
+    parser_.reset();
+    phase_ = Phase::Body;
+    arm(options().body_timeout);
+    skip_body(*length - buffered);
+  }
+
+  // Reads and drops `left` more bytes of a refused request's body, then answers its 503.
+  void skip_body(std::uint64_t left) {
+    if (left == 0) {
+      HttpResponse r = std::move(*pending_refusal_);
+      pending_refusal_.reset();
+      return write(std::move(r));
+    }
+    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(left, scratch_.size()));
+    socket_.async_read_some(asio::buffer(scratch_.data(), chunk),
+                            [self = shared_from_this(), left](beast::error_code ec, std::size_t n) {
+                              if (self->closed_) return;
+                              if (self->timed_out_) {  // a trickling body: its 503, then close
+                                self->pending_refusal_->close = true;
+                                return self->skip_body(0);
+                              }
+                              if (ec) return self->close();
+                              self->skip_body(left - n);
+                            });
   }
 
   void read_body() {
@@ -327,7 +355,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
   std::optional<HttpResponse> pending_refusal_;
-  std::array<char, 4096> scratch_{};
+  std::array<char, 16 * 1024> scratch_{};  // a refused body or lingering bytes, dropped
   const detail::HttpServerState::Route* route_ = nullptr;
   std::string method_, target_;
   bool keep_alive_ = true;
