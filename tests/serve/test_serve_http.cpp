@@ -166,20 +166,28 @@ TEST(ServeHttp, AFullQueueIsA503WithRetryAfterBeforeTheBodyIsParsedAndLosesNothi
     EXPECT_NE(refused[i].body.value("error", "").find("queue is full"), std::string::npos) << refused[i].body.dump();
   }
 
+  // A refused body is skipped, not parsed: its connection stays in step for the next request.
+  const auto client = loopback_client(port);
+  const auto sent = std::chrono::steady_clock::now();
+  const Answer again = post_classify(*client, classify_body(test_image(3), 3));
+  EXPECT_EQ(again.status, 503) << again.body.dump();
+  // Not held until the body deadline (seconds) for bytes that never come.
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(2));
+
   gate.open();
   for (auto& t : senders) t.join();
   for (int id = 0; id < 3; ++id) {
     EXPECT_EQ(held[id].body.value("id", -1), id);
     expect_answer_of_model(held[id], model, test_image(id));
   }
-  // A refused request is safe to send again: once the queue has room it is answered.
-  const auto client = loopback_client(port);
+  // A refused request is safe to send again: once the queue has room it is answered, here on
+  // the connection that carried a refusal.
   for (int i = 0; i < 5; ++i)
     expect_answer_of_model(post_classify(*client, classify_body(test_image(3 + i), 3 + i)), model, test_image(3 + i));
   const serve::BatcherStats s = server->stats();
   EXPECT_EQ(s.rejected_full, 0u) << "refused by admission, before the batcher";
   EXPECT_EQ(s.completed, 8u);
-  EXPECT_EQ(server->http_metrics().answered(503), 5u);
+  EXPECT_EQ(server->http_metrics().answered(503), 6u);
   EXPECT_EQ(server->http_metrics().answered(200), 8u);
 }
 
