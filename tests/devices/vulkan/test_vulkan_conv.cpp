@@ -108,6 +108,38 @@ TEST(VulkanConv, HalfPrecision) {
   }
 }
 
+// Both gradients of f16 and bf16 convolutions (f32 accumulation, each result rounded once):
+// within the dtype's resolution of the f32 composite on the same rounded values. Stride 1 takes
+// the input gradient as a convolution, a stride of 2 the columns and fold. One image each: with
+// several, the weight gradient's per-image products are rounded to the dtype before their sum.
+TEST(VulkanConv, HalfPrecisionGradients) {
+  KILN_REQUIRE_VULKAN();
+  const std::vector<ConvShape> shapes = {
+      {"ragged_2d_one_image", {1, 5, 9, 11}, {7, 5, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 1, true},
+      edge_shapes()[1],  // groups_vec4: one image, stride 1
+  };
+  Generator gen(36);
+  for (const ConvShape& s : shapes) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(s.name + " " + dtype_name(t));
+      std::vector<Tensor> half, in;
+      for (const Tensor& x : on_device(conv_inputs(s, gen), vk0())) {
+        half.push_back(require_grad(cast(x, t)));
+        in.push_back(require_grad(to(cast(cast(x, t), DType::f32), Device::cpu())));
+      }
+      const Tensor y = api_conv(s, half);
+      const Tensor seed = cast(randn(y.shape(), gen, {DType::f32, vk0()}), t);
+      const Gradients got = backward(y, seed);
+      const Gradients want = backward(composite_conv(s, in), to(cast(seed, DType::f32), Device::cpu()));
+      for (std::size_t i = 0; i < half.size(); ++i) {
+        SCOPED_TRACE("input " + std::to_string(i));
+        EXPECT_TRUE(values_close(host_values(got.get(half[i])), host_values(want.get(in[i])),
+                                 {t == DType::f16 ? 2e-3 : 1.6e-2, 2e-2}));
+      }
+    }
+  }
+}
+
 // Kernels launched to compute and read `make()`'s value.
 template <class F>
 std::uint64_t kernels_for(F make) {
