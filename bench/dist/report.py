@@ -5,11 +5,13 @@ one per workload and process count, and a table on stderr.
     report.py RESULTS_DIR
 
 RESULTS_DIR holds epoch_n<N>_r<run>.json (kiln_dist_fashion_mnist_bench), allreduce_n<N>.json
-(kiln_dist_allreduce_bench) and, with --compare, allreduce_torch_n<N>.jsonl (allreduce_twin.py).
+(kiln_dist_allreduce_bench) and, with --compare, epoch_torch_n<N>_r<run>.jsonl
+(fashion_mnist_ddp_twin.py) and allreduce_torch_n<N>.jsonl (allreduce_twin.py).
 
 dist_fashion_mnist_epoch: "kiln" is the median seconds per epoch over the runs ("kiln_min",
 "kiln_max" their spread), "efficiency" = t1 / tN of the medians: the same epoch on the same cores,
-so 1.0 is perfect scaling. allreduce: "kiln" and "torch" are the bus GB/s at 256 MiB (algorithm
+so 1.0 is perfect scaling; "torch", "torch_min", "torch_max", "torch_efficiency" the same of
+PyTorch's DistributedDataParallel. allreduce: "kiln" and "torch" are the bus GB/s at 256 MiB (algorithm
 bandwidth * 2 (N - 1) / N), "kiln_<M>MiB" / "torch_<M>MiB" every size's. Needs only the standard
 library.
 """
@@ -43,14 +45,27 @@ def epoch_lines(out):
     for path in glob.glob(os.path.join(out, "epoch_n*_r*.json")):
         n = int(re.search(r"epoch_n(\d+)_r", path).group(1))
         times.setdefault(n, []).extend(seconds(r) for r in benchmarks(path) if r["name"].startswith("dist_fashion"))
+    twin = {}  # the same of PyTorch's DDP
+    for path in glob.glob(os.path.join(out, "epoch_torch_n*_r*.jsonl")):
+        with open(path) as f:
+            for text in f:
+                if text.strip():
+                    row = json.loads(text)
+                    twin.setdefault(row["processes"], []).append(row["seconds"])
     t1 = statistics.median(times[1]) if times.get(1) else None
+    twin1 = statistics.median(twin[1]) if twin.get(1) else None
     lines = []
     for n in sorted(times):
         t = statistics.median(times[n])
-        lines.append({"id": "dist_fashion_mnist_epoch", "device": "cpu", "processes": n, "unit": "s/epoch",
-                      "better": "lower", "kiln": rounded(t), "torch": None, "kiln_min": rounded(min(times[n])),
-                      "kiln_max": rounded(max(times[n])), "kiln_reps": len(times[n]),
-                      "efficiency": rounded(t1 / t) if t1 else None, "cpus": os.cpu_count()})
+        line = {"id": "dist_fashion_mnist_epoch", "device": "cpu", "processes": n, "unit": "s/epoch",
+                "better": "lower", "kiln": rounded(t), "torch": None, "kiln_min": rounded(min(times[n])),
+                "kiln_max": rounded(max(times[n])), "kiln_reps": len(times[n]),
+                "efficiency": rounded(t1 / t) if t1 else None, "cpus": os.cpu_count()}
+        if twin.get(n):
+            tt = statistics.median(twin[n])
+            line.update({"torch": rounded(tt), "torch_min": rounded(min(twin[n])), "torch_max": rounded(max(twin[n])),
+                         "torch_efficiency": rounded(twin1 / tt) if twin1 else None, "vs_torch": rounded(tt / t)})
+        lines.append(line)
     return lines
 
 
@@ -85,10 +100,12 @@ def allreduce_lines(out):
 def table(lines):
     for line in lines:
         if line["id"] == "dist_fashion_mnist_epoch":
-            eff = line["efficiency"]
+            eff, torch = line["efficiency"], line["torch"]
             print(f"dist_fashion_mnist_epoch  {line['processes']} processes  {line['kiln']:.2f} s/epoch "
                   f"(min {line['kiln_min']:.2f}, max {line['kiln_max']:.2f}, {line['kiln_reps']} runs)  "
-                  f"efficiency t1/tN {'-' if eff is None else f'{eff:.3f}'}", file=sys.stderr)
+                  f"efficiency t1/tN {'-' if eff is None else f'{eff:.3f}'}"
+                  + ("" if torch is None else f"   torch DDP {torch:.2f} s/epoch (min {line['torch_min']:.2f}, max "
+                     f"{line['torch_max']:.2f}), efficiency {line['torch_efficiency'] or '-'}"), file=sys.stderr)
         else:
             sizes = sorted(int(k[5:-3]) for k in line if re.fullmatch(r"kiln_\d+MiB", k))
             for mib in sizes:

@@ -2,7 +2,8 @@
 # kiln's data-parallel workloads (shared/WORKLOADS.md) on this machine, from prebuilt binaries (no
 # compiler needed): dist_fashion_mnist_epoch, the main job's epoch at 1, 2 and 4 processes over the
 # same cores, and allreduce, the process group's all-reduce of 1 to 256 MiB f32 at 2 and 4
-# processes on the loopback, beside PyTorch's Gloo all-reduce (allreduce_twin.py) with --compare.
+# processes on the loopback. --compare adds PyTorch's figures: DistributedDataParallel on the
+# same cores (fashion_mnist_ddp_twin.py) and its Gloo all-reduce (allreduce_twin.py).
 #
 #   KILN_LAUNCH=build/kiln-launch KILN_DIST_BENCH=build/bench bench/dist/run_scaling.sh [--only ids] [--compare]
 #
@@ -25,7 +26,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "run_scaling.sh: $*" >&2; exit 1; }
 
 only="dist_fashion_mnist_epoch,allreduce" compare=0
@@ -62,7 +63,7 @@ for id in "${ids[@]}"; do
 done
 out="${KILN_DIST_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/kiln-dist-bench-XXXXXX")}"
 mkdir -p "$out"
-rm -f "$out"/epoch_*.json "$out"/allreduce_*.json "$out"/allreduce_torch_*.jsonl
+rm -f "$out"/epoch_*.json "$out"/epoch_torch_*.jsonl "$out"/allreduce_*.json "$out"/allreduce_torch_*.jsonl
 echo "run_scaling.sh: $(nproc) CPUs; raw results in $out" >&2
 
 if [ "$run_epoch" = 1 ]; then
@@ -75,6 +76,10 @@ if [ "$run_epoch" = 1 ]; then
       echo "run_scaling.sh: dist_fashion_mnist_epoch, $n processes, run $r of $reps" >&2
       "$launch" -n "$n" --split-cpus --timeout 600 -- "$epoch_bench" \
         --benchmark_out="$out/epoch_n${n}_r$r.json" --benchmark_out_format=json >&2
+      if [ "$compare" = 1 ]; then
+        "$python" "$here/fashion_mnist_ddp_twin.py" --processes "$n" >"$out/epoch_torch_n${n}_r$r.jsonl" ||
+          die "the PyTorch twin failed (above)"
+      fi
     done
   done
 fi
