@@ -112,7 +112,8 @@ class Learner {
   FitResult fit(const data::DataLoader<Item, BatchT>& train, const data::DataLoader<Item, BatchT>* valid = nullptr) {
     KILN_CHECK(!valid || valid_step_, "Learner", "a validation loader needs a validation step");
     update_ = GradientUpdate(clip_options(core_.options()));
-    Progress at = core_.begin_run(model_, train.num_batches(), valid ? valid->num_batches() : 0);
+    Progress at =
+        core_.begin_run(model_, train.num_batches(), valid ? valid->num_batches() : 0, train.options().batch_size);
     recorded_ = recorded_step();
     while (at.epoch < core_.options().epochs) {
       model_.train();

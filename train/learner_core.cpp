@@ -161,7 +161,8 @@ std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::
   const auto all = checkpoints_->list();
   std::vector<std::string> damaged;  // "<file> (<why>)", newest first
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    const auto& [at, file] = *it;
+    const auto& [written_at, file] = *it;
+    Progress at = written_at;
     std::optional<LearnerState> state;
     io::TrainingState s;
     std::optional<MetricHistory> history;
@@ -181,10 +182,20 @@ std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::
       damaged.push_back(file.string() + " (" + e.what() + ")");
       continue;
     }
-    KILN_CHECK(s.step == at.epoch * train_batches_ + at.batch, "Learner",
-               file.string() + " was written at step " + std::to_string(s.step) + ", which is not epoch " +
-                   std::to_string(at.epoch) + " batch " + std::to_string(at.batch) + " of this loader (" +
-                   std::to_string(train_batches_) + " batches an epoch)");
+    if (state && state->layout.recorded() && !state->layout.same_steps(layout())) {
+      // Written by another number of processes or batch size: the same sample of the epoch.
+      at = resume_point(*state, layout());
+      if (at.batch > 0) resumed_other_layout_.emplace(written_at, file);
+      messages.push_back(file.string() + " was written by " + std::to_string(state->layout.world_size) +
+                         " process(es) with batches of " + std::to_string(state->layout.batch_size) + "; resuming at " +
+                         "the same sample of epoch " + std::to_string(at.epoch + 1) + ", batch " +
+                         std::to_string(at.batch) + " of this run's " + std::to_string(train_batches_));
+    } else {
+      KILN_CHECK(s.step == at.epoch * train_batches_ + at.batch, "Learner",
+                 file.string() + " was written at step " + std::to_string(s.step) + ", which is not epoch " +
+                     std::to_string(at.epoch) + " batch " + std::to_string(at.batch) + " of this loader (" +
+                     std::to_string(train_batches_) + " batches an epoch)");
+    }
     if (s.generator) default_generator() = *s.generator;
     if (state) {
       best_ = state->best;
@@ -202,9 +213,12 @@ std::optional<Progress> LearnerCore::resume(nn::Module& model, std::vector<std::
   return std::nullopt;
 }
 
-Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches) {
+Progress LearnerCore::begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches,
+                                std::int64_t train_batch_size) {
   train_batches_ = train_batches;
   valid_batches_ = valid_batches;
+  train_batch_size_ = train_batch_size;
+  resumed_other_layout_.reset();
   result_ = FitResult{};
   best_.reset();
   since_best_ = 0;
@@ -451,7 +465,7 @@ std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Mod
     last_written_ = at;
     return checkpoints_->folder_for(at) / CheckpointDir::kCheckpointFile;
   }
-  LearnerState state{at, best_, since_best_, std::nullopt, {}};
+  LearnerState state{at, best_, since_best_, std::nullopt, {}, layout()};
   if (train && at.batch > 0) state.train = snapshot(*train);
   const MetricHistory history = dashboard_->history();
   auto record_size = [&](const std::filesystem::path& file) {
@@ -469,6 +483,11 @@ std::optional<std::filesystem::path> LearnerCore::write_checkpoint(const nn::Mod
                  record_size(f);
                },
            .state = [&](const std::filesystem::path& f) { save_learner_state(state, f); }});
+  if (resumed_other_layout_ && at < resumed_other_layout_->first) {
+    std::error_code ec;  // left behind if it will not go: the next resume would pick it, as before
+    std::filesystem::remove_all(resumed_other_layout_->second.parent_path(), ec);
+  }
+  resumed_other_layout_.reset();
   checkpoints_->prune();
   last_written_ = at;
   if (distributed()) distributed()->barrier();

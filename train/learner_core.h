@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/io/checkpoint.h"
@@ -121,7 +122,10 @@ class LearnerCore {
   // skipped, with a warning, for the one before it); returns where to start. A checkpoint written
   // during validation is at batch train_batches: the epoch's training is done, its validation and
   // end (schedule, early stopping) are still to come.
-  Progress begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches);
+  // `train_batch_size`: the training loader's batch size (0: unknown), which places a checkpoint
+  // in the epoch's data for a run with another number of processes or batch size.
+  Progress begin_run(nn::Module& model, std::int64_t train_batches, std::int64_t valid_batches,
+                     std::int64_t train_batch_size = 0);
   void begin_phase(Phase phase, std::int64_t epoch);
   // Whether the training batch at `batch_index` (0-based in its epoch) ends a group of
   // accumulate_grad_batches: the optimizer steps after it.
@@ -164,6 +168,10 @@ class LearnerCore {
   bool should_stop_early(std::optional<double> value, bool on_valid);
   // The run's updates before `at`: a group per accumulate_grad_batches batches of each epoch.
   std::int64_t updates_before(Progress at) const;
+  // How this run batches an epoch (recorded in its checkpoints).
+  DataLayout layout() const {
+    return {distributed() ? distributed()->world_size() : 1, train_batch_size_, train_batches_};
+  }
   // The states of the optimizers and schedules (the Learner's own and save_state's), as a
   // checkpoint holds them; load_states throws kiln::Error when one is missing or wrong.
   io::TrainingState states_to_save(Progress at) const;
@@ -190,6 +198,11 @@ class LearnerCore {
   std::optional<Progress> last_written_;        // the checkpoint written last, not to write it twice
   std::array<MetricValues, 2> last_summary_{};  // this epoch's train and valid summaries
   std::int64_t train_batches_ = 0, valid_batches_ = 0;
+  std::int64_t train_batch_size_ = 0;
+  // The checkpoint this run resumed from when it was written by another layout in the middle of
+  // an epoch: its batch number may exceed that of a later checkpoint of this run in the same
+  // epoch, which holds more of the data (write_checkpoint removes it then).
+  std::optional<std::pair<Progress, std::filesystem::path>> resumed_other_layout_;
   Device device_ = Device::cpu();  // the model's: its memory is reported
   // Early stopping: the best value of its metric so far and the epochs since.
   std::optional<double> best_;

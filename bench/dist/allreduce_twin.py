@@ -3,8 +3,13 @@ library kiln's process group uses), N processes on the loopback, the same sizes 
 counts, the same bandwidth figures (bus = algorithm bandwidth * 2 (N - 1) / N).
 
     /usr/bin/python3 bench/dist/allreduce_twin.py --processes 2
+    /usr/bin/python3 bench/dist/allreduce_twin.py --processes 4 --json   # one JSON line a size
+
+With --json (what bench/dist/run_scaling.sh reads) each size is a line
+{"mib": 256, "ms": ..., "alg_GB": ..., "bus_GB": ..., "processes": 4, "torch_version": "..."}.
 """
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -35,15 +40,23 @@ def run(rank, world, init_file, out):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--processes", type=int, default=2)
+    p.add_argument("--json", action="store_true", help="one JSON line a size instead of a table")
     a = p.parse_args()
     torch.set_num_threads(1)
     init_file = os.path.join(tempfile.mkdtemp(prefix="torch-rendezvous-"), "init")
     out = mp.get_context("spawn").SimpleQueue()
     mp.spawn(run, args=(a.processes, init_file, out), nprocs=a.processes)
+    rows = []
+    while not out.empty():
+        rows.append(out.get())
+    if a.json:
+        for mib, ms, alg, bus in rows:
+            print(json.dumps({"mib": mib, "ms": ms, "alg_GB": alg, "bus_GB": bus, "processes": a.processes,
+                              "torch_version": torch.__version__}))
+        return
     print(f"torch {torch.__version__} gloo all_reduce, {a.processes} processes")
     print(f"{'size':>8} {'ms':>10} {'alg GB/s':>10} {'bus GB/s':>10}")
-    while not out.empty():
-        mib, ms, alg, bus = out.get()
+    for mib, ms, alg, bus in rows:
         print(f"{mib:>5}MiB {ms:>10.3f} {alg:>10.3f} {bus:>10.3f}")
 
 
