@@ -223,12 +223,16 @@ void winograd_conv3x3(const Winograd3x3& p) {
   const AxisTaps w(2, p.in_w, {-p.pad_w, 1 - p.pad_w, 2 - p.pad_w, 3 - p.pad_w});
   const std::int64_t outer = p.batch * p.groups * p.slices;
   const std::int64_t out_rows = v[0].blocks() * kRows;
-  // Transformed tiles of up to 1 MiB stay in L2. Weights past L2 split the output channels
-  // instead of the rows (conv_gemm.h: weights_outgrow_cache).
+  // Transformed tiles of up to 1 MiB stay in L2, but a task takes at least 4 register tiles of
+  // positions where the image has them: the products of a few channels' tile against one or two
+  // vectors of positions load a broadcast weight for each multiply-add or two, and many channels
+  // do so much arithmetic per element of U and M that these come from L3 at no cost. Weights
+  // past L2 split the output channels instead of the rows (conv_gemm.h: weights_outgrow_cache).
   const bool heavy = weights_outgrow_cache(kXi * out_rows * p.in_channels);
-  const TaskBlocks blocks =
-      task_blocks(tile_rows, tile_columns, p.in_channels * 4, h, w, kXi * (p.in_channels + out_rows),
-                  heavy ? 1 : (16 + outer - 1) / outer, 256 << 10);
+  const std::int64_t per_position = kXi * (p.in_channels + out_rows);
+  const TaskBlocks blocks = task_blocks(tile_rows, tile_columns, p.in_channels * 4, h, w, per_position,
+                                        heavy ? 1 : (16 + outer - 1) / outer,
+                                        std::max<std::int64_t>(256 << 10, per_position * 4 * kTile));
   const std::int64_t chunks = heavy ? channel_chunks(outer * blocks.count(), v[0].blocks()) : 1;
   const std::int64_t in_plane = p.slices * p.in_h * p.in_w, out_plane = p.slices * p.out_h() * p.out_w();
 
