@@ -12,6 +12,8 @@
 // (stride-2 phases of the padded input) give each tile's 4x4 patch at 16 offsets; the patches'
 // transforms U[xi][c][tile] feed 16 products M[xi] = V[xi] U[xi] with the transformed weights
 // V[xi][o][c], tiled as conv's are (devices/cpu/conv_tile.h), and M's transforms are the outputs.
+// Where the transformed weights outgrow L2 (a batch of one through resnet18's last layers), a
+// block's output channels are split over tasks instead, which share its U (conv_gemm.h).
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
@@ -71,7 +73,7 @@ class ScratchLease {
  public:
   ScratchLease() {
     const std::lock_guard lock(mutex());
-    auto& kept = free();
+    auto& kept = kept_storage();
     if (!kept.empty()) {
       storage_ = std::move(kept.back());
       kept.pop_back();
@@ -79,7 +81,7 @@ class ScratchLease {
   }
   ~ScratchLease() {
     const std::lock_guard lock(mutex());
-    free().push_back(std::move(storage_));
+    kept_storage().push_back(std::move(storage_));
   }
   ScratchLease(const ScratchLease&) = delete;
   ScratchLease& operator=(const ScratchLease&) = delete;
@@ -90,7 +92,7 @@ class ScratchLease {
     static std::mutex m;
     return m;
   }
-  static std::vector<std::vector<float>>& free() {
+  static std::vector<std::vector<float>>& kept_storage() {
     static std::vector<std::vector<float>> kept;
     return kept;
   }
