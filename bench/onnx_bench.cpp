@@ -2,8 +2,11 @@
 // "/b16", 16, [3, 224, 224]) and onnx_encoder (a 4-layer transformer encoder, d 256, 4 heads, seq
 // 128, batch 1), exported by PyTorch (bench/onnx/make_models.py, which bench/run runs into the
 // build tree and names in KILN_BENCH_ONNX_DIR) and imported by kiln. Latency of one run from a
-// host vector to a host vector, p50 and p99 in ms; "/recorded" runs the imported model as a
+// host vector to a host vector, p50 and p99 in ms, and the process's CPU time a run ("cpu_ms":
+// both cores' work, spinning included); "/recorded" runs the imported model as a
 // RecordedPass. The twin is ONNX Runtime on the same file (bench/onnx/twin.sh), with the same input.
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -35,6 +38,14 @@ std::vector<float> twin_input(const Shape& shape) {
   return x;
 }
 
+// CPU time of the whole process (every thread), in ms: on a shared machine whose other work takes
+// the cores by turns, the work a run costs beside its latency (ort_twin.cpp reports the same).
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 double percentile(std::vector<double> ms, double q) {
   std::sort(ms.begin(), ms.end());
   return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))];
@@ -63,6 +74,7 @@ void onnx_latency(benchmark::State& state, Device d, OnnxWorkload w, bool record
   for (int k = 0; k < 3; ++k) run();  // weights packed, caches filled (the twin warms up 3 runs too)
   std::vector<double> ms;
   CounterDelta delta(d);
+  const double cpu_before = process_cpu_ms();
   for (auto _ : state) {
     const auto start = Clock::now();
     benchmark::DoNotOptimize(run());
@@ -71,6 +83,7 @@ void onnx_latency(benchmark::State& state, Device d, OnnxWorkload w, bool record
   delta.report(state);
   state.counters["p50_ms"] = percentile(ms, 0.50);
   state.counters["p99_ms"] = percentile(ms, 0.99);
+  state.counters["cpu_ms"] = (process_cpu_ms() - cpu_before) / static_cast<double>(ms.size());
 }
 
 }  // namespace

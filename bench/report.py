@@ -26,7 +26,8 @@ KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inpla
                "paced_p50_us", "paced_p99_us")
 # Serving counters that follow a figure, as "<field>_<suffix>": the p99 of a latency or throughput
 # run, the p50 of a throughput run (its figure being requests/s), the batcher's mean batch.
-SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "p99_ms": "p99", "mean_batch": "mean_batch"}
+# onnx_*: also the process's CPU time a run (cpu_ms: both cores' work), beside the twin's ort_cpu_ms.
+SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "p99_ms": "p99", "cpu_ms": "cpu_ms", "mean_batch": "mean_batch"}
 # variant -> field. module: the MLP as an nn module rather than raw ops; recorded / module_recorded:
 # either as a RecordedPass (one message a request); apart: its requests 300 us apart; batcher /
 # futures: concurrent_infer through the dynamic request batcher / through plain futures.

@@ -7,13 +7,14 @@
 //
 // Latency of one run, input in host memory -> output in host memory (ONNX Runtime allocates the
 // output): p50 and p99 in ms, best p50 of 1 and 2 intra-op threads, after a warm-up. Prints one
-// JSON line: {"id", "unit": "ms", "better": "lower", "ort", "ort_p99", "ort_threads"}, the fields
-// named FIELD, FIELD_p99, FIELD_threads with --field (bench/report.py: a batch variant's). The input
+// JSON line: {"id", "unit": "ms", "better": "lower", "ort", "ort_p99", "ort_threads", "ort_cpu_ms"
+// (the process's CPU time a run)}, the fields named FIELD, FIELD_p99... with --field (bench/report.py: a batch variant's). The input
 // is x[i] = ((i * 37) % 101) / 101 - 0.5; --expect compares ONNX Runtime's output with a
 // TensorProto (kiln-onnx run --save-outputs on the same input) and adds "max_abs_diff".
 // Build: g++ -std=c++20 -O2 -Ibench -DONNX_ML=1 -DONNX_NAMESPACE=onnx bench/onnx/ort_twin.cpp
 //        -ldl -lonnx_proto -lprotobuf
 #include <dlfcn.h>
+#include <time.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -63,8 +64,16 @@ Env* open_runtime(const std::string& lib) {
   return env;
 }
 
+// CPU time of the whole process (every thread), in ms (bench/onnx_bench.cpp reports the same).
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 struct Figure {
   double p50 = 0, p99 = 0;
+  double cpu_ms = 0;         // the process's CPU time a run
   double max_abs_diff = -1;  // against --expect, when given
 };
 
@@ -129,12 +138,14 @@ Figure measure(Env* env, const std::string& model, const std::string& input, con
     g_api->ReleaseValue(y);
   }
   std::vector<double> ms;
+  const double cpu_before = process_cpu_ms();
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < until || ms.size() < 5) {
     const auto t0 = Clock::now();
     run();
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
+  f.cpu_ms = (process_cpu_ms() - cpu_before) / double(ms.size());
   g_api->ReleaseValue(x);
   g_api->ReleaseMemoryInfo(cpu);
   g_api->ReleaseSession(session);
@@ -187,7 +198,7 @@ int main(int argc, char** argv) {
   const char* f = field.c_str();
   std::printf("{\"id\": \"%s\", \"unit\": \"ms\", \"better\": \"lower\", \"%s\": %.3f, \"%s_p99\": %.3f", id.c_str(), f,
               best.p50, f, best.p99);
-  std::printf(", \"%s_threads\": %d", f, best_threads);
+  std::printf(", \"%s_threads\": %d, \"%s_cpu_ms\": %.3f", f, best_threads, f, best.cpu_ms);
   if (best.max_abs_diff >= 0) std::printf(", \"max_abs_diff\": %.3g", best.max_abs_diff);
   std::printf("}\n");
   g_api->ReleaseEnv(env);
