@@ -87,5 +87,6 @@ void register_serve(Device device);  // mlp_infer_b1, concurrent_infer
 void register_fashion_mnist(Device device);  // fashion_mnist_epoch
 void register_serve_load(Device device);     // serve_load (examples/serve over HTTP), CPU only
 void register_serve_http(Device device);     // serve_http (64 connections, beside the batcher in-process), CPU only
+void register_onnx(Device device);           // onnx_resnet18, onnx_encoder (imported ONNX files)
 
 }  // namespace kiln::bench

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   kiln::bench::register_train(*device);
   kiln::bench::register_serve(*device);
   kiln::bench::register_fashion_mnist(*device);
+  kiln::bench::register_onnx(*device);
 #ifdef KILN_BENCH_SERVE
   kiln::bench::register_serve_load(*device);  // examples/serve over HTTP
   kiln::bench::register_serve_http(*device);

@@ -10,7 +10,10 @@ baseline of workload <id> and becomes a field of its line (VARIANTS), with "vs_<
 many times better kiln is. A twin's fields start with its name ("torch", "ort"), and its line
 gets "vs_<name>" the same way. Serving workloads record counters instead of a work count:
 p50_us (+ p99_us) makes a latency workload, requests_per_s (+ p99_us) a throughput one; the p99
-goes to "kiln_p99" (or "<field>_p99" for a variant). Needs only the standard library.
+goes to "kiln_p99" (or "<field>_p99" for a variant). p50_ms (+ p99_ms) is a latency in ms (the
+onnx_* workloads, whose runs take milliseconds). A variant of another batch size ("b16") is a
+field of its own, compared with the twin's field of that batch ("ort_b16": "vs_ort_b16"), not
+with kiln's figure. Needs only the standard library.
 """
 import argparse
 import json
@@ -23,13 +26,16 @@ KILN_EXTRAS = ("kernels_per_iter", "fused_per_iter", "compiles_per_iter", "inpla
                "paced_p50_us", "paced_p99_us")
 # Serving counters that follow a figure, as "<field>_<suffix>": the p99 of a latency or throughput
 # run, the p50 of a throughput run (its figure being requests/s), the batcher's mean batch.
-SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "mean_batch": "mean_batch"}
+# onnx_*: also the process's CPU time a run (cpu_ms: both cores' work), beside the twin's ort_cpu_ms.
+SERVING_EXTRAS = {"p99_us": "p99", "p50_us": "p50", "p99_ms": "p99", "cpu_ms": "cpu_ms", "mean_batch": "mean_batch"}
 # variant -> field. module: the MLP as an nn module rather than raw ops; recorded / module_recorded:
 # either as a RecordedPass (one message a request); apart: its requests 300 us apart; batcher /
 # futures: concurrent_infer through the dynamic request batcher / through plain futures.
 VARIANTS = {"openblas": "openblas", "unfused": "kiln_unfused", "module": "kiln_module", "apart": "kiln_apart",
             "recorded": "kiln_recorded", "module_recorded": "kiln_module_recorded", "batcher": "kiln_batcher",
-            "futures": "kiln_futures"}
+            "futures": "kiln_futures", "b16": "kiln_b16"}
+# Variants that run another batch size: no ratio to kiln's own figure (the twin's is theirs).
+BATCH_VARIANTS = {"b16"}
 TWINS = ("torch", "ort")  # the twins' names, which prefix their fields
 
 
@@ -46,6 +52,8 @@ def figure(run):
         return "req/s", "higher", run["requests_per_s"]
     if "p50_us" in run:
         return "us", "lower", run["p50_us"]
+    if "p50_ms" in run:
+        return "ms", "lower", run["p50_ms"]
     seconds = run["real_time"] * SECONDS[run["time_unit"]]
     if "epochs_per_iter" in run:
         return "s/epoch", "lower", seconds / run["epochs_per_iter"]
@@ -94,18 +102,20 @@ def kiln_lines(path, device):
         parts = run_name.split("/")
         unit, better, value = figure(run)
         if len(parts) > 1 and parts[1] in VARIANTS:
-            baselines.append((parts[0], VARIANTS[parts[1]], value, serving_extras(run, unit)))
+            baselines.append((parts[0], parts[1], value, serving_extras(run, unit)))
             continue
         line = {"id": parts[0], "device": device, "unit": unit, "better": better, "kiln": rounded(value),
                 "torch": None, "kiln_reps": run.get("repetitions", 1)}
         line.update({"kiln_" + k: v for k, v in serving_extras(run, unit).items() if k != "mean_batch"})
         line.update({k: rounded(run[k]) for k in KILN_EXTRAS if k in run})
         lines[parts[0]] = line
-    for wid, field, value, extras in baselines:
+    for wid, variant, value, extras in baselines:
         if wid in lines:
+            field = VARIANTS[variant]
             lines[wid][field] = rounded(value)
             lines[wid].update({f"{field}_{k}": v for k, v in extras.items()})
-            lines[wid]["vs_" + field] = advantage(lines[wid]["better"], lines[wid]["kiln"], value)
+            if variant not in BATCH_VARIANTS:
+                lines[wid]["vs_" + field] = advantage(lines[wid]["better"], lines[wid]["kiln"], value)
     # The Learner's epoch beside the bare loop's of the same run: what the Learner itself costs.
     learner, bare = lines.get("fashion_mnist_learner_epoch"), lines.get("fashion_mnist_epoch")
     if learner and bare and bare["kiln"]:
@@ -128,6 +138,11 @@ def merge_twin(lines, path):
             for name in TWINS:
                 if name in twin:
                     line["vs_" + name] = advantage(line["better"], line["kiln"], twin[name])
+                # A batch variant's figure beside kiln's of that batch: "ort_b16" and "kiln_b16".
+                for variant in BATCH_VARIANTS:
+                    theirs, ours = f"{name}_{variant}", f"kiln_{variant}"
+                    if theirs in twin and ours in line:
+                        line["vs_" + theirs] = advantage(line["better"], line[ours], twin[theirs])
 
 
 def main():

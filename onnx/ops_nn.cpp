@@ -68,16 +68,34 @@ Tensor pad_spatial(Tensor x, const SpatialPads& p, double value) {
   return pad(std::move(x), pads, value);
 }
 
-Values conv_op(OpContext& ctx, const Values& in) {
+// What Conv and ConvTranspose read alike: X and W, 3-D to 5-D of equal rank, and per spatial dim
+// the kernel (kernel_shape, else W's), strides and dilations.
+struct ConvInputs {
+  Tensor x, w;
+  std::size_t n = 0;  // spatial dims
+  std::vector<std::int64_t> kernel, stride, dilation;
+};
+
+ConvInputs conv_inputs(const OpContext& ctx, const Values& in) {
   ctx.check(in.size() >= 2 && in[0].defined() && in[1].defined(), "needs X and W");
-  Tensor x = ctx.tensor(in[0]), w = ctx.tensor(in[1]);
+  ConvInputs c;
+  c.x = ctx.tensor(in[0]);
+  c.w = ctx.tensor(in[1]);
+  ctx.check(c.x.rank() >= 3 && c.x.rank() <= 5 && c.w.rank() == c.x.rank(),
+            "X " + c.x.shape().str() + " and W " + c.w.shape().str() + " must be 3-D to 5-D of equal rank");
+  c.n = std::size_t(c.x.rank()) - 2;
+  c.kernel = ctx.node.ints("kernel_shape");
+  if (c.kernel.empty()) c.kernel = spatial(c.w.shape().to_vector());
+  ctx.check(c.kernel.size() == c.n, "kernel_shape has " + std::to_string(c.kernel.size()) + " values for " +
+                                        std::to_string(c.n) + " spatial dims");
+  c.stride = attr_or(ctx, "strides", c.n, 1);
+  c.dilation = attr_or(ctx, "dilations", c.n, 1);
+  return c;
+}
+
+Values conv_op(OpContext& ctx, const Values& in) {
+  auto [x, w, n, kernel, stride, dilation] = conv_inputs(ctx, in);
   Tensor b = ctx.has_input(in, 2) ? ctx.tensor(in[2]) : Tensor{};
-  const std::size_t n = std::size_t(x.rank()) - 2;
-  ctx.check(x.rank() >= 3 && x.rank() <= 5 && w.rank() == x.rank(),
-            "X " + x.shape().str() + " and W " + w.shape().str() + " must be 3-D to 5-D of equal rank");
-  auto kernel = ctx.node.ints("kernel_shape");
-  if (kernel.empty()) kernel = spatial(w.shape().to_vector());
-  const auto stride = attr_or(ctx, "strides", n, 1), dilation = attr_or(ctx, "dilations", n, 1);
   const auto pads = spatial_pads(ctx, spatial(x.shape().to_vector()), kernel, stride, dilation);
   ConvOptions o;
   o.stride = stride;
@@ -95,14 +113,7 @@ Values conv_op(OpContext& ctx, const Values& in) {
 }
 
 Values conv_transpose_op(OpContext& ctx, const Values& in) {
-  ctx.check(in.size() >= 2 && in[0].defined() && in[1].defined(), "needs X and W");
-  const Tensor x = ctx.tensor(in[0]), w = ctx.tensor(in[1]);
-  const std::size_t n = std::size_t(x.rank()) - 2;
-  ctx.check(x.rank() >= 3 && x.rank() <= 5 && w.rank() == x.rank(),
-            "X " + x.shape().str() + " and W " + w.shape().str() + " must be 3-D to 5-D of equal rank");
-  auto kernel = ctx.node.ints("kernel_shape");
-  if (kernel.empty()) kernel = spatial(w.shape().to_vector());
-  const auto stride = attr_or(ctx, "strides", n, 1), dilation = attr_or(ctx, "dilations", n, 1);
+  const auto [x, w, n, kernel, stride, dilation] = conv_inputs(ctx, in);
   auto out_pad = attr_or(ctx, "output_padding", n, 0);
   const auto in_sp = spatial(x.shape().to_vector());
   // The full output (no padding): every position some input touches.

@@ -3,16 +3,18 @@
 // dlopen()ed as bench/ort/get_onnxruntime.sh fetches it).
 //
 //   ort_twin --lib libonnxruntime.so.1 --model resnet18.onnx --input input --shape 1,3,224,224
-//                 --id onnx_resnet18_b1 [--seconds S] [--expect output_0.pb]
+//                 --id onnx_resnet18 [--field ort_b16] [--seconds S] [--expect output_0.pb]
 //
 // Latency of one run, input in host memory -> output in host memory (ONNX Runtime allocates the
 // output): p50 and p99 in ms, best p50 of 1 and 2 intra-op threads, after a warm-up. Prints one
-// JSON line: {"id", "unit": "ms", "better": "lower", "ort", "ort_p99", "ort_threads"}. The input
+// JSON line: {"id", "unit": "ms", "better": "lower", "ort", "ort_p99", "ort_threads", "ort_cpu_ms"
+// (the process's CPU time a run)}, the fields named FIELD, FIELD_p99... with --field (bench/report.py: a batch variant's). The input
 // is x[i] = ((i * 37) % 101) / 101 - 0.5; --expect compares ONNX Runtime's output with a
 // TensorProto (kiln-onnx run --save-outputs on the same input) and adds "max_abs_diff".
 // Build: g++ -std=c++20 -O2 -Ibench -DONNX_ML=1 -DONNX_NAMESPACE=onnx bench/onnx/ort_twin.cpp
 //        -ldl -lonnx_proto -lprotobuf
 #include <dlfcn.h>
+#include <time.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -62,8 +64,16 @@ Env* open_runtime(const std::string& lib) {
   return env;
 }
 
+// CPU time of the whole process (every thread), in ms (bench/onnx_bench.cpp reports the same).
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 struct Figure {
   double p50 = 0, p99 = 0;
+  double cpu_ms = 0;         // the process's CPU time a run
   double max_abs_diff = -1;  // against --expect, when given
 };
 
@@ -128,12 +138,14 @@ Figure measure(Env* env, const std::string& model, const std::string& input, con
     g_api->ReleaseValue(y);
   }
   std::vector<double> ms;
+  const double cpu_before = process_cpu_ms();
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < until || ms.size() < 5) {
     const auto t0 = Clock::now();
     run();
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
+  f.cpu_ms = (process_cpu_ms() - cpu_before) / double(ms.size());
   g_api->ReleaseValue(x);
   g_api->ReleaseMemoryInfo(cpu);
   g_api->ReleaseSession(session);
@@ -145,7 +157,7 @@ Figure measure(Env* env, const std::string& model, const std::string& input, con
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string lib, model, input = "input", id = "onnx", expect;
+  std::string lib, model, input = "input", id = "onnx", field = "ort", expect;
   std::vector<std::int64_t> shape;
   double seconds = 3;
   for (int k = 1; k + 1 < argc; k += 2) {
@@ -158,6 +170,8 @@ int main(int argc, char** argv) {
       input = value;
     else if (flag == "--id")
       id = value;
+    else if (flag == "--field")
+      field = value;
     else if (flag == "--expect")
       expect = value;
     else if (flag == "--seconds")
@@ -181,9 +195,10 @@ int main(int argc, char** argv) {
       best_threads = threads;
     }
   }
-  std::printf("{\"id\": \"%s\", \"unit\": \"ms\", \"better\": \"lower\", \"ort\": %.3f, \"ort_p99\": %.3f", id.c_str(),
-              best.p50, best.p99);
-  std::printf(", \"ort_threads\": %d", best_threads);
+  const char* f = field.c_str();
+  std::printf("{\"id\": \"%s\", \"unit\": \"ms\", \"better\": \"lower\", \"%s\": %.3f, \"%s_p99\": %.3f", id.c_str(), f,
+              best.p50, f, best.p99);
+  std::printf(", \"%s_threads\": %d, \"%s_cpu_ms\": %.3f", f, best_threads, f, best.cpu_ms);
   if (best.max_abs_diff >= 0) std::printf(", \"max_abs_diff\": %.3g", best.max_abs_diff);
   std::printf("}\n");
   g_api->ReleaseEnv(env);

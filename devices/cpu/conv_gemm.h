@@ -6,6 +6,7 @@
 // registers then read it straight from the cache. Stride-1 3x3 convolutions take Winograd's
 // F(2x2, 3x3) instead of the direct sums. Private to devices/cpu.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -96,13 +97,39 @@ TaskBlocks task_blocks(std::int64_t out_rows, std::int64_t out_columns, std::int
                        const AxisTaps& w, std::int64_t extra, std::int64_t min_row_blocks,
                        std::int64_t budget = 48 << 10);
 
+// Where a convolution's packed weights (`weight_floats` per group) outgrow a core's L2, a task
+// that takes every output channel of a few positions reads all of them from memory: a batch of
+// one through a network's last layers (resnet18's 512 x 512 x 3 x 3 at 7 x 7, one image) cut
+// into row blocks read its 9-17 MB of weights once per block. Such convolutions cut only as the
+// cache budget asks, and split the output channels instead: each of `channel_chunks` tasks per
+// block reads its share of the weights once. The split depends on the shapes alone: every output
+// is still one sum in the same order.
+inline constexpr std::int64_t kCachedWeightFloats = 256 << 10;  // 1 MiB
+inline bool weights_outgrow_cache(std::int64_t weight_floats) { return weight_floats > kCachedWeightFloats; }
+// Chunks of output-channel blocks per spatial task: about 8 tasks in all, at most one a block.
+inline std::int64_t channel_chunks(std::int64_t spatial_tasks, std::int64_t channel_blocks) {
+  constexpr std::int64_t kTasks = 8;
+  return std::clamp<std::int64_t>((kTasks + spatial_tasks - 1) / spatial_tasks, 1, channel_blocks);
+}
+// Blocks [begin, end) of `blocks` that chunk `chunk` of `chunks` takes.
+struct BlockRange {
+  std::int64_t begin = 0, end = 0;
+};
+inline BlockRange chunk_blocks(std::int64_t blocks, std::int64_t chunk, std::int64_t chunks) {
+  return {blocks * chunk / chunks, blocks * (chunk + 1) / chunks};
+}
+
 // A stride-1 3x3 convolution (conv's, or conv_input_grad's at stride 1, which is one with the
 // kernel flipped) by Winograd's F(2x2, 3x3) (devices/cpu/conv_winograd.cpp): dst[o, u, v] = bias[o]
 // + sum over c, a, b < 3 of weights[o, c, a, b] src[c, u + a - pad_h, v + b - pad_w], per group and
 // depth slice.
+struct PackedWeights;  // conv_tile.h
+
 struct Winograd3x3 {
   const float* src = nullptr;      // [batch, groups * in_channels, slices, in_h, in_w]
   const float* weights = nullptr;  // [groups * out_channels, in_channels, 3, 3]
+  // winograd_weights(*this) where the caller keeps them (conv_weights.h); null: made per call.
+  const PackedWeights* transformed = nullptr;
   const float* bias = nullptr;     // [groups * out_channels], or none
   float* dst = nullptr;            // [batch, groups * out_channels, slices, out_h, out_w]
   std::int64_t batch = 0, groups = 1, in_channels = 0, out_channels = 0, slices = 1;
@@ -112,6 +139,8 @@ struct Winograd3x3 {
 };
 // Whether the channels are many enough for the transforms to cost little beside the products.
 bool winograd_pays(std::int64_t in_channels, std::int64_t out_channels);
+// The weights transformed (G g G^T) and packed: groups * 16 products' A operands.
+std::vector<PackedWeights> winograd_weights(const Winograd3x3& p);
 void winograd_conv3x3(const Winograd3x3& p);
 
 }  // namespace conv_detail

@@ -9,6 +9,7 @@
 
 #include "kiln/devices/cpu/conv_gemm.h"
 #include "kiln/devices/cpu/conv_tile.h"
+#include "kiln/devices/cpu/conv_weights.h"
 #include "kiln/devices/cpu/parallel.h"
 
 namespace kiln::cpu {
@@ -21,6 +22,7 @@ using conv_detail::PackedWeights;
 using conv_detail::PlaneSource;
 using conv_detail::TaskBlocks;
 using conv_detail::WindowPlanes;
+using Form = conv_detail::ConvWeightsLayout::Form;
 
 // Where a task's outputs go: output (row i of the weights, block row r, column w) at base + i *
 // channel_stride + r * row_stride + w * column_stride, for r < rows, w < columns.
@@ -45,13 +47,16 @@ int tile_segments(std::int64_t q0, const WindowPlanes& p, const OutputBlock& o, 
   return n;
 }
 
-void run_block(const PackedWeights& a, const WindowPlanes& p, const OutputBlock& o) {
+// The outputs of weight row blocks `channels` (all of them by default).
+void run_block(const PackedWeights& a, const WindowPlanes& p, const OutputBlock& o,
+               conv_detail::BlockRange channels = {0, -1}) {
   alignas(64) float tile[conv_detail::kRows * conv_detail::kTile];
   Segment segments[conv_detail::kTile];
   const std::int64_t positions = o.rows * p.width;
+  const std::int64_t last = channels.end < 0 ? a.blocks() : channels.end;
   for (std::int64_t q0 = 0; q0 < positions; q0 += conv_detail::kTile) {
     const int n = tile_segments(q0, p, o, segments);
-    for (std::int64_t b = 0; b < a.blocks(); ++b) {
+    for (std::int64_t b = channels.begin; b < last; ++b) {
       const int rows = a.rows_of(b);
       conv_detail::kTileProducts[static_cast<std::size_t>(rows - 1)][conv_detail::kVectors - 1](a.block(b), p.data + q0, p.offsets.data(),
                                                                       a.depth, tile, conv_detail::kTile);
@@ -110,19 +115,29 @@ void conv_kernel(const OpIr& op, const KernelArgs& args) {
     p.in_w = g.in[2];
     p.pad_h = g.padding[1];
     p.pad_w = g.padding[2];
+    const auto transformed = conv_detail::conv_weights(*args.inputs[1], {Form::winograd, g.groups, kg, cg},
+                                                       [&] { return conv_detail::winograd_weights(p); });
+    p.transformed = transformed->packed().data();
     return conv_detail::winograd_conv3x3(p);
   }
 
-  std::vector<PackedWeights> packed;
-  for (std::int64_t grp = 0; grp < g.groups; ++grp)
-    packed.emplace_back(kg, depth, [&](std::int64_t i, std::int64_t r) { return w[(grp * kg + i) * depth + r]; });
+  const auto weights = conv_detail::conv_weights(*args.inputs[1], {Form::direct, g.groups, kg, depth}, [&] {
+    std::vector<PackedWeights> packed;
+    for (std::int64_t grp = 0; grp < g.groups; ++grp)
+      packed.emplace_back(kg, depth, [&](std::int64_t i, std::int64_t r) { return w[(grp * kg + i) * depth + r]; });
+    return packed;
+  });
+  const std::vector<PackedWeights>& packed = weights->packed();
 
   const AxisTaps h(g.stride[1], g.in[1], g.displacements(1)), wt(g.stride[2], g.in[2], g.displacements(2));
   const std::int64_t planes = cg * g.kernel[0] * static_cast<std::int64_t>(h.phases.size() * wt.phases.size());
   const std::int64_t outer = g.batch * g.groups * g.out[0];
-  const TaskBlocks blocks = conv_detail::task_blocks(g.out[1], g.out[2], planes, h, wt, 0, (16 + outer - 1) / outer);
+  const bool heavy = conv_detail::weights_outgrow_cache(kg * depth);
+  const TaskBlocks blocks =
+      conv_detail::task_blocks(g.out[1], g.out[2], planes, h, wt, 0, heavy ? 1 : (16 + outer - 1) / outer);
+  const std::int64_t chunks = heavy ? conv_detail::channel_chunks(outer * blocks.count(), packed[0].blocks()) : 1;
 
-  parallel_for(outer * blocks.count(), 1, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(outer * blocks.count() * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
     thread_local std::vector<float> storage;
     WindowPlanes p;
     PlaneSource src;
@@ -130,7 +145,8 @@ void conv_kernel(const OpIr& op, const KernelArgs& args) {
     src.channel_stride = g.in_volume();
     src.slice_size = g.in[1] * g.in[2];
     src.slices.resize(static_cast<std::size_t>(g.kernel[0]));
-    for (std::int64_t t = begin; t < end; ++t) {
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t chunk = task % chunks, t = task / chunks;
       const std::int64_t block = t % blocks.count(), od = t / blocks.count() % g.out[0];
       const std::int64_t grp = t / blocks.count() / g.out[0] % g.groups, n = t / blocks.count() / g.out[0] / g.groups;
       src.data = x + (n * g.channels + grp * cg) * g.in_volume();
@@ -147,7 +163,8 @@ void conv_kernel(const OpIr& op, const KernelArgs& args) {
       o.rows = r.rows();
       o.columns = r.columns();
       o.bias = bias ? bias + grp * kg : nullptr;
-      run_block(packed[static_cast<std::size_t>(grp)], p, o);
+      const PackedWeights& a = packed[static_cast<std::size_t>(grp)];
+      run_block(a, p, o, conv_detail::chunk_blocks(a.blocks(), chunk, chunks));
     }
   });
 }

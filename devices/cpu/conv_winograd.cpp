@@ -12,8 +12,12 @@
 // (stride-2 phases of the padded input) give each tile's 4x4 patch at 16 offsets; the patches'
 // transforms U[xi][c][tile] feed 16 products M[xi] = V[xi] U[xi] with the transformed weights
 // V[xi][o][c], tiled as conv's are (devices/cpu/conv_tile.h), and M's transforms are the outputs.
+// Where the transformed weights outgrow L2 (a batch of one through resnet18's last layers), a
+// block's output channels are split over tasks instead, which share its U (conv_gemm.h).
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "kiln/devices/cpu/conv_gemm.h"
 #include "kiln/devices/cpu/conv_tile.h"
@@ -24,36 +28,6 @@ namespace kiln::cpu::conv_detail {
 namespace {
 
 constexpr int kXi = 16;  // elements of a transformed tile
-
-// V[xi] = G g G^T for each (output, input) channel pair, packed for one product per xi.
-std::vector<PackedWeights> transform_weights(const Winograd3x3& p) {
-  const std::int64_t pairs = p.out_channels * p.in_channels;
-  std::vector<float> v(static_cast<std::size_t>(p.groups * pairs * kXi));
-  for (std::int64_t e = 0; e < p.groups * pairs; ++e) {
-    const float* g = p.weights + e * 9;
-    float t[4][3];  // G g
-    for (int j = 0; j < 3; ++j) {
-      t[0][j] = g[j];
-      t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-      t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-      t[3][j] = g[6 + j];
-    }
-    float* to = v.data() + e * kXi;  // (G g) G^T
-    for (int i = 0; i < 4; ++i) {
-      to[i * 4 + 0] = t[i][0];
-      to[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-      to[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-      to[i * 4 + 3] = t[i][2];
-    }
-  }
-  std::vector<PackedWeights> packed;
-  for (std::int64_t grp = 0; grp < p.groups; ++grp)
-    for (int xi = 0; xi < kXi; ++xi)
-      packed.emplace_back(p.out_channels, p.in_channels, [&](std::int64_t o, std::int64_t c) {
-        return v[static_cast<std::size_t>(((grp * p.out_channels + o) * p.in_channels + c) * kXi + xi)];
-      });
-  return packed;
-}
 
 // Lanes a0 b0 a1 b1 ... of two vectors: the even and odd output columns of consecutive tiles.
 void interleave(VF a, VF b, VF& lo, VF& hi) {
@@ -91,6 +65,40 @@ Transformed transformed_buffers(std::int64_t positions, std::int64_t in_channels
   return t;
 }
 
+// The U and M of one call that all cores share (the chunked path of winograd_conv3x3), lent
+// from a few kept ones: a thread-local would be shared by a call that runs nested on this thread
+// while the cores work (the scheduler's tasks are stolen as any), and new ones are fresh pages
+// each call.
+class ScratchLease {
+ public:
+  ScratchLease() {
+    const std::lock_guard lock(mutex());
+    auto& kept = kept_storage();
+    if (!kept.empty()) {
+      storage_ = std::move(kept.back());
+      kept.pop_back();
+    }
+  }
+  ~ScratchLease() {
+    const std::lock_guard lock(mutex());
+    kept_storage().push_back(std::move(storage_));
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  std::vector<float>& storage() const { return storage_; }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::vector<float>>& kept_storage() {
+    static std::vector<std::vector<float>> kept;
+    return kept;
+  }
+  mutable std::vector<float> storage_;
+};
+
 void transform_input(const WindowPlanes& planes, std::int64_t in_channels, const Transformed& t) {
   for (std::int64_t c = 0; c < in_channels; ++c) {
     const float* d[4][4];
@@ -120,12 +128,13 @@ void transform_input(const WindowPlanes& planes, std::int64_t in_channels, const
 
 // M[xi] = V[xi] U[xi]: for each xi the rows of U stay in L1 while every block of outputs runs
 // through them.
-void multiply(const PackedWeights* v, std::int64_t in_channels, const Transformed& t, std::vector<std::int64_t>& rows) {
+void multiply(const PackedWeights* v, std::int64_t in_channels, const Transformed& t, BlockRange channels,
+              std::vector<std::int64_t>& rows) {
   rows.resize(static_cast<std::size_t>(in_channels));
   for (std::int64_t c = 0; c < in_channels; ++c) rows[static_cast<std::size_t>(c)] = c * t.positions;
   for (int xi = 0; xi < kXi; ++xi) {
     const PackedWeights& a = v[xi];
-    for (std::int64_t b = 0; b < a.blocks(); ++b) {
+    for (std::int64_t b = channels.begin; b < channels.end; ++b) {
       for (std::int64_t q = 0; q < t.positions; q += kTile) {
         const auto vectors = std::min<std::int64_t>(kVectors, (t.positions - q) / simd::kLanes);
         kTileProducts[static_cast<std::size_t>(a.rows_of(b) - 1)][static_cast<std::size_t>(vectors - 1)](
@@ -137,11 +146,11 @@ void multiply(const PackedWeights* v, std::int64_t in_channels, const Transforme
 }
 
 // The outputs of tile rows [range.u0, range.u1), tile columns [range.w0, range.w1): row 2 u + a,
-// columns 2 w and 2 w + 1 of each output channel, from A^T M A.
+// columns 2 w and 2 w + 1 of output channels [o0, o1), from A^T M A.
 void transform_output(const Winograd3x3& p, const Transformed& t, const OutputRange& range, std::int64_t width,
-                      float* out, const float* bias) {
+                      std::int64_t o0, std::int64_t o1, float* out, const float* bias) {
   const std::int64_t out_h = p.out_h(), out_w = p.out_w(), plane = p.slices * out_h * out_w;
-  for (std::int64_t o = 0; o < p.out_channels; ++o) {
+  for (std::int64_t o = o0; o < o1; ++o) {
     const float* m = t.m + o * t.positions;
     for (std::int64_t r = 0; r < range.rows(); ++r) {
       for (std::int64_t w = 0; w < range.columns(); w += simd::kLanes) {
@@ -172,48 +181,133 @@ void transform_output(const Winograd3x3& p, const Transformed& t, const OutputRa
 
 }  // namespace
 
+// V[xi] = G g G^T for each (output, input) channel pair, packed for one product per xi.
+std::vector<PackedWeights> winograd_weights(const Winograd3x3& p) {
+  const std::int64_t pairs = p.out_channels * p.in_channels;
+  std::vector<float> v(static_cast<std::size_t>(p.groups * pairs * kXi));
+  for (std::int64_t e = 0; e < p.groups * pairs; ++e) {
+    const float* g = p.weights + e * 9;
+    float t[4][3];  // G g
+    for (int j = 0; j < 3; ++j) {
+      t[0][j] = g[j];
+      t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+      t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+      t[3][j] = g[6 + j];
+    }
+    float* to = v.data() + e * kXi;  // (G g) G^T
+    for (int i = 0; i < 4; ++i) {
+      to[i * 4 + 0] = t[i][0];
+      to[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+      to[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+      to[i * 4 + 3] = t[i][2];
+    }
+  }
+  std::vector<PackedWeights> packed;
+  for (std::int64_t grp = 0; grp < p.groups; ++grp)
+    for (int xi = 0; xi < kXi; ++xi)
+      packed.emplace_back(p.out_channels, p.in_channels, [&](std::int64_t o, std::int64_t c) {
+        return v[static_cast<std::size_t>(((grp * p.out_channels + o) * p.in_channels + c) * kXi + xi)];
+      });
+  return packed;
+}
+
 bool winograd_pays(std::int64_t in_channels, std::int64_t out_channels) {
   // The transforms cost about as much per tile as 16 channels' products.
   return in_channels >= 16 && out_channels >= 16;
 }
 
 void winograd_conv3x3(const Winograd3x3& p) {
-  const std::vector<PackedWeights> v = transform_weights(p);
+  std::vector<PackedWeights> made;
+  if (p.transformed == nullptr) made = winograd_weights(p);
+  const PackedWeights* v = p.transformed ? p.transformed : made.data();
   const std::int64_t tile_rows = (p.out_h() + 1) / 2, tile_columns = (p.out_w() + 1) / 2;
   const AxisTaps h(2, p.in_h, {-p.pad_h, 1 - p.pad_h, 2 - p.pad_h, 3 - p.pad_h});
   const AxisTaps w(2, p.in_w, {-p.pad_w, 1 - p.pad_w, 2 - p.pad_w, 3 - p.pad_w});
   const std::int64_t outer = p.batch * p.groups * p.slices;
   const std::int64_t out_rows = v[0].blocks() * kRows;
-  // Transformed tiles of up to 1 MiB stay in L2.
-  const TaskBlocks blocks = task_blocks(tile_rows, tile_columns, p.in_channels * 4, h, w,
-                                        kXi * (p.in_channels + out_rows), (16 + outer - 1) / outer, 256 << 10);
+  // Transformed tiles of up to 1 MiB stay in L2, but a task takes at least 4 register tiles of
+  // positions where the image has them: the products of a few channels' tile against one or two
+  // vectors of positions load a broadcast weight for each multiply-add or two, and many channels
+  // do so much arithmetic per element of U and M that these come from L3 at no cost. Weights
+  // past L2 split the output channels instead of the rows (conv_gemm.h: weights_outgrow_cache).
+  const bool heavy = weights_outgrow_cache(kXi * out_rows * p.in_channels);
+  const std::int64_t per_position = kXi * (p.in_channels + out_rows);
+  const TaskBlocks blocks = task_blocks(tile_rows, tile_columns, p.in_channels * 4, h, w, per_position,
+                                        heavy ? 1 : (16 + outer - 1) / outer,
+                                        std::max<std::int64_t>(256 << 10, per_position * 4 * kTile));
+  const std::int64_t chunks = heavy ? channel_chunks(outer * blocks.count(), v[0].blocks()) : 1;
   const std::int64_t in_plane = p.slices * p.in_h * p.in_w, out_plane = p.slices * p.out_h() * p.out_w();
 
-  parallel_for(outer * blocks.count(), 1, [&](std::int64_t begin, std::int64_t end) {
-    thread_local std::vector<float> plane_storage, transformed_storage;
-    WindowPlanes planes;
-    std::vector<std::int64_t> rows;
+  // Spatial task t: its image, group, depth slice and tile rows and columns.
+  struct Place {
+    std::int64_t n, grp, slice;
+    OutputRange range;
+    std::int64_t width, positions;  // of its planes, and its positions rounded up to whole vectors
+  };
+  const auto place = [&](std::int64_t t) {
+    Place at;
+    at.slice = t / blocks.count() % p.slices;
+    at.grp = t / blocks.count() / p.slices % p.groups;
+    at.n = t / blocks.count() / p.slices / p.groups;
+    at.range = blocks.range(t % blocks.count(), tile_rows, tile_columns);
+    at.width = at.range.columns() + w.halo();
+    at.positions = (at.range.rows() * at.width + simd::kLanes - 1) / simd::kLanes * simd::kLanes;
+    return at;
+  };
+  // Input channels [c0, c1) of a task's planes, transformed into U's rows c0 on.
+  const auto transform_channels = [&](const Place& at, std::int64_t c0, std::int64_t c1, const Transformed& tr,
+                                      std::vector<float>& plane_storage, WindowPlanes& planes) {
     PlaneSource src;
-    src.channels = p.in_channels;
+    src.channels = c1 - c0;
     src.channel_stride = in_plane;
     src.slice_size = p.in_h * p.in_w;
-    src.slices = {0};
-    for (std::int64_t t = begin; t < end; ++t) {
-      const std::int64_t slice = t / blocks.count() % p.slices;
-      const std::int64_t grp = t / blocks.count() / p.slices % p.groups, n = t / blocks.count() / p.slices / p.groups;
-      const OutputRange r = blocks.range(t % blocks.count(), tile_rows, tile_columns);
-      src.data = p.src + (n * p.groups + grp) * p.in_channels * in_plane;
-      src.slices[0] = slice;
-      const std::int64_t width = r.columns() + w.halo();
-      const std::int64_t positions = (r.rows() * width + simd::kLanes - 1) / simd::kLanes * simd::kLanes;
-      build_planes(src, h, w, r, positions - r.rows() * width + width, plane_storage, planes);
-      const Transformed tr = transformed_buffers(positions, p.in_channels, out_rows, transformed_storage);
-      transform_input(planes, p.in_channels, tr);
-      multiply(v.data() + grp * kXi, p.in_channels, tr, rows);
-      float* out = p.dst + (n * p.groups + grp) * p.out_channels * out_plane + slice * p.out_h() * p.out_w();
-      transform_output(p, tr, r, width, out, p.bias ? p.bias + grp * p.out_channels : nullptr);
-    }
-  });
+    src.slices = {at.slice};
+    src.data = p.src + ((at.n * p.groups + at.grp) * p.in_channels + c0) * in_plane;
+    build_planes(src, h, w, at.range, at.positions - at.range.rows() * at.width + at.width, plane_storage, planes);
+    Transformed rows_from_c0 = tr;
+    rows_from_c0.u += c0 * at.positions;
+    transform_input(planes, c1 - c0, rows_from_c0);
+  };
+  // Output channel blocks `channels` of a task from its transformed input.
+  const auto products = [&](const Place& at, const Transformed& tr, BlockRange channels,
+                            std::vector<std::int64_t>& rows) {
+    multiply(v + at.grp * kXi, p.in_channels, tr, channels, rows);
+    float* out = p.dst + (at.n * p.groups + at.grp) * p.out_channels * out_plane + at.slice * p.out_h() * p.out_w();
+    transform_output(p, tr, at.range, at.width, channels.begin * kRows, std::min(channels.end * kRows, p.out_channels),
+                     out, p.bias ? p.bias + at.grp * p.out_channels : nullptr);
+  };
+
+  if (chunks == 1) {
+    parallel_for(outer * blocks.count(), 1, [&](std::int64_t begin, std::int64_t end) {
+      thread_local std::vector<float> plane_storage, transformed_storage;
+      WindowPlanes planes;
+      std::vector<std::int64_t> rows;
+      for (std::int64_t t = begin; t < end; ++t) {
+        const Place at = place(t);
+        const Transformed tr = transformed_buffers(at.positions, p.in_channels, out_rows, transformed_storage);
+        transform_channels(at, 0, p.in_channels, tr, plane_storage, planes);
+        products(at, tr, {0, v[0].blocks()}, rows);
+      }
+    });
+    return;
+  }
+  // Output channels split into chunks (heavy weights, few positions): each spatial task's input
+  // is transformed once, by all cores a share of its channels, into one U that every chunk reads.
+  const ScratchLease lease;
+  for (std::int64_t t = 0; t < outer * blocks.count(); ++t) {
+    const Place at = place(t);
+    const Transformed tr = transformed_buffers(at.positions, p.in_channels, out_rows, lease.storage());
+    parallel_for(p.in_channels, 16, [&](std::int64_t c0, std::int64_t c1) {
+      thread_local std::vector<float> plane_storage;
+      WindowPlanes planes;
+      transform_channels(at, c0, c1, tr, plane_storage, planes);
+    });
+    parallel_for(chunks, 1, [&](std::int64_t begin, std::int64_t end) {
+      std::vector<std::int64_t> rows;
+      for (std::int64_t chunk = begin; chunk < end; ++chunk)
+        products(at, tr, chunk_blocks(v[0].blocks(), chunk, chunks), rows);
+    });
+  }
 }
 
 }  // namespace kiln::cpu::conv_detail

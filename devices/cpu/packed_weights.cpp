@@ -193,13 +193,19 @@ void PackedMatrix::multiply(std::int64_t m, const float* a, float* c, const floa
   });
 }
 
-std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t n, std::int64_t k, bool transposed) {
+bool weight_packing_enabled() {
   // KILN_PACK_WEIGHTS=0: never (a service short of memory keeps its weights once).
   static const bool enabled = [] {
     const char* v = std::getenv("KILN_PACK_WEIGHTS");
     return v == nullptr || std::string_view(v) != "0";
   }();
-  if (!enabled) return nullptr;
+  return enabled;
+}
+
+void count_packed_weight() { packed_count.fetch_add(1, std::memory_order_relaxed); }
+
+std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t n, std::int64_t k, bool transposed) {
+  if (!weight_packing_enabled()) return nullptr;
   const auto* b = static_cast<const float*>(buffer.data());
   const std::shared_ptr<const BufferDerived> seen = buffer.derived();
   if (const PackedMatrix* known = known_layout(seen, n, k, transposed)) {
@@ -207,7 +213,7 @@ std::shared_ptr<const PackedMatrix> packed_weights(Buffer& buffer, std::int64_t 
     // The second product with these contents: pack. (Two threads may both pack; either copy
     // is the same.)
     auto packed = std::make_shared<const PackedMatrix>(b, n, k, transposed, true);
-    packed_count.fetch_add(1, std::memory_order_relaxed);
+    count_packed_weight();
     buffer.set_derived(packed);
     return packed;
   }

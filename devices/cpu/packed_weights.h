@@ -52,5 +52,9 @@ std::shared_ptr<const PackedMatrix> packed_weights_if_ready(const Buffer& buffer
                                                             bool transposed);
 // Matrices packed so far, in this process (the CPU device's counter).
 std::uint64_t packed_weight_count();
+// Whether weights are packed and kept beside their buffers at all (KILN_PACK_WEIGHTS=0: never),
+// and the counter's step, for the other kernels that keep packed weights (conv_weights.h).
+bool weight_packing_enabled();
+void count_packed_weight();
 
 }  // namespace kiln::cpu

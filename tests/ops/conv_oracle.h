@@ -51,6 +51,10 @@ inline std::vector<ConvShape> conv_shapes() {
       {"winograd_unpadded_depth_slices", {1, 16, 3, 7, 8}, {17, 16, 1, 3, 3}, {1}, {0}, {1}, 1, false},
       {"winograd_groups_column_blocks", {1, 32, 4, 700}, {32, 16, 3, 3}, {1}, {1}, {1}, 2, true},
       {"winograd_forward_padding3", {1, 16, 6, 6}, {16, 16, 3, 3}, {1}, {3}, {1}, 1, false},
+      // Weights past a core's L2 (devices/cpu/conv_gemm.h: weights_outgrow_cache): the tasks split
+      // the output channels, unevenly here, and Winograd's input transform is shared by them.
+      {"winograd_weights_past_l2_channel_chunks", {2, 160, 6, 7}, {168, 160, 3, 3}, {1}, {1}, {1}, 1, true},
+      {"direct_weights_past_l2_channel_chunks", {1, 128, 9, 9}, {264, 128, 3, 3}, {2}, {1}, {1}, 1, false},
       {"conv1d_groups", {3, 6, 50}, {10, 3, 5}, {2}, {2}, {2}, 2, true},
       {"conv1d_rows_in_column_blocks", {1, 64, 1000}, {96, 64, 3}, {1}, {1}, {1}, 1, true},
       {"conv1d_strided_column_blocks", {1, 32, 3000}, {40, 32, 5}, {2}, {2}, {1}, 1, false},

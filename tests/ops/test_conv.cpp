@@ -2,6 +2,9 @@
 // device, 16-bit floats on Vulkan, and the call-site errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "support/conv_calls.h"
 #include "support/expect_error.h"
 #include "support/fusion_scope.h"
@@ -38,6 +41,36 @@ TEST_P(Conv, MatchesTorch) {
     EXPECT_TRUE(matches(out[0], c.outputs[0], kConvTolerance));
   }
   EXPECT_GE(count, 35);
+}
+
+// Whether the CPU keeps packed weights in this run (the ops_unfused run turns it off: KILN_PACK_WEIGHTS=0).
+bool packing_on() {
+  const char* v = std::getenv("KILN_PACK_WEIGHTS");
+  return v == nullptr || std::string(v) != "0";
+}
+
+// A served model's weights: one weight tensor convolution after convolution. From its second
+// convolution on, the CPU keeps the weight packed beside its buffer (devices/cpu/conv_weights.h)
+// instead of packing it each call; every round still gives PyTorch's values.
+TEST_P(Conv, RepeatedWithOneWeightMatchTorch) {
+  const Device d = GetParam();
+  const std::uint64_t packed_before = counters(d).weights_packed;
+  std::uint64_t convolutions = 0;
+  for (const auto& c : test::load_cases("conv.json")) {
+    if (!is_conv(c.op) || c.op.find("transpose") != std::string::npos) continue;
+    SCOPED_TRACE(c.name);
+    const std::vector<Tensor> in = inputs_of(c, d);
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      const std::vector<Tensor> out = test::call_conv_op(c.op, c.attrs, in);
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_TRUE(matches(out[0], c.outputs[0], kConvTolerance));
+      if (round == 0 && out[0].numel() > 0) ++convolutions;  // an empty output packs nothing
+    }
+  }
+  EXPECT_GE(convolutions, 20u);
+  // Each weight packed to be kept once, on its second convolution (on a GPU, or with packing off, never).
+  EXPECT_EQ(counters(d).weights_packed - packed_before, d.kind == DeviceKind::cpu && packing_on() ? convolutions : 0u);
 }
 
 // f16 and bf16 where the device takes them: the f32 reference rounded once per product sum,
