@@ -2,9 +2,11 @@
 // of ops/decompositions.h for a device without these ops, kept below the op so that autograd's
 // conv rule finds them): per group g of G,
 //   conv_input_grad:  with stride 1, a convolution of dy (input_grad_as_conv); else
-//                     cols[n, g] = W_g^T [C/G * kk, K/G] @ dy[n, g] [K/G, L], dx = fold(cols);
+//                     cols[n, g] = W_g^T [C/G * kk, K/G] @ dy[n, g] [K/G, L], dx = fold(cols),
+//                     for 16-bit floats cols and fold's sums in f32, dx rounded once;
 //   conv_weight_grad: dW_g [K/G, C/G * kk] = sum over n of dy[n, g] @ cols[n, g]^T,
-//                     cols = unfold(x),
+//                     cols = unfold(x), the per-image products kept in f32 and summed in f32
+//                     (16-bit floats round once, at the end, as PyTorch's f32 accumulation does),
 // the columns read as a transposed operand where the tiled matmul takes one (f32, and 16-bit
 // floats on GPUs without tensor-core kernels), else copied out transposed first. The
 // intermediates live in scratch buffers of the device's pool for the op's duration.
@@ -15,6 +17,7 @@
 #include "kiln/devices/vulkan/vk_device.h"
 #include "kiln/devices/vulkan/vk_layout_copy.h"
 #include "kiln/devices/vulkan/vk_matmul.h"
+#include "kiln/devices/vulkan/vk_reduce.h"
 #include "kiln/ops/attrs_linalg.h"
 #include "kiln/ops/attrs_window.h"
 #include "kiln/ops/registry.h"
@@ -118,13 +121,22 @@ void conv_input_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs&
   copy.push_dim(mg, depth, 0);
   set_contiguous_dst(copy);
   run_strided_copy(dev, "conv_input_grad", copy);
-  BufferPtr cols = dev.memory().allocate(static_cast<std::size_t>(n * G * depth * g.windows) * e);
+  // The columns in f32 whatever t is: fold sums those of overlapping windows, and for 16-bit
+  // floats that sum stays in f32 and rounds once (a cast), as PyTorch's f32 accumulation does;
+  // columns rounded to 16 bits before their sum were each off by up to half a unit.
+  BufferPtr cols = dev.memory().allocate(static_cast<std::size_t>(n * G * depth * g.windows) * sizeof(float));
   run_step(
       dev, OpKind::matmul,
       {{step_tensor(Shape{G, depth, mg}, t), wt.get()}, {step_tensor(Shape{n, G, mg, g.windows}, t), args.inputs[0]}},
-      step_tensor(Shape{n, G, depth, g.windows}, t), cols.get());
-  run_step(dev, OpKind::fold, {{step_tensor(Shape{n, G * depth, g.windows}, t), cols.get()}}, dx, args.outputs[0],
-           g.window);
+      step_tensor(Shape{n, G, depth, g.windows}, DType::f32), cols.get());
+  const TensorIr cols_f32 = step_tensor(Shape{n, G * depth, g.windows}, DType::f32);
+  if (t == DType::f32) return run_step(dev, OpKind::fold, {{cols_f32, cols.get()}}, dx, args.outputs[0], g.window);
+  const TensorIr dx_f32 = step_tensor(dx.shape, DType::f32);
+  BufferPtr summed = dev.memory().allocate(static_cast<std::size_t>(dx.numel()) * sizeof(float));
+  run_step(dev, OpKind::fold, {{cols_f32, cols.get()}}, dx_f32, summed.get(), g.window);
+  OpAttrs to_t;
+  to_t.dtype = t;
+  run_step(dev, OpKind::cast, {{dx_f32, summed.get()}}, dx, args.outputs[0], std::move(to_t));
 }
 
 // dy [N, K, *out], x [N, C, *in] -> dw [K, C/G, *kernel].
@@ -135,6 +147,7 @@ void conv_weight_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs
   const std::int64_t n = dy.shape[0], G = g.conv.groups, mg = dw.shape[0] / G, depth = dw.shape[1] * g.kk;
   const std::int64_t columns = n * G * depth * g.windows;
   check_sizes("conv_weight_grad", op, columns);
+  check_32bit_elements("conv_weight_grad", n * dw.numel());  // the per-image products
   const DType t = dw.dtype;
   const std::size_t e = dtype_size(t);
   if (n == 0) return run_step(dev, OpKind::full, {}, dw, args.outputs[0]);  // no windows: zeros
@@ -162,29 +175,39 @@ void conv_weight_grad_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs
     run_strided_copy(dev, "conv_weight_grad", c);
   }
   // One product per image (dy's [K/G, L] blocks are row-major as they lie), then their sum:
-  // N times the workgroups of one product over N * L, which left most of a GPU idle.
+  // N times the workgroups of one product over N * L, which left most of a GPU idle. The
+  // products stay in f32 (every matmul kernel accumulates in f32 and writes C in f32 on request)
+  // and their sum rounds once: rounding each image's product to 16 bits first lost most of a
+  // result whose products cancel (a bf16 0.5 where f32 gives 0.5446).
   const Shape products{n, G, mg, depth};
+  const DType product_dtype = n > 1 ? DType::f32 : t;
   BufferPtr partial;
   Buffer* into = args.outputs[0];
   if (n > 1) {
-    partial = dev.memory().allocate(static_cast<std::size_t>(products.numel()) * e);
+    partial = dev.memory().allocate(static_cast<std::size_t>(products.numel()) * dtype_size(product_dtype));
     into = partial.get();
   }
   if (read_transposed)
     run_step(dev, OpKind::matmul,
              {{step_tensor(Shape{n, G, mg, g.windows}, t), args.inputs[0]},
               {step_tensor(Shape{n, G, depth, g.windows}, t), image_cols}},
-             step_tensor(products, t), into, MatmulAttrs{.transpose_b = true}.encode());
+             step_tensor(products, product_dtype), into, MatmulAttrs{.transpose_b = true}.encode());
   else
     run_step(dev, OpKind::matmul,
              {{step_tensor(Shape{n, G, mg, g.windows}, t), args.inputs[0]},
               {step_tensor(Shape{n, G, g.windows, depth}, t), cols_t.get()}},
-             step_tensor(products, t), into);
+             step_tensor(products, product_dtype), into);
   if (n > 1) {
-    OpAttrs over_images;
-    over_images.ints = {0};
-    run_step(dev, OpKind::sum, {{step_tensor(Shape{n, G * mg * depth}, t), into}},
-             step_tensor(Shape{G * mg * depth}, t), args.outputs[0], over_images);
+    // sum's own kernel keeps its input's dtype: the same reduction, f32 in and the result's dtype
+    // out (f32 bits as before; 16-bit floats rounded once, on the store).
+    OpIr over_images;
+    over_images.kind = OpKind::sum;
+    over_images.inputs.push_back(step_tensor(Shape{n, G * mg * depth}, product_dtype));
+    reduce::ReduceSpec spec = reduce::plain_spec(over_images);
+    spec.out = t;
+    reduce::run_reduction(
+        dev, "conv_weight_grad", spec, into, args.outputs[0],
+        reduce::Geometry{1, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(G * mg * depth)});
   }
 }
 

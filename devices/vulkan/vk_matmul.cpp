@@ -12,6 +12,9 @@
 // divide M, N, K. Without autotuning, the first
 // cooperative-matrix configuration or a heuristic tiled one. KILN_MATMUL_CONFIG=<name> forces
 // a configuration wherever it applies. KILN_LOG=info prints each autotuning's timings.
+// C has the operands' dtype, or f32 from f16 / bf16 operands: not the op's own rule but a step's
+// (vk_conv_grad.cpp sums such products in f32 before it rounds), which every kernel takes as
+// it accumulates in f32 anyway.
 #include "kiln/devices/vulkan/vk_matmul.h"
 
 #include <algorithm>
@@ -187,7 +190,8 @@ Geometry padded_geometry(const Geometry& g, const WgCoopConfig& c) {
   return p;
 }
 
-bool pads(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
+// c_words: 16-bit words per element of C (2 for an f32 C), which the copy out of C moves.
+bool pads(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g, std::uint64_t c_words) {
   if (!c.tensor || !c.valid_for(s) || g.m == 0 || g.n == 0 || g.k == 0 || c.takes(g.m, g.n, g.k)) return false;
   // Batch strides of whole matrices (always so for contiguous operands; broadcast ones are 0).
   for (int d = 0; d < g.dims; ++d)
@@ -195,14 +199,15 @@ bool pads(const WgCoopConfig& c, const WgCoopShape& s, const Geometry& g) {
   // Every element of every padded operand (at least its original) within 32-bit indices.
   const Geometry p = padded_geometry(g, c);
   constexpr std::uint64_t kMax32 = 0xffffffffull;
-  return g.batches <= kMax32 / (p.m * p.k) && g.batches <= kMax32 / (p.k * p.n) && g.batches <= kMax32 / (p.m * p.n);
+  return g.batches <= kMax32 / (p.m * p.k) && g.batches <= kMax32 / (p.k * p.n) &&
+         g.batches <= kMax32 / (p.m * p.n * c_words);
 }
 
 // The configurations that pad a product within the bound, in their listed order (fastest first),
 // the one to take without timing first: the first listed whose padded work is within 5% of the
 // least (on the H200, 4000^3 f16: 128 x 128 x 64 pads 2.4% more than 64 x 256 x 32 and runs
 // 0.59 against 0.67-0.69 ms).
-std::vector<int> padded_configs(const WgCoopShape& s, const Geometry& g, DType dtype) {
+std::vector<int> padded_configs(const WgCoopShape& s, const Geometry& g, DType dtype, std::uint64_t c_words = 1) {
   const auto& wgs = wg_coop_configs();
   // bf16's other kernel is the tiled one (8x slower than the workgroup-scope kernel on the
   // H200); f16's is the subgroup-scope one (1.55x slower there).
@@ -211,7 +216,7 @@ std::vector<int> padded_configs(const WgCoopShape& s, const Geometry& g, DType d
   std::vector<int> within;  // listed order
   std::vector<double> work;
   for (std::size_t i = 0; i < wgs.size(); ++i) {
-    if (!pads(wgs[i], s, g)) continue;
+    if (!pads(wgs[i], s, g, c_words)) continue;
     const Geometry p = padded_geometry(g, wgs[i]);
     const double w = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
     if (w > bound) continue;
@@ -311,10 +316,14 @@ class Launcher {
  public:
   Launcher(VulkanDevice& dev, const OpIr& op, const Buffer* a, const Buffer* b, const Buffer* c, const Geometry& g,
            const MatmulEpilogue* epilogue = nullptr)
-      : dev_(dev), op_(op), a_(a), b_(b), c_(c), g_(g), dtype_(op.inputs[0].dtype), epilogue_(epilogue) {
+      : dev_(dev), op_(op), a_(a), b_(b), c_(c), g_(g), dtype_(op.inputs[0].dtype), out_(op.outputs[0].dtype),
+        epilogue_(epilogue) {
+    KILN_CHECK(out_ == dtype_ || (out_ == DType::f32 && (dtype_ == DType::f16 || dtype_ == DType::bf16)), "matmul",
+               "internal error: a product of " + describe(op.inputs[0]) + " into " + describe(op.outputs[0]));
     variant_ = TileVariant{dtype_, g.k % 4 == 0, g.n % 4 == 0};
     variant_.trans_a = g.ta;
     variant_.trans_b = g.tb;
+    variant_.c_f32 = out_ != dtype_;
   }
 
   void run(const Plan& p) {
@@ -343,24 +352,27 @@ class Launcher {
       const WgCoopConfig& c = wg_coop_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
       k.key = "matmul/wg_coop/" + std::string(dtype_name(dtype_)) + "/" + std::to_string(s.at(c.threads).threads) +
-              "/" + c.name;
+              "/" + c.name + out_suffix();
       VulkanDevice& dev = dev_;
-      const DType dtype = dtype_;
-      k.source = [&dev, s, &c, dtype] { return wg_coop_matmul_source(dev.prelude(), s, c, dtype, dtype); };
+      const DType dtype = dtype_, out = out_;
+      k.source = [&dev, s, &c, dtype, out] { return wg_coop_matmul_source(dev.prelude(), s, c, dtype, out); };
     } else if (p.kernel == MatmulKernel::coop) {
       const CoopShape s = state_of(dev_).coop;
       const CoopConfig& c = coop_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
-      k.key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + c.name;
+      k.key = "matmul/coop/" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" +
+              c.name + out_suffix();
       VulkanDevice& dev = dev_;
-      k.source = [&dev, s, &c] { return coop_matmul_source(dev.prelude(), s, c, DType::f16); };
+      const DType out = out_;
+      k.source = [&dev, s, &c, out] { return coop_matmul_source(dev.prelude(), s, c, out); };
     } else {
       const TileConfig& c = tile_configs()[static_cast<std::size_t>(p.index)];
       bm = c.bm, bn = c.bn;
       TileVariant v = variant_;
       v.whole = v.vec_a && v.vec_b && g_.k > 0 && g_.m % c.bm == 0 && g_.n % c.bn == 0 && g_.k % c.bk == 0;
       k.key = std::string("matmul/tiled/") + c.name + "/" + dtype_name(dtype_) + (v.vec_a ? "/va" : "/sa") +
-              (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.trans_a ? "/ta" : "") + (v.trans_b ? "/tb" : "");
+              (v.vec_b ? "/vb" : "/sb") + (v.whole ? "/whole" : "") + (v.trans_a ? "/ta" : "") +
+              (v.trans_b ? "/tb" : "") + out_suffix();
       if (epilogue_) {
         k.key += "/fused/";
         k.key += epilogue_->key;
@@ -376,6 +388,10 @@ class Launcher {
 
   DType dtype() const { return dtype_; }
   const TileVariant& variant() const { return variant_; }
+  // What names C's dtype in kernel keys and shape classes where it is not the operands'.
+  std::string out_suffix() const { return out_ == dtype_ ? std::string() : std::string(">") + dtype_name(out_); }
+  // 16-bit words per element of C.
+  std::uint64_t c_words() const { return dtype_size(out_) / 2; }
 
  private:
   // The padded copies of one configuration's plan, kept across runs (the autotuner's).
@@ -398,7 +414,7 @@ class Launcher {
       const std::size_t e = dtype_size(dtype_);
       padded_->a = dev_.memory().allocate(static_cast<std::size_t>(matrices(0) * p.m * p.k) * e);
       padded_->b = dev_.memory().allocate(static_cast<std::size_t>(matrices(1) * p.k * p.n) * e);
-      padded_->c = dev_.memory().allocate(static_cast<std::size_t>(g_.batches * p.m * p.n) * e);
+      padded_->c = dev_.memory().allocate(static_cast<std::size_t>(g_.batches * p.m * p.n) * dtype_size(out_));
       padded_->launcher =
           std::make_unique<Launcher>(dev_, op_, padded_->a.get(), padded_->b.get(), padded_->c.get(), padded_->g);
     }
@@ -409,14 +425,16 @@ class Launcher {
     padded_->launcher->run(Plan{MatmulKernel::wg_coop, index});
     ensure_output();
     // The top-left m x n of each padded C into C: where C's rows are whole 16-byte vectors, the
-    // padding copy with nothing to pad (eight words per thread), else the strided copy (one).
-    if (g_.n % 8 == 0)
-      return pad_matrix16(dev_, *padded_->c, u(g_.m), u(g_.n), u(p.n), *c_, u(g_.m), u(g_.n), u(g_.batches),
-                          u(p.m * p.n));
+    // padding copy with nothing to pad (eight 16-bit words per thread; an f32 is two), else the
+    // strided copy (one element).
+    const std::uint64_t w = c_words();
+    if ((g_.n * w) % 8 == 0)
+      return pad_matrix16(dev_, *padded_->c, u(g_.m), u(g_.n * w), u(p.n * w), *c_, u(g_.m), u(g_.n * w),
+                          u(g_.batches), u(p.m * p.n * w));
     StridedCopy copy;
     copy.src = padded_->c.get();
     copy.dst = c_;
-    copy.elem_bytes = dtype_size(dtype_);
+    copy.elem_bytes = dtype_size(out_);
     const auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
     copy.push_dim(i(g_.batches), i(p.m * p.n), i(g_.m * g_.n));
     copy.push_dim(i(g_.m), i(p.n), i(g_.n));
@@ -433,7 +451,7 @@ class Launcher {
   // Without C (autotuner timing of a product whose C an epilogue replaces): a scratch C.
   void ensure_output() {
     if (!c_ && !epilogue_) {
-      scratch_ = dev_.memory().allocate(static_cast<std::size_t>(g_.m * g_.n * g_.batches) * dtype_size(dtype_));
+      scratch_ = dev_.memory().allocate(static_cast<std::size_t>(g_.m * g_.n * g_.batches) * dtype_size(out_));
       c_ = scratch_.get();
     }
   }
@@ -459,7 +477,7 @@ class Launcher {
   const OpIr& op_;
   const Buffer *a_, *b_, *c_;
   const Geometry& g_;
-  DType dtype_;
+  DType dtype_, out_;  // of the operands, of C
   const MatmulEpilogue* epilogue_;
   TileVariant variant_;
   BufferPtr scratch_;
@@ -514,7 +532,8 @@ std::uint64_t common_tile(const Geometry& g) {
 }
 
 std::string shape_class(const Launcher& l, const Geometry& g, bool coop, bool wg_coop) {
-  return std::string(dtype_name(l.dtype())) + (l.variant().vec_a ? " va" : " sa") + (l.variant().vec_b ? "vb" : "sb") +
+  return std::string(dtype_name(l.dtype())) + l.out_suffix() + (l.variant().vec_a ? " va" : " sa") +
+         (l.variant().vec_b ? "vb" : "sb") +
          (l.variant().trans_a ? " ta" : "") + (l.variant().trans_b ? " tb" : "") +
          (coop ? " coop" : "") + (wg_coop ? " wg" + std::to_string(common_tile(g)) : "") + " m" +
          std::to_string(size_bucket(g.m)) + " n" + std::to_string(size_bucket(g.n)) + " k" +
@@ -536,12 +555,14 @@ Plan choose(VulkanDevice& dev, MatmulState& state, Launcher& launcher, const Geo
   const bool wg_coop = tensor_cores && wg_available;
   auto wg_fits = [&](std::size_t i) { return wg_coop && i < wgs.size() && fits(wgs[i], wg_shape, g); };
   // Padded copies take any K and N (the copies make them multiples of the tile).
-  const std::vector<int> paddings = wg_available ? padded_configs(wg_shape, g, dtype) : std::vector<int>{};
+  const std::vector<int> paddings =
+      wg_available ? padded_configs(wg_shape, g, dtype, launcher.c_words()) : std::vector<int>{};
   const int padded = paddings.empty() ? -1 : paddings.front();  // the pick without timing
   if (const int forced = g_forced_wg_coop.load(); forced >= 0) {
     // Forced (tests): the configuration, padded where it does not take the product as it is.
     if (wg_fits(static_cast<std::size_t>(forced))) return Plan{MatmulKernel::wg_coop, forced};
-    if (wg_available && static_cast<std::size_t>(forced) < wgs.size() && pads(wgs[static_cast<std::size_t>(forced)], wg_shape, g))
+    if (wg_available && static_cast<std::size_t>(forced) < wgs.size() &&
+        pads(wgs[static_cast<std::size_t>(forced)], wg_shape, g, launcher.c_words()))
       return Plan{MatmulKernel::wg_coop_padded, forced};
   }
   if (const int forced = g_forced_coop.load(); coop && forced >= 0 && forced < static_cast<int>(coops.size()) &&

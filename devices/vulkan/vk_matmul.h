@@ -70,6 +70,9 @@ struct TileVariant {
   // then only say what C's stores may do.
   bool trans_a = false;
   bool trans_b = false;
+  // C stored as f32 from 16-bit A and B: products that are summed afterwards (a convolution's
+  // weight gradient over images) then round once, after the sum, as PyTorch's do.
+  bool c_f32 = false;
 };
 
 // GLSL both matmul kernels share: mm_batch_offsets (A's and B's element offsets for an output

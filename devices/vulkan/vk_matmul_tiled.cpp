@@ -9,7 +9,8 @@
 // subgroup are consecutive 16-byte words (no bank conflicts) and the C stores coalesce.
 // Out-of-range rows, columns and k read as 0 and are never stored; batches are the z
 // dimension (and a grid-stride loop beyond 65535); operands are f32, f16 or bf16 (converted
-// to f32 on load, with f32 accumulation; C rounded once on store). A fused epilogue
+// to f32 on load, with f32 accumulation; C rounded once on store, to the operands' dtype or, for
+// 16-bit operands, kept in f32). A fused epilogue
 // (MatmulEpilogue) runs on each element of C where it is stored. An operand stored transposed
 // (a Linear layer's weight: x Wᵀ) is read in place, four strided elements a load. An implicit GEMM (a
 // convolution, vk_conv_gemm.cpp) swaps B's load for its own and adds a bias per row of C.
@@ -23,30 +24,39 @@ namespace kiln::vk {
 
 namespace {
 
-// Element access macros per storage dtype: PTR1/LOAD1/STORE1 for one element, PTR4/LOAD4/STORE4
-// for 4 consecutive elements at an index that is a multiple of 4.
-std::string access_macros(DType t) {
+// Element access macros per storage dtype. Operands: PTR1/LOAD1 for one element, PTR4/LOAD4
+// for 4 consecutive elements at an index that is a multiple of 4, ESIZE bytes each. C: CPTR1/
+// STORE1 and CPTR4/STORE4 likewise, CSIZE bytes each (f32 where 16-bit products are summed
+// afterwards: TileVariant::c_f32).
+std::string operand_macros(DType t) {
   switch (t) {
     case DType::f32:
-      return R"(#define ESIZE 4ul
-#define PTR1 F32s
-#define PTR4 MmF32x4s
-#define LOAD1(p, i) p.v[i]
-#define LOAD4(p, i) p.v[(i) >> 2]
-#define STORE1(p, i, x) p.v[i] = (x)
-#define STORE4(p, i, x) p.v[(i) >> 2] = (x)
-)";
+      return "#define ESIZE 4ul\n#define PTR1 F32s\n#define PTR4 MmF32x4s\n#define LOAD1(p, i) p.v[i]\n"
+             "#define LOAD4(p, i) p.v[(i) >> 2]\n";
     case DType::f16:
     case DType::bf16: {
       const std::string from = t == DType::f16 ? "kiln_f16_to_f32" : "kiln_bf16_to_f32";
-      const std::string to = t == DType::f16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16";
       return "#define ESIZE 2ul\n#define PTR1 U16s\n#define PTR4 MmU32x2s\n#define LOAD1(p, i) " + from +
-             "(uint(p.v[i]))\n#define STORE1(p, i, x) p.v[i] = uint16_t(" + to +
-             "(x))\n#define LOAD4(p, i) mm_unpack4(p.v[(i) >> 2])\n#define STORE4(p, i, x) p.v[(i) >> 2] = "
-             "mm_pack4(x)\n"
+             "(uint(p.v[i]))\n#define LOAD4(p, i) mm_unpack4(p.v[(i) >> 2])\n"
              "vec4 mm_unpack4(uvec2 w) {\n  return vec4(" +
              from + "(w.x & 0xffffu), " + from + "(w.x >> 16), " + from + "(w.y & 0xffffu), " + from +
-             "(w.y >> 16));\n}\n"
+             "(w.y >> 16));\n}\n";
+    }
+    default: throw Error("matmul", std::string("no Vulkan matmul for dtype ") + dtype_name(t));
+  }
+}
+
+std::string output_macros(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "#define CSIZE 4ul\n#define CPTR1 F32s\n#define CPTR4 MmF32x4s\n#define STORE1(p, i, x) p.v[i] = (x)\n"
+             "#define STORE4(p, i, x) p.v[(i) >> 2] = (x)\n";
+    case DType::f16:
+    case DType::bf16: {
+      const std::string to = t == DType::f16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16";
+      return "#define CSIZE 2ul\n#define CPTR1 U16s\n#define CPTR4 MmU32x2s\n"
+             "#define STORE1(p, i, x) p.v[i] = uint16_t(" +
+             to + "(x))\n#define STORE4(p, i, x) p.v[(i) >> 2] = mm_pack4(x)\n"
              "uvec2 mm_pack4(vec4 x) {\n  return uvec2(" +
              to + "(x.x) | (" + to + "(x.y) << 16), " + to + "(x.z) | (" + to + "(x.w) << 16));\n}\n";
     }
@@ -102,7 +112,7 @@ std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue)
     s += "    if (col + 2u < N) r.z = LOAD1(B, i + 2u);\n    if (col + 3u < N) r.w = LOAD1(B, i + 3u);\n  }\n";
   }
   if (!v.gather_b) s += "  return r;\n}\n";
-  s += "void store_c(PTR1 C, PTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
+  s += "void store_c(CPTR1 C, CPTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
   if (v.whole) {
     s += "  STORE4(C4, row * N + col, x);\n";
   } else if (v.vec_b) {
@@ -115,7 +125,7 @@ std::string load_functions(const TileVariant& v, const MatmulEpilogue* epilogue)
   s += "}\n";
   if (epilogue) {
     // The epilogue goes where C is stored: same thread, same element, after C.
-    s += "void store_c_epilogue(PTR1 C, PTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
+    s += "void store_c_epilogue(CPTR1 C, CPTR4 C4, uint N, uint row, uint col, vec4 x) {\n";
     if (epilogue->store_c) s += "  store_c(C, C4, N, row, col, x);\n";
     s += "  uint i = mm_c_first + row * N + col;\n";
     s += "  if (col < N) epilogue(i, x.x);\n  if (col + 1u < N) epilogue(i + 1u, x.y);\n";
@@ -246,11 +256,11 @@ void main() {
     mm_hooks_batch(bz, a_off);
 #endif
     const uint64_t a_addr = a_base + a_off * ESIZE, b_addr = b_base + b_off * ESIZE;
-    const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * ESIZE;
+    const uint64_t c_addr = c_base + uint64_t(bz) * uint64_t(M) * uint64_t(N) * CSIZE;
     mm_c_first = bz * M * N;
     PTR1 A = PTR1(a_addr); PTR4 A4 = PTR4(a_addr);
     PTR1 B = PTR1(b_addr); PTR4 B4 = PTR4(b_addr);
-    PTR1 C = PTR1(c_addr); PTR4 C4 = PTR4(c_addr);
+    CPTR1 C = CPTR1(c_addr); CPTR4 C4 = CPTR4(c_addr);
     for (uint mt = gl_WorkGroupID.y; mt < tiles_m; mt += gl_NumWorkGroups.y) {
       const uint m0 = mt * BM;
       vec4 acc[TM * (TN / 4u)];
@@ -305,7 +315,9 @@ std::string tiled_matmul_source(const std::string& prelude, const TileConfig& c,
   s.insert(s.find('\n') + 1, "#extension GL_EXT_control_flow_attributes : require\n");
   s += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer MmF32x4s { vec4 v[]; };\n";
   s += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer MmU32x2s { uvec2 v[]; };\n";
-  s += access_macros(v.dtype);
+  KILN_CHECK(!v.c_f32 || v.dtype != DType::f32, "matmul", "an f32 C is for 16-bit operands");
+  s += operand_macros(v.dtype);
+  s += output_macros(v.c_f32 ? DType::f32 : v.dtype);
   s += "const uint BM = " + glsl_uint(c.bm) + ", BN = " + glsl_uint(c.bn) + ", BK = " + glsl_uint(c.bk) +
        ", TM = " + glsl_uint(c.tm) + ", TN = " + glsl_uint(c.tn) + ";\n#define STAGES " + std::to_string(c.stages) +
        "\n#define WHOLE_TILES " + (v.whole ? "1" : "0") + "\n#define ROW_BIAS " + (v.row_bias ? "1" : "0") +
