@@ -6,12 +6,12 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/engine/kiln.h"
+#include "kiln/io/atomic_file.h"
 #include "kiln/onnx/export_graph.h"
 
 namespace kiln::onnx {
@@ -114,21 +114,11 @@ std::vector<std::byte> serialize(const ::onnx::ModelProto& model) {
   return bytes;
 }
 
+// Atomically (io's AtomicFile: a temporary file flushed, then renamed over the target).
 void write_file(const std::vector<std::byte>& bytes, const std::filesystem::path& path) {
-  const std::filesystem::path temp = path.string() + ".tmp";
-  {
-    std::ofstream f(temp, std::ios::binary | std::ios::trunc);
-    KILN_CHECK(f.good(), "onnx export", "cannot write '" + temp.string() + "'");
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    KILN_CHECK(f.good(), "onnx export", "writing '" + temp.string() + "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw Error("onnx export", "cannot replace '" + path.string() + "'");
-  }
+  io::detail::AtomicFile file(path, "onnx export");
+  file.write(bytes);
+  file.commit();
 }
 
 RecordedPass record_module(const nn::Module& module, const std::function<Tensor(const Tensor&)>& forward,

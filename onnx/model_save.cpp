@@ -6,7 +6,9 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <span>
 
+#include "kiln/io/atomic_file.h"
 #include "kiln/onnx/graph.h"
 
 namespace kiln::onnx {
@@ -62,20 +64,11 @@ void Model::save(const std::filesystem::path& path) const {
     init.set_data_location(::onnx::TensorProto::DEFAULT);
     init.set_raw_data(raw);
   }
-  const std::filesystem::path temp = path.string() + ".tmp";
-  {
-    std::ofstream f(temp, std::ios::binary | std::ios::trunc);
-    KILN_CHECK(f.good(), "onnx", "save: cannot write '" + temp.string() + "'");
-    KILN_CHECK(proto.SerializeToOstream(&f), "onnx", "save: writing '" + temp.string() + "' failed (over 2 GiB?)");
-    f.close();
-    KILN_CHECK(f.good(), "onnx", "save: writing '" + temp.string() + "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw Error("onnx", "save: cannot replace '" + path.string() + "'");
-  }
+  std::string bytes;
+  KILN_CHECK(proto.SerializeToString(&bytes), "onnx", "save: the model does not serialize (over 2 GiB?)");
+  io::detail::AtomicFile file(path, "onnx save");
+  file.write(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  file.commit();
 }
 
 void save_tensor(const std::filesystem::path& path, const std::string& name, const Tensor& value) {

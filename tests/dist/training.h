@@ -2,7 +2,11 @@
 // cross-entropy on a synthetic batch per step, all values closed forms of their indices, so
 // that every process (and the single-process reference) builds the same model and data.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -60,6 +64,24 @@ inline std::vector<float> flat_parameters(const nn::Module& m) {
 // The floats' bytes, to compare ranks bit for bit.
 inline std::string as_bytes(const std::vector<float>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+// A world's parameters (the floats' bytes rank 0 wrote) against the single-process reference
+// `want`, within 1e-5 of the largest magnitude; and the training moved them by more than
+// `min_moved` from DistMlp's start (a reducer that dropped the gradients fails the first check,
+// not this one: it makes sure the comparison compares something).
+inline void expect_trained_like(const std::string& bytes, const std::vector<float>& want, double min_moved) {
+  ASSERT_EQ(bytes.size(), want.size() * sizeof(float));
+  std::vector<float> got(want.size());
+  std::memcpy(got.data(), bytes.data(), bytes.size());
+  float scale = 0;
+  for (float v : want) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * scale) << "parameter value #" << i;
+  const std::vector<float> initial = flat_parameters(DistMlp{});
+  double moved = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    moved = std::max(moved, static_cast<double>(std::abs(want[i] - initial[i])));
+  EXPECT_GT(moved, min_moved);
 }
 
 }  // namespace kiln::test
