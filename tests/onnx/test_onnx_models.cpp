@@ -71,6 +71,14 @@ TEST_P(OnnxModels, ConstantPowersMatchPyTorchBitForBitOnTheCpu) {
   }
 }
 
+TEST_P(OnnxModels, TransposesOfSizeOneDimsAreReshapesWithPyTorchsValues) {
+  // Three Transposes that move only dims of size 1 (kiln reshapes them, no copy) and two that
+  // move data, on x [1, 3, 1, 4]: every value where PyTorch puts it.
+  const auto m = load_model("transposes").to(GetParam());
+  const auto& r = refs()["transposes"];
+  EXPECT_TRUE(matches(run(m, r["inputs"], GetParam())[0], r["outputs"][0], {0.0, 0.0}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OnnxModels, ::testing::ValuesIn(test_devices()), device_param_name);
 
 // Gradients of sum(output * seed) for every initializer, by its name, against PyTorch's.
