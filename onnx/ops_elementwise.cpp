@@ -30,8 +30,22 @@ struct HostForm {
   bool comparison = false;  // bool result
 };
 
-void binary(OpTable& t, const std::string& name, Tensor (*fn)(Tensor, Tensor), std::optional<HostForm> host = {}) {
-  t[name] = [fn, host, name](OpContext& ctx, const std::vector<Value>& in) {
+// The forms of an arithmetic op with one operand a number (kiln's scalar overloads).
+struct ScalarForm {
+  Tensor (*rhs)(Tensor, double);
+  Tensor (*lhs)(double, Tensor);
+};
+
+// The f32 constant of one element (a Constant node's value, e.g. LayerNorm's epsilon or
+// attention's 1 / sqrt(d) scale) beside an f32 device tensor whose shape it leaves as it is.
+bool is_scalar_constant_of(const Value& c, const Value& x) {
+  return c.on_host() && c.dtype() == DType::f32 && c.host->numel() == 1 && c.rank() <= x.rank() && !x.on_host() &&
+         x.dtype() == DType::f32;
+}
+
+void binary(OpTable& t, const std::string& name, Tensor (*fn)(Tensor, Tensor), std::optional<HostForm> host = {},
+            std::optional<ScalarForm> scalar = {}) {
+  t[name] = [fn, host, scalar, name](OpContext& ctx, const std::vector<Value>& in) {
     ctx.check(in.size() == 2 && in[0].defined() && in[1].defined(), "needs two inputs");
     const auto shape = broadcast_shapes(in[0].shape(), in[1].shape());
     ctx.check(shape.has_value(),
@@ -44,6 +58,12 @@ void binary(OpTable& t, const std::string& name, Tensor (*fn)(Tensor, Tensor), s
         return std::vector<Value>{Value::of(host_binary(*in[0].host, *in[1].host, out, host->ints, host->floats))};
       }
     }
+    // A constant number stays a number in the op (the same f32 arithmetic): no upload of a
+    // one-element tensor each run, and one input fewer for the fused kernel.
+    if (scalar && is_scalar_constant_of(in[1], in[0]))
+      return std::vector<Value>{Value::of(scalar->rhs(ctx.tensor(in[0]), in[1].host->at(0)))};
+    if (scalar && is_scalar_constant_of(in[0], in[1]))
+      return std::vector<Value>{Value::of(scalar->lhs(in[0].host->at(0), ctx.tensor(in[1])))};
     return std::vector<Value>{Value::of(fn(ctx.tensor(in[0]), ctx.tensor(in[1])))};
   };
 }
@@ -66,6 +86,21 @@ Tensor pow_t(Tensor a, Tensor b) {
   if (b.dtype() != out) b = cast(b, is_floating(out) ? out : DType::f32);
   if (!is_floating(out)) return cast(pow(cast(a, DType::f32), cast(b, DType::f32)), out);
   return pow(std::move(a), std::move(b));
+}
+
+// x ** e for a constant exponent that has a cheaper exact form, as PyTorch computes these
+// (its pow special-cases the same exponents): LayerNorm's opset-14 export squares through
+// Pow(x, 2), which otherwise runs a vector powf per element. Square, sqrt and reciprocal are
+// correctly rounded, so they equal powf's correctly rounded result; x * x * x is torch's cube.
+std::optional<Tensor> pow_by_constant(const Tensor& x, double e) {
+  if (e == 1.0) return x;
+  if (e == 2.0) return square(x);
+  if (e == 3.0) return square(x) * x;
+  if (e == 0.5) return sqrt(x);
+  if (e == -0.5) return rsqrt(x);
+  if (e == -1.0) return reciprocal(x);
+  if (e == -2.0) return reciprocal(square(x));
+  return std::nullopt;
 }
 Tensor eq_t(Tensor a, Tensor b) { return eq(std::move(a), std::move(b)); }
 Tensor lt_t(Tensor a, Tensor b) { return lt(std::move(a), std::move(b)); }
@@ -189,11 +224,20 @@ void add_elementwise_ops(OpTable& t) {
   const HostForm sub_h{[](auto a, auto b) { return a - b; }, [](double a, double b) { return a - b; }};
   const HostForm mul_h{[](auto a, auto b) { return a * b; }, [](double a, double b) { return a * b; }};
   const HostForm div_h{trunc_div, [](double a, double b) { return a / b; }};
-  binary(t, "Add", add_t, add_h);
-  binary(t, "Sub", sub_t, sub_h);
-  binary(t, "Mul", mul_t, mul_h);
-  binary(t, "Div", div_t, div_h);
+  binary(t, "Add", add_t, add_h, ScalarForm{add, add});
+  binary(t, "Sub", sub_t, sub_h, ScalarForm{sub, sub});
+  binary(t, "Mul", mul_t, mul_h, ScalarForm{mul, mul});
+  binary(t, "Div", div_t, div_h, ScalarForm{div, div});
   binary(t, "Pow", pow_t);
+  const OpFunction general_pow = t["Pow"];
+  t["Pow"] = [general_pow](OpContext& ctx, const std::vector<Value>& in) {
+    // A floating base on the device and one constant exponent of the same result shape.
+    if (in.size() == 2 && in[0].defined() && !in[0].on_host() && is_floating(in[0].dtype()) && in[1].on_host() &&
+        in[1].host->numel() == 1 && in[1].rank() <= in[0].rank()) {
+      if (auto y = pow_by_constant(ctx.tensor(in[0]), in[1].host->at(0))) return std::vector<Value>{Value::of(*y)};
+    }
+    return general_pow(ctx, in);
+  };
   binary(t, "Equal", eq_t,
          HostForm{[](auto a, auto b) -> std::int64_t { return a == b; },
                   [](double a, double b) -> double { return a == b; }, true});

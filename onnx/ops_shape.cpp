@@ -336,7 +336,25 @@ void add_shape_ops(OpTable& t) {
       for (std::int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
     ctx.check(std::int64_t(perm.size()) == rank, "perm of the wrong length");
     if (rank <= 1) return one(in[0]);
-    return one(Value::of(permute(ctx.tensor(in[0]), perm)));
+    Tensor x = ctx.tensor(in[0]);
+    // A permutation that moves only dims of size 1 leaves the elements in their order: a
+    // reshape, not a copy (PyTorch's batch-first attention exports swap batch 1 and the
+    // sequence, twice per layer).
+    std::vector<std::int64_t> shape(perm.size());
+    std::int64_t last_moved = -1;
+    bool in_order = true;
+    std::vector<bool> seen(perm.size(), false);
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      ctx.check(perm[i] >= 0 && perm[i] < rank && !seen[std::size_t(perm[i])],
+                "perm " + shape_str(perm) + " is not a permutation of the " + std::to_string(rank) + " dims");
+      seen[std::size_t(perm[i])] = true;
+      shape[i] = x.size(int(perm[i]));
+      if (shape[i] == 1) continue;
+      in_order = in_order && perm[i] > last_moved;
+      last_moved = perm[i];
+    }
+    if (in_order) return one(Value::of(reshape(std::move(x), shape)));
+    return one(Value::of(permute(std::move(x), perm)));
   };
   t["Squeeze"] = squeeze_op;
   t["Unsqueeze"] = unsqueeze_op;

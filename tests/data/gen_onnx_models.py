@@ -67,6 +67,25 @@ class CNN(torch.nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class Powers(torch.nn.Module):
+    """Constant exponents that kiln lowers to square, sqrt, reciprocal (as PyTorch computes them),
+    one it leaves to pow, and constant numbers on either side of Sub and Div."""
+
+    def forward(self, x):
+        a = x.abs() + 0.25
+        return torch.stack([x ** 2, x ** 3, x ** -1, x ** -2, a ** 0.5, a ** -0.5, x ** 1, a ** 1.5,
+                            (1.0 - x) / 2.0, 2.0 / a])
+
+
+class Transposes(torch.nn.Module):
+    """Permutations that move only dims of size 1 (kiln reshapes) beside ones that move data."""
+
+    def forward(self, x):
+        moves_ones = [x.permute(2, 0, 1, 3), x.permute(1, 0, 3, 2).permute(0, 1, 3, 2), x.permute(0, 2, 1, 3)]
+        moves_data = [x.permute(3, 1, 0, 2), x.permute(0, 2, 3, 1)]
+        return torch.cat([t.reshape(-1) for t in moves_ones + moves_data])
+
+
 class LstmLM(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -129,6 +148,16 @@ def main():
     refs["lstm_lm"] = {"inputs": {"tokens": tensor(tokens)}, "outputs": [tensor(lm(tokens))], "seed": seed,
                        "grads": {n: g for n, g in grads.items() if n in names}}
     assert len(refs["lstm_lm"]["grads"]) == len(grads), "an LSTM weight lost its name in the export"
+
+    powers = Powers()
+    x = torch.randn(3, 8)
+    export(powers, (x,), "powers", ["x"], ["y"], opset=14)
+    refs["powers"] = {"inputs": {"x": tensor(x)}, "outputs": [tensor(powers(x))]}
+
+    transposes = Transposes()
+    x = torch.randn(1, 3, 1, 4)
+    export(transposes, (x,), "transposes", ["x"], ["y"], opset=14)
+    refs["transposes"] = {"inputs": {"x": tensor(x)}, "outputs": [tensor(transposes(x))]}
 
     with open(os.path.join(HERE, "onnx_models.json"), "w") as f:
         json.dump(refs, f)
