@@ -37,9 +37,10 @@ struct EngineCounters {
   // syncs, running out of device memory); 0 on the CPU, whose kernels run on the threads that
   // submit them. A loop that should run ahead of the GPU shows its stalls here.
   std::uint64_t device_waits = 0;
-  // Weight matrices the CPU packed for products of a few rows (a served model's requests; see
-  // the README's Serving): each weight of a served model once, on its second request or batch,
-  // then never again while it lives. 0 on a GPU.
+  // Weights the CPU packed and keeps beside their buffers: matrices for products of a few rows
+  // and convolution weights (the direct kernels' packing, Winograd's transformed weights), each
+  // weight of a served model once, on its second request or batch, then never again while it
+  // lives (see the README's Serving). 0 on a GPU.
   std::uint64_t weights_packed = 0;
   // Batches that ran with the plan of an earlier batch of the same structure (a model's
   // requests or training steps, where only the tensors are new) instead of being planned again.
