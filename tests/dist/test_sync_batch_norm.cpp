@@ -1,13 +1,17 @@
 // dist::SyncBatchNorm: 2 ranks, each with half of a batch, reproduce PyTorch's BatchNorm2d in
 // training mode on the whole batch (tests/data/gen_sync_batch_norm.py): each rank's output and
 // input-gradient rows are the whole batch's, the weight and bias gradients summed over the ranks
-// are PyTorch's, and the running statistics moved as PyTorch's did, on every rank.
+// are PyTorch's, and the running statistics moved as PyTorch's did, on every rank. Inside a
+// model trained with data parallelism (its collective in the middle of backward, between the
+// gradient buckets' reductions), the averaged gradients are those of one process with the whole
+// batch and nn::BatchNorm1d.
 #include <gtest/gtest.h>
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/dist/dist.h"
 #include "kiln/nn/functional.h"
 #include "support/reference.h"
+#include "training.h"
 #include "world.h"
 
 namespace kiln {
@@ -52,6 +56,16 @@ TEST(DistWorker, DISABLED_SyncBatchNorm) {
   EXPECT_TRUE(test::matches(bn.running_var.get(), out[5], tol)) << "running_var";
   EXPECT_EQ(bn.num_batches_tracked.get().item<std::int64_t>().get(), 1);
 
+  // A wrong input is an error at the call, before any collective (the other rank does the same).
+  try {
+    (void)bn.forward(zeros(Shape{2, 4, 2, 2}));
+    ADD_FAILURE() << "no error for 4 channels";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("SyncBatchNorm"), std::string::npos) << what;
+    EXPECT_NE(what.find("C = 3, got f32[2, 4, 2, 2]"), std::string::npos) << what;
+  }
+
   // Eval mode: batch normalization with the running statistics, no collective.
   bn.eval();
   const nn::BatchNormResult plain =
@@ -60,6 +74,54 @@ TEST(DistWorker, DISABLED_SyncBatchNorm) {
   EXPECT_TRUE(test::values_close(test::host_values(bn.forward(xr)), test::host_values(plain.output), {}));
 
   test::write_report(r, ::testing::Test::HasFailure() ? "failed" : "ok");
+}
+
+// Linear 6 -> 3, batch norm, cross-entropy: with SyncBatchNorm on ranks, or BatchNorm1d alone.
+template <class Norm> struct NormNet : nn::Module {
+  nn::Linear fc{6, 3};
+  Norm bn;
+  template <class... A> explicit NormNet(A&&... norm_args) : bn(std::forward<A>(norm_args)...) {
+    std::int64_t k = 0;  // the same weights on every rank and in the reference
+    map_parameters_in_place([&](const std::string&, const Tensor& v) {
+      std::vector<float> w(static_cast<std::size_t>(v.numel()));
+      for (float& x : w) x = 0.5f * static_cast<float>(std::sin(0.9 * static_cast<double>(++k))) + 0.2f;
+      return from_vector(std::move(w), v.shape());
+    });
+  }
+  Tensor forward(const Tensor& x) const { return bn.forward(fc.forward(x)); }
+  KILN_MODULE(NormNet, fc, bn)
+};
+
+TEST(DistWorker, DISABLED_SyncBatchNormDataParallel) {
+  dist::ProcessGroup group = dist::ProcessGroup::from_env();
+  const int r = group.rank(), n = group.world_size();
+  NormNet<dist::SyncBatchNorm> model(group, 3);
+  dist::GradientReducer reducer(group, model, {.bucket_bytes = 16, .first_bucket_bytes = 16});  // a bucket per parameter or so
+  NormNet<nn::BatchNorm1d> whole(3);
+  const std::int64_t rows = test::kGlobalBatch / n;
+  for (int step = 0; step < 2; ++step) {
+    const auto [x, y] = test::batch_rows(step, r * rows, rows);
+    const Gradients g = reducer.backward(model, nn::cross_entropy(model(x), y));
+    const auto [xa, ya] = test::batch_rows(step, 0, test::kGlobalBatch);
+    const Gradients want = backward(nn::cross_entropy(whole(xa), ya));
+    const std::vector<Tensor> got_params = model.parameters(), want_params = whole.parameters();
+    ASSERT_EQ(got_params.size(), want_params.size());
+    for (std::size_t i = 0; i < got_params.size(); ++i)
+      EXPECT_TRUE(test::values_close(test::host_values(g.get(got_params[i])), test::host_values(want.get(want_params[i])),
+                                     {.rtol = 1e-5, .atol = 1e-6}))
+          << "parameter #" << i << " at step " << step;
+  }
+  EXPECT_TRUE(test::values_close(test::host_values(model.bn.running_var.get()),
+                                 test::host_values(whole.bn.running_var.get()), {.rtol = 1e-5, .atol = 1e-6}));
+  test::write_report(r, ::testing::Test::HasFailure() ? "failed" : "ok");
+}
+
+TEST(DistSyncBatchNorm, InsideDataParallelTrainingGradientsAreTheWholeBatchs) {
+  const test::WorldResult w = test::run_world("SyncBatchNormDataParallel", 2, 60);
+  for (const test::RankResult& r : w.ranks) {
+    ASSERT_EQ(r.exit_code, 0) << test::describe(w);
+    ASSERT_EQ(r.report, "ok") << test::describe(w);
+  }
 }
 
 TEST(DistSyncBatchNorm, TwoRanksWithHalfTheBatchMatchTheWholeBatch) {
