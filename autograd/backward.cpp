@@ -67,8 +67,8 @@ std::vector<Tensor> run_rule(GradNode& n, const std::vector<Tensor>& grads_out) 
   NoGradGuard no_grad;  // rules are not recorded: no higher-order gradients
   std::vector<Tensor> grads_in = n.custom_backward ? run_custom(n, grads_out) : n.rule.fn(n.fwd, grads_out);
   KILN_CHECK(grads_in.size() == n.edges.size(), "backward",
-             "the backward of '" + detail::node_name(n) + "' returned " +
-                 std::to_string(grads_in.size()) + " gradients for " + std::to_string(n.edges.size()) + " inputs");
+             "the backward of '" + detail::node_name(n) + "' returned " + std::to_string(grads_in.size()) +
+                 " gradients for " + std::to_string(n.edges.size()) + " inputs");
   return grads_in;
 }
 

@@ -10,8 +10,8 @@ namespace {
 
 // What the backward of one training forward needs from it.
 struct Saved {
-  Tensor xhat;    // (x - mean) * invstd, x's shape
-  Tensor scale;   // invstd * weight, per channel
+  Tensor xhat;       // (x - mean) * invstd, x's shape
+  Tensor scale;      // invstd * weight, per channel
   double count = 0;  // rows · spatial positions on every rank together (M)
 };
 
@@ -30,9 +30,10 @@ SyncBatchNorm::SyncBatchNorm(ProcessGroup& group, std::int64_t num_features, con
 Tensor SyncBatchNorm::forward(const Tensor& x) const {
   if (!is_training()) return run(x, 2, 8, "[N, C, *]");
   const std::int64_t c = running_mean.get().shape()[0];
-  KILN_CHECK(x.defined() && x.rank() >= 2 && x.shape()[1] == c && x.dtype() == DType::f32, where(),
-             "expected an f32 input [N, C, *] with C = " + std::to_string(c) + ", got " +
-                 (x.defined() ? std::string(dtype_name(x.dtype())) + x.shape().str() : std::string("an undefined tensor")));
+  KILN_CHECK(
+      x.defined() && x.rank() >= 2 && x.shape()[1] == c && x.dtype() == DType::f32, where(),
+      "expected an f32 input [N, C, *] with C = " + std::to_string(c) + ", got " +
+          (x.defined() ? std::string(dtype_name(x.dtype())) + x.shape().str() : std::string("an undefined tensor")));
   return guarded([&] { return forward_training(x); });
 }
 
@@ -53,14 +54,16 @@ Tensor SyncBatchNorm::forward_training(const Tensor& x) const {
     const Tensor& xs = in[0];
     const double local_count = static_cast<double>(xs.numel() / c);
     // One collective for the three statistics: [count, sum x (C), sum x² (C)].
-    const Tensor stats = group->all_reduce(
-        cat({full(Shape{1}, local_count, f32), sum(xs, dims), sum(square(xs), dims)}, 0));
+    const Tensor stats =
+        group->all_reduce(cat({full(Shape{1}, local_count, f32), sum(xs, dims), sum(square(xs), dims)}, 0));
     saved->count = static_cast<double>(narrow(stats, 0, 0, 1).item<float>().get());
     KILN_CHECK(saved->count > 1, "SyncBatchNorm",
                "expected more than 1 value per channel over all ranks when training, got " +
                    std::to_string(saved->count) + " (this rank's input " + xs.shape().str() + ")");
     mean = div(narrow(stats, 0, 1, c), saved->count);
-    // E[x²] - E[x]², clamped: rounding can make it slightly negative for constant channels.
+    // E[x²] - E[x]², clamped: rounding can make it slightly negative for constant channels. It is
+    // what one collective of sums allows; channels whose mean is far larger than their spread
+    // lose digits here (nn::BatchNorm's kernel, with all rows at hand, does not).
     var = relu(sub(div(narrow(stats, 0, 1 + c, c), saved->count), square(mean)));
     const Tensor invstd = rsqrt(add(var, eps));
     saved->xhat = mul(sub(xs, per_channel(mean, r)), per_channel(invstd, r));

@@ -15,15 +15,17 @@ std::vector<float> values(const Tensor& t) { return t.to_vector<float>().get(); 
 Tensor square_fn(const Tensor& x) {
   std::vector<Tensor> out = custom_function(
       {x}, [](const std::vector<Tensor>& in) { return std::vector<Tensor>{mul(in[0], in[0])}; },
-      [x = detach(x)](const std::vector<Tensor>& g) { return std::vector<Tensor>{mul(mul(g[0], x), 2.0)}; },
-      "square");
+      [x = detach(x)](const std::vector<Tensor>& g) { return std::vector<Tensor>{mul(mul(g[0], x), 2.0)}; }, "square");
   return out[0];
 }
 
 // (a*b, a+b) as one node of two outputs.
 std::vector<Tensor> product_and_sum(const Tensor& a, const Tensor& b) {
   return custom_function(
-      {a, b}, [](const std::vector<Tensor>& in) { return std::vector<Tensor>{mul(in[0], in[1]), add(in[0], in[1])}; },
+      {a, b},
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{mul(in[0], in[1]), add(in[0], in[1])};
+      },
       [a = detach(a), b = detach(b)](const std::vector<Tensor>& g) {
         return std::vector<Tensor>{add(mul(g[0], b), g[1]), add(mul(g[0], a), g[1])};
       },
@@ -31,7 +33,8 @@ std::vector<Tensor> product_and_sum(const Tensor& a, const Tensor& b) {
 }
 
 // d/dx_i of f(x) by central differences, one element at a time (f is a scalar function).
-template <class F> std::vector<double> finite_differences(const std::vector<float>& x, const Shape& shape, F f) {
+template <class F>
+std::vector<double> finite_differences(const std::vector<float>& x, const Shape& shape, F f) {
   const double h = 1e-2;
   std::vector<double> grad(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {

@@ -77,10 +77,12 @@ TEST(DistWorker, DISABLED_SyncBatchNorm) {
 }
 
 // Linear 6 -> 3, batch norm, cross-entropy: with SyncBatchNorm on ranks, or BatchNorm1d alone.
-template <class Norm> struct NormNet : nn::Module {
+template <class Norm>
+struct NormNet : nn::Module {
   nn::Linear fc{6, 3};
   Norm bn;
-  template <class... A> explicit NormNet(A&&... norm_args) : bn(std::forward<A>(norm_args)...) {
+  template <class... A>
+  explicit NormNet(A&&... norm_args) : bn(std::forward<A>(norm_args)...) {
     std::int64_t k = 0;  // the same weights on every rank and in the reference
     map_parameters_in_place([&](const std::string&, const Tensor& v) {
       std::vector<float> w(static_cast<std::size_t>(v.numel()));
@@ -96,7 +98,8 @@ TEST(DistWorker, DISABLED_SyncBatchNormDataParallel) {
   dist::ProcessGroup group = dist::ProcessGroup::from_env();
   const int r = group.rank(), n = group.world_size();
   NormNet<dist::SyncBatchNorm> model(group, 3);
-  dist::GradientReducer reducer(group, model, {.bucket_bytes = 16, .first_bucket_bytes = 16});  // a bucket per parameter or so
+  dist::GradientReducer reducer(group, model,
+                                {.bucket_bytes = 16, .first_bucket_bytes = 16});  // a bucket per parameter or so
   NormNet<nn::BatchNorm1d> whole(3);
   const std::int64_t rows = test::kGlobalBatch / n;
   for (int step = 0; step < 2; ++step) {
@@ -107,8 +110,8 @@ TEST(DistWorker, DISABLED_SyncBatchNormDataParallel) {
     const std::vector<Tensor> got_params = model.parameters(), want_params = whole.parameters();
     ASSERT_EQ(got_params.size(), want_params.size());
     for (std::size_t i = 0; i < got_params.size(); ++i)
-      EXPECT_TRUE(test::values_close(test::host_values(g.get(got_params[i])), test::host_values(want.get(want_params[i])),
-                                     {.rtol = 1e-5, .atol = 1e-6}))
+      EXPECT_TRUE(test::values_close(test::host_values(g.get(got_params[i])),
+                                     test::host_values(want.get(want_params[i])), {.rtol = 1e-5, .atol = 1e-6}))
           << "parameter #" << i << " at step " << step;
   }
   EXPECT_TRUE(test::values_close(test::host_values(model.bn.running_var.get()),
