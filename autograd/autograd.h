@@ -11,6 +11,7 @@
 // can compute gradients on its own batch and the Gradients values can be summed afterwards.
 #pragma once
 #include <functional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -112,5 +113,19 @@ class CheckpointScope {
 // Values are the same as without checkpointing; peak memory is lower.
 std::vector<Tensor> checkpoint(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                                const std::vector<Tensor>& inputs);
+
+// A differentiable function with a backward of its own (PyTorch's torch.autograd.Function): for
+// what the op-by-op rules cannot express, such as a collective in the middle of backward.
+// `forward` runs on the inputs without recording; its outputs join the graph as one node whose
+// gradients come from `backward`. backward gets one gradient per output (zeros for an output
+// that got none) and returns one per input, each of that input's shape, or an undefined tensor
+// for an input that takes none; it runs without recording, on the thread that called
+// kiln::backward, and may capture what forward computed (keep it in a shared_ptr). A wrong
+// count or shape is a kiln::Error naming `name`. With gradients off (NoGradGuard) or no input
+// requiring them, this is forward(inputs).
+using CustomForward = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+using CustomBackward = std::function<std::vector<Tensor>(const std::vector<Tensor>& grads_out)>;
+std::vector<Tensor> custom_function(const std::vector<Tensor>& inputs, const CustomForward& forward,
+                                    CustomBackward backward, const std::string& name);
 
 }  // namespace kiln

@@ -19,7 +19,7 @@ using detail::Source;
 
 void check_usable(const GradNode& n) {
   KILN_CHECK(!(n.released && n.holds_values), "backward",
-             std::string("the graph through '") + op_name(n.fwd.kind) +
+             "the graph through '" + detail::node_name(n) +
                  "' was already used by an earlier backward, which freed the values it kept; run the forward "
                  "pass again before another backward");
 }
@@ -43,6 +43,16 @@ Tensor value_of(Source& s) {
   return s.node->recomputed[s.output];
 }
 
+// A custom function's backward sees a gradient for every output: zeros for one that got none.
+std::vector<Tensor> run_custom(GradNode& n, const std::vector<Tensor>& grads_out) {
+  std::vector<Tensor> grads = grads_out;
+  for (std::size_t o = 0; o < grads.size(); ++o) {
+    const TensorIr& out = n.fwd.output_meta[o];
+    if (!grads[o].defined()) grads[o] = zeros(out.shape, {out.dtype, n.device});
+  }
+  return n.custom_backward(grads);
+}
+
 std::vector<Tensor> run_rule(GradNode& n, const std::vector<Tensor>& grads_out) {
   if (n.rule.saves_inputs) {
     n.fwd.inputs.clear();
@@ -55,10 +65,10 @@ std::vector<Tensor> run_rule(GradNode& n, const std::vector<Tensor>& grads_out) 
   n.fwd.input_needs_grad.resize(n.edges.size());
   for (std::size_t i = 0; i < n.edges.size(); ++i) n.fwd.input_needs_grad[i] = n.edges[i].active();
   NoGradGuard no_grad;  // rules are not recorded: no higher-order gradients
-  std::vector<Tensor> grads_in = n.rule.fn(n.fwd, grads_out);
+  std::vector<Tensor> grads_in = n.custom_backward ? run_custom(n, grads_out) : n.rule.fn(n.fwd, grads_out);
   KILN_CHECK(grads_in.size() == n.edges.size(), "backward",
-             std::string("the backward rule of '") + op_name(n.fwd.kind) + "' returned " +
-                 std::to_string(grads_in.size()) + " gradients for " + std::to_string(n.edges.size()) + " inputs");
+             "the backward of '" + detail::node_name(n) + "' returned " + std::to_string(grads_in.size()) +
+                 " gradients for " + std::to_string(n.edges.size()) + " inputs");
   return grads_in;
 }
 
@@ -74,7 +84,7 @@ Tensor in_input_dtype(const GradNode& n, std::size_t i, Tensor g) {
 void check_gradient(const GradNode& n, std::size_t i, const Tensor& g) {
   const TensorIr& in = n.fwd.input_meta[i];
   KILN_CHECK(g.shape() == in.shape && g.dtype() == in.dtype, "backward",
-             std::string("the backward rule of '") + op_name(n.fwd.kind) + "' returned a gradient " +
+             "the backward of '" + detail::node_name(n) + "' returned a gradient " +
                  dtype_name(g.dtype()) + g.shape().str() + " for input #" + std::to_string(i) + " " + describe(in));
 }
 

@@ -9,7 +9,9 @@
 // cannot close. Every handle with meta is such a U (a second handle, see TensorState::owner).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kiln/autograd/autograd.h"
@@ -49,6 +51,10 @@ class GradNode {
   bool recomputable = false;         // its outputs are replayed from `sources` instead of kept
   bool holds_values = false;         // it saved something, so it can run only once
   bool released = false;             // backward ran it and freed what it saved
+  // A custom function's node (custom_function): its backward, run instead of rule.fn, and its
+  // name for error messages. Unset for the nodes of built-in ops.
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> custom_backward;
+  std::string custom_name;
 
   GradNode() = default;
   GradNode(const GradNode&) = delete;
@@ -69,6 +75,9 @@ struct AutogradMeta {
   bool region_input = false;
   bool is_leaf() const { return node == nullptr; }
 };
+
+// What error messages call the node: its op's name, or the custom function's.
+std::string node_name(const GradNode& n);
 
 // The rule table the recorder reads: autograd::backward_rules(), unless a test installed its own.
 const autograd::RuleTable& active_rules();

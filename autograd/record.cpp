@@ -128,6 +128,10 @@ Tensor graph_handle(const Tensor& t, std::shared_ptr<AutogradMeta> meta) {
 
 CheckpointPolicy current_checkpoint_policy() { return t_policy; }
 
+std::string node_name(const GradNode& n) {
+  return n.custom_name.empty() ? std::string(op_name(n.fwd.kind)) : n.custom_name;
+}
+
 void GradNode::release() {
   fwd.inputs.clear();
   fwd.outputs.clear();

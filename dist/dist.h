@@ -9,3 +9,4 @@
 #include "kiln/dist/distributed_sampler.h"
 #include "kiln/dist/learner_hooks.h"
 #include "kiln/dist/process_group.h"
+#include "kiln/dist/sync_batch_norm.h"
