@@ -3,7 +3,11 @@
 // the next, so that the client costs the machine as little as it can (a thread per connection
 // would take the cores the server is measured on). Closed loop by default (each connection sends
 // again at once); with a rate, open loop: requests are scheduled at fixed times and a request's
-// latency counts from its scheduled time, so a slow server cannot hide its queue.
+// latency counts from its scheduled time, so a slow server cannot hide its queue. An open loop
+// sends every request scheduled within its window, even one whose connection is still waiting
+// when the window closes, and waits (up to kOpenLoopDrain) for their answers: the requests in
+// flight at the close are the ones most likely to be slow, and leaving them out would cut the
+// tail the run is there to measure.
 #pragma once
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -25,12 +29,14 @@ namespace kiln::bench {
 
 struct HttpLoadResult {
   double seconds = 0;
-  std::vector<double> latencies_us;  // answered requests
+  std::vector<double> latencies_us;  // answered requests (open loop: with those answered after the window)
+  std::size_t answered_in_window = 0;  // 200s that came within the window: the rate
+  std::size_t unanswered = 0;          // open loop: still in flight when the drain after the window ended
   std::map<int, std::size_t> by_status;
   std::size_t failed_connections = 0;
   std::string first_error;  // the body of the first answer that was not a 200
   std::size_t starved_connections = 0;  // connections that got no answer at all
-  double requests_per_s() const { return seconds > 0 ? static_cast<double>(latencies_us.size()) / seconds : 0.0; }
+  double requests_per_s() const { return seconds > 0 ? static_cast<double>(answered_in_window) / seconds : 0.0; }
   double percentile(double p) {
     if (latencies_us.empty()) return 0.0;
     std::sort(latencies_us.begin(), latencies_us.end());
@@ -48,6 +54,9 @@ inline int wait_for_events(int ep, epoll_event* events, int max_events, std::chr
   return ::epoll_wait(ep, events, max_events, static_cast<int>((timeout.count() + 999'999) / 1'000'000));
 }
 
+// How long an open loop waits after its window for the answers in flight.
+inline constexpr std::chrono::seconds kOpenLoopDrain{2};
+
 // `requests`: complete HTTP/1.1 requests (keep-alive), used in turn. `rate_per_s` 0: closed loop.
 inline HttpLoadResult run_http_load(int port, int connections, const std::vector<std::string>& requests,
                                     std::chrono::duration<double> duration, double rate_per_s = 0) {
@@ -60,6 +69,7 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
     std::size_t next = 0;
     Clock::time_point started, scheduled;
     bool waiting = false;  // open loop: sent nothing yet for its slot
+    bool in_flight = false;  // a request sent, its answer not yet read
     std::size_t answers = 0;
   };
   const int ep = ::epoll_create1(EPOLL_CLOEXEC);
@@ -85,6 +95,7 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
     c.out_sent = 0;
     c.started = rate_per_s > 0 ? c.scheduled : Clock::now();
     c.waiting = false;
+    c.in_flight = true;
     return send_some(c);
   };
   for (int i = 0; i < connections; ++i) {
@@ -104,19 +115,21 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
     ::epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
     if (rate_per_s > 0) {
       c.scheduled = begin + gap * i / connections;
-      c.waiting = true;
+      c.waiting = c.scheduled < until;
     } else {
       start_request(c, static_cast<std::size_t>(i));
     }
   }
   std::vector<epoll_event> events(static_cast<std::size_t>(connections));
   int open = connections;
+  auto any_in_flight = [&] {
+    return std::any_of(conns.begin(), conns.end(), [](const Conn& c) { return c.fd >= 0 && c.in_flight; });
+  };
   while (open > 0) {
     const auto now = Clock::now();
-    if (now >= until) break;
     // Sleep until the next scheduled send to the nanosecond: a timeout in whole milliseconds
     // rounds a gap under 1 ms to 0, and the client would spin a core the server is measured on.
-    Clock::duration timeout = until - now;
+    Clock::duration timeout = now < until ? until - now : until + kOpenLoopDrain - now;
     if (rate_per_s > 0) {
       for (Conn& c : conns)
         if (c.fd >= 0 && c.waiting) {
@@ -126,6 +139,7 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
             timeout = std::min(timeout, c.scheduled - now);
         }
     }
+    if (now >= until && (rate_per_s <= 0 || now >= until + kOpenLoopDrain || !any_in_flight())) break;
     const int n = wait_for_events(ep, events.data(), connections, timeout);
     for (int e = 0; e < n; ++e) {
       Conn& c = conns[events[e].data.u32];
@@ -152,20 +166,24 @@ inline HttpLoadResult run_http_load(int port, int connections, const std::vector
         const auto done = Clock::now();
         ++result.by_status[status];
         ++c.answers;
-        if (status == 200)
+        c.in_flight = false;
+        if (status == 200) {
           result.latencies_us.push_back(std::chrono::duration<double, std::micro>(done - c.started).count());
+          if (done < until) ++result.answered_in_window;
+        }
         if (rate_per_s > 0) {
           c.scheduled += gap;
-          c.waiting = true;
-          if (c.scheduled <= done) start_request(c, 0);
-        } else {
+          c.waiting = c.scheduled < until;  // the schedule ends with the window
+          if (c.waiting && c.scheduled <= done) start_request(c, 0);
+        } else if (done < until) {
           start_request(c, 0);
         }
       }
     }
   }
-  result.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  result.seconds = std::chrono::duration<double>(std::min(Clock::now(), until) - begin).count();
   for (Conn& c : conns) {
+    if (rate_per_s > 0 && c.fd >= 0 && c.in_flight) ++result.unanswered;
     if (c.fd >= 0) ::close(c.fd);
     if (c.answers == 0) ++result.starved_connections;
   }
