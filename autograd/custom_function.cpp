@@ -41,14 +41,7 @@ std::vector<Tensor> custom_function(const std::vector<Tensor>& inputs, const Cus
   node->edges.resize(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     node->fwd.input_meta.push_back(meta_of(inputs[i]));
-    const detail::AutogradMeta* meta = inputs[i].state()->autograd.get();
-    if (!meta) continue;
-    if (meta->is_leaf()) {
-      node->edges[i].leaf = inputs[i].id();
-    } else {
-      node->edges[i].node = meta->node;
-      node->edges[i].output = meta->output;
-    }
+    node->edges[i] = detail::edge_to(inputs[i]);
   }
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     KILN_CHECK(outputs[o].defined(), name, "the forward function's output #" + std::to_string(o) + " is undefined");

@@ -90,6 +90,9 @@ void ensure_autograd_hooks();
 
 // A second handle U to t's entity carrying `meta` (see the top of this file).
 Tensor graph_handle(const Tensor& t, std::shared_ptr<AutogradMeta> meta);
+// Where the gradient of an op's input `t` goes: the node and output that made it, its leaf, or
+// nowhere (it requires no gradient).
+Edge edge_to(const Tensor& t);
 // The handle that owns t's entity (t itself when it is not a graph handle).
 const std::shared_ptr<TensorState>& entity_owner(const Tensor& t);
 

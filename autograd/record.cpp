@@ -51,16 +51,7 @@ std::shared_ptr<detail::GradNode> begin_record(const OpIr& op, const TensorList&
                        (policy == CheckpointPolicy::recompute_memory_bound && memory_bound(op.kind));
 
   node->edges.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const detail::AutogradMeta* meta = inputs[i].state()->autograd.get();
-    if (!meta) continue;
-    if (meta->is_leaf()) {
-      node->edges[i].leaf = inputs[i].id();
-    } else {
-      node->edges[i].node = meta->node;
-      node->edges[i].output = meta->output;
-    }
-  }
+  for (std::size_t i = 0; i < n; ++i) node->edges[i] = detail::edge_to(inputs[i]);
   // Inputs are kept by copying their handles, before the in-place decision: an input kept here
   // is then never overwritten. Under a policy, an input that a recomputable node made is kept
   // as a recipe (that node and output) instead of a value.
@@ -115,6 +106,19 @@ void ensure_autograd_hooks() {
 const std::shared_ptr<TensorState>& entity_owner(const Tensor& t) {
   const std::shared_ptr<TensorState>& s = t.state();
   return s->owner ? s->owner : s;
+}
+
+Edge edge_to(const Tensor& t) {
+  Edge e;
+  const AutogradMeta* meta = t.state()->autograd.get();
+  if (!meta) return e;
+  if (meta->is_leaf()) {
+    e.leaf = t.id();
+  } else {
+    e.node = meta->node;
+    e.output = meta->output;
+  }
+  return e;
 }
 
 Tensor graph_handle(const Tensor& t, std::shared_ptr<AutogradMeta> meta) {
