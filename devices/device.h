@@ -97,6 +97,9 @@ class DeviceBackend {
   virtual std::uint64_t busy_ns() const { return 0; }
   // Times the host has waited for everything the device had been given (EngineCounters).
   virtual std::uint64_t full_waits() const { return 0; }
+  // Reads and uploads that went through a staging buffer and a copy on the device
+  // (EngineCounters::staged_transfers); 0 where the host reaches the device's memory.
+  virtual std::uint64_t staged_transfers() const { return 0; }
   // Weight matrices packed for small products (EngineCounters::weights_packed).
   virtual std::uint64_t weights_packed() const { return 0; }
   // Turns that measuring on or off (set_device_timing); a no-op where nothing is measured.

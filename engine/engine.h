@@ -37,6 +37,11 @@ struct EngineCounters {
   // syncs, running out of device memory); 0 on the CPU, whose kernels run on the threads that
   // submit them. A loop that should run ahead of the GPU shows its stalls here.
   std::uint64_t device_waits = 0;
+  // Reads and uploads between the host and the device that went through a staging buffer and a
+  // copy on the device. 0 on the CPU, and on a GPU whose memory is the host's (an integrated GPU,
+  // lavapipe), where the host copies straight into and out of the tensor's mapped memory (an
+  // upload while the device still has work in flight excepted: it is staged).
+  std::uint64_t staged_transfers = 0;
   // Weights the CPU packed and keeps beside their buffers: matrices for products of a few rows
   // and convolution weights (the direct kernels' packing, Winograd's transformed weights), each
   // weight of a served model once, on its second request or batch, then never again while it

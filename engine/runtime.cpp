@@ -203,6 +203,7 @@ EngineCounters counters(Device device) {
   out.overlapped_kernels = c.overlapped_kernels.load();
   out.device_busy_ns = rt.backend->busy_ns();
   out.device_waits = rt.backend->full_waits();
+  out.staged_transfers = rt.backend->staged_transfers();
   out.weights_packed = rt.backend->weights_packed();
   out.plans_replayed = c.plans_replayed.load();
   out.passes_replayed = c.passes_replayed.load();

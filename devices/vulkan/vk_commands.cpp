@@ -208,6 +208,21 @@ void CommandStream::retire(std::unique_ptr<Frame> frame) {
   idle_frames_.push_back(std::move(frame));
 }
 
+bool CommandStream::idle() {
+  if (recording_ && recording_->commands > 0) return false;
+  while (!in_flight_.empty()) {
+    const VkResult r = vkGetFenceStatus(ctx_.device(), in_flight_.front()->fence.get());
+    if (r == VK_NOT_READY) return false;
+    if (r != VK_SUCCESS) {
+      lost_ = lost_ || r == VK_ERROR_DEVICE_LOST;
+      throw_result(r, "vkGetFenceStatus");
+    }
+    retire(std::move(in_flight_.front()));
+    in_flight_.pop_front();
+  }
+  return true;
+}
+
 void CommandStream::finish(const std::function<void()>& while_idle) {
   finishes_.fetch_add(1, std::memory_order_relaxed);
   submit();

@@ -61,6 +61,9 @@ class CommandStream {
   // Submits and waits for everything; `while_idle` runs once the device is idle, before the
   // finished submissions' staging memory is recycled (a read copies its result out there).
   void finish(const std::function<void()>& while_idle = {});
+  // Whether the device has finished everything this stream gave it and nothing is recorded, so
+  // that the host may write device memory directly (retires the finished submissions). Never waits.
+  bool idle();
   // Throws DeviceLost if the device was lost earlier.
   void check_alive() const;
   // Nanoseconds the device spent on the completed submissions that were timed, by its own

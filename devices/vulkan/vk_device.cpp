@@ -31,6 +31,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Context> context, std::shared_ptr<Pip
   info_.type = pinfo.on_host_cores() ? "software" : pinfo.type_name();  // lavapipe: not the CPU device
   info_.memory_bytes = pinfo.device_local_bytes;
   info_.on_host_cores = pinfo.on_host_cores();
+  unified_memory_ = pinfo.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || pinfo.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   commands_ = std::make_unique<CommandStream>(*ctx_, stream);
   flags_ = std::make_unique<HostFlags>(*ctx_);
   pipelines_ = pipelines ? std::move(pipelines) : std::make_shared<PipelineCache>(*ctx_, std::move(cache_dir));
@@ -73,8 +74,18 @@ VulkanDevice::~VulkanDevice() {
 
 std::uint64_t VulkanDevice::address(const Buffer& b) { return DeviceAllocator::address_of(b.block()); }
 
+// Where the tensor's memory is mapped (one memory for host and device) and the device has finished
+// all it was given, the host copies straight into it: no staging buffer, no copy on the device.
+// Not while work is in flight: dst's block may have been freed by a tensor that a submitted
+// kernel still reads or writes, which the device's own barriers order and the host's copy would not.
 void VulkanDevice::write(Buffer& dst, const void* src, std::size_t bytes) {
   if (!bytes) return;
+  if (std::byte* mapped = unified_memory_ ? DeviceAllocator::mapped_of(dst.block()) : nullptr;
+      mapped != nullptr && commands_->idle()) {
+    std::memcpy(mapped, src, bytes);
+    return;
+  }
+  ++staged_transfers_;
   const HostSlice staging = commands_->host_alloc(bytes);
   std::memcpy(staging.ptr, src, bytes);
   VkCommandBuffer cb = commands_->begin_command();
@@ -95,8 +106,17 @@ void VulkanDevice::copy_from_peer(const Buffer& src, Buffer& dst, std::size_t by
   commands_->done_command();
 }
 
+// A read waits for the device in any case; where src's memory is mapped, the host then copies
+// straight out of it (the submission's last barrier made the device's writes visible to the host).
 void VulkanDevice::read(const Buffer& src, void* dst, std::size_t bytes) {
   if (!bytes) return synchronize();
+  if (const std::byte* mapped = unified_memory_ ? DeviceAllocator::mapped_of(src.block()) : nullptr) {
+    commands_->finish([&] { std::memcpy(dst, mapped, bytes); });
+    flags_->recycle();
+    check_error_flag();
+    return;
+  }
+  ++staged_transfers_;
   const HostSlice staging = commands_->host_alloc(bytes);
   VkCommandBuffer cb = commands_->begin_command();
   VkBufferCopy region{src.block().offset, staging.offset, bytes};

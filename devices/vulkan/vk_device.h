@@ -40,6 +40,7 @@ class VulkanDevice final : public DeviceBackend {
   void flush() override;
   std::uint64_t busy_ns() const override { return commands_->busy_ns(); }
   std::uint64_t full_waits() const override { return commands_->finishes(); }
+  std::uint64_t staged_transfers() const override { return staged_transfers_.load(std::memory_order_relaxed); }
   void set_timing(bool enabled) override { commands_->set_timing(enabled); }
   const void* memory_domain() const override { return ctx_.get(); }
   void copy_from_peer(const Buffer& src, Buffer& dst, std::size_t bytes, std::shared_ptr<void> keep) override;
@@ -90,6 +91,10 @@ class VulkanDevice final : public DeviceBackend {
   std::string prelude_;
   // One-node expressions of unfused elementwise ops, by structure key.
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> single_ops_;
+  // One memory for host and device (integrated GPU, lavapipe): reads and uploads copy straight
+  // between the host and the tensor's mapped memory where they can (read/write).
+  bool unified_memory_ = false;
+  std::atomic<std::uint64_t> staged_transfers_{0};
   // Last: destroyed first, so no background compile outlives what it reads.
   std::unique_ptr<BackgroundCompiler> background_;
 };

@@ -40,13 +40,21 @@ BufferAllocation allocate_buffer(const Context& ctx, std::uint64_t bytes, VkMemo
   VkBufferDeviceAddressInfo ai{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
   ai.buffer = buffer;
   a.address = vkGetBufferDeviceAddress(dev, &ai);
-  if (ctx.memory_properties().memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
-    check(vkMapMemory(dev, memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory");
+  const VkMemoryPropertyFlags props = ctx.memory_properties().memoryTypes[type].propertyFlags;
+  if (props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) check(vkMapMemory(dev, memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory");
+  a.coherent = (props & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
   return a;
 }
 
 DeviceAllocator::DeviceAllocator(const Context& ctx) : ctx_(ctx) {
   alignment_ = std::max<std::uint64_t>(256, ctx.limits().minStorageBufferOffsetAlignment);
+  // One memory for host and device (an integrated GPU, a software device): take device-local
+  // memory the host can map and cache, so that reads and uploads need no staging copy. Not on a
+  // discrete GPU, where such memory is a window over the bus that the host reads slowly.
+  const VkPhysicalDeviceType type = ctx.info().type;
+  if (type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+    preferred_ = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
   // Small heaps (integrated or software devices) get smaller chunks.
   chunk_bytes_ = std::min<std::uint64_t>(kChunkBytes, std::max<std::uint64_t>(ctx.info().device_local_bytes / 16, 4u << 20));
 }
@@ -75,12 +83,12 @@ Block DeviceAllocator::allocate(std::size_t requested) {
   const std::uint64_t size = std::max(chunk_bytes_, bytes);
   auto chunk = std::make_unique<Chunk>();
   try {
-    chunk->alloc = allocate_buffer(ctx_, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    chunk->alloc = allocate_buffer(ctx_, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, preferred_);
   } catch (const OutOfMemory&) {
     // Give back empty chunks (a big tensor may fit where small ones were) and try once more.
     free_empty_chunks(lock);
     try {
-      chunk->alloc = allocate_buffer(ctx_, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+      chunk->alloc = allocate_buffer(ctx_, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, preferred_);
     } catch (const OutOfMemory&) {
       throw OutOfMemory(requested);
     }
@@ -142,6 +150,11 @@ VkBuffer DeviceAllocator::buffer_of(const Block& block) { return static_cast<con
 
 VkDeviceAddress DeviceAllocator::address_of(const Block& block) {
   return static_cast<const Chunk*>(block.ptr)->alloc.address + block.offset;
+}
+
+std::byte* DeviceAllocator::mapped_of(const Block& block) {
+  const BufferAllocation& a = static_cast<const Chunk*>(block.ptr)->alloc;
+  return a.mapped != nullptr && a.coherent ? static_cast<std::byte*>(a.mapped) + block.offset : nullptr;
 }
 
 }  // namespace kiln::vk

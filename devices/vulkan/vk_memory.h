@@ -5,7 +5,11 @@
 // the owning chunk (opaque outside this file) and `offset` the range's offset in its buffer, so
 // a kernel sees a tensor as the 64-bit address chunk_address + offset. No vkAllocateMemory per
 // tensor. HostBuffer is a mapped host-visible buffer (staging, kernel arguments, error flags).
+// Where the device's memory is the host's (an integrated GPU, lavapipe), chunks come from memory
+// that is also host-visible, coherent and cached, and stay mapped: reads and uploads then copy
+// straight between the tensor and the host, without a staging buffer (VulkanDevice::read/write).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,6 +29,7 @@ struct BufferAllocation {
   VkDeviceAddress address = 0;
   std::uint64_t size = 0;
   void* mapped = nullptr;  // host-visible allocations only
+  bool coherent = false;   // host writes and reads need no flush or invalidate
 };
 
 // Creates a buffer usable as storage, transfer source/destination and by device address, with
@@ -49,6 +54,9 @@ class DeviceAllocator final : public RawAllocator {
 
   static VkBuffer buffer_of(const Block& block);
   static VkDeviceAddress address_of(const Block& block);
+  // The block's bytes as the host sees them, where its chunk's memory is mapped (host-visible,
+  // coherent device memory: an integrated GPU's, lavapipe's); null otherwise.
+  static std::byte* mapped_of(const Block& block);
   std::uint64_t alignment() const { return alignment_; }
 
  private:
@@ -65,6 +73,7 @@ class DeviceAllocator final : public RawAllocator {
   const Context& ctx_;
   std::uint64_t alignment_ = 256;
   std::uint64_t chunk_bytes_ = kChunkBytes;
+  VkMemoryPropertyFlags preferred_ = 0;  // besides DEVICE_LOCAL
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
   std::function<void()> wait_idle_;

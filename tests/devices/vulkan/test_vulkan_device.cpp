@@ -114,6 +114,37 @@ TEST(VulkanDevice, LargeUploadCrossesStagingBlocks) {
   EXPECT_EQ(from_vector(f, Shape{static_cast<std::int64_t>(f.size())}, vk0()).to_vector<float>().get(), f);
 }
 
+// One memory for host and device (lavapipe, an integrated GPU): a read copies straight out of
+// the tensor's mapped memory and an upload to an idle device straight into it, with no staging
+// buffer and no copy on the device; an upload while kernels are in flight is staged, as the
+// host must not write a block that a submitted kernel may still use. Values right either way.
+TEST(VulkanDevice, UnifiedMemoryReadsAndUploadsWithoutStaging) {
+  KILN_REQUIRE_VULKAN();
+  const VkPhysicalDeviceType type = best_vulkan_device_info().type;
+  if (type != VK_PHYSICAL_DEVICE_TYPE_CPU && type != VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU)
+    GTEST_SKIP() << "a discrete GPU: its reads and uploads are staged";
+  std::vector<float> f(1 << 16);
+  std::iota(f.begin(), f.end(), -1000.0f);
+  std::vector<float> twice(f.size());
+  for (std::size_t i = 0; i < f.size(); ++i) twice[i] = 2.0f * f[i];
+  const Shape shape{static_cast<std::int64_t>(f.size())};
+  sync(vk0()).get();
+  const std::uint64_t staged = counters(vk0()).staged_transfers;
+  const Tensor x = from_vector(f, shape, vk0());
+  EXPECT_EQ(mul(x, 2.0).to_vector<float>().get(), twice);
+  EXPECT_EQ(to_bytes(x).get().size(), f.size() * sizeof(float));
+  EXPECT_EQ(counters(vk0()).staged_transfers, staged) << "an upload to an idle device and two reads";
+
+  // Kernels in flight (submitted, not waited for) and uploads behind them, into blocks just freed.
+  Generator gen(1);
+  Tensor busy = randn(Shape{256, 256}, gen, {DType::f32, vk0()});
+  for (int i = 0; i < 8; ++i) busy = tanh(matmul(busy, busy));
+  std::vector<Tensor> uploads;
+  for (int i = 0; i < 4; ++i) uploads.push_back(mul(from_vector(f, shape, vk0()), 2.0));
+  for (const Tensor& u : uploads) EXPECT_EQ(u.to_vector<float>().get(), twice);
+  EXPECT_EQ(busy.to_vector<float>().get().size(), 256u * 256u);
+}
+
 TEST(VulkanDevice, CreationOpsMatchTheCpu) {
   KILN_REQUIRE_VULKAN();
   for (DType t : {DType::f32, DType::i64, DType::bool_}) {
