@@ -147,15 +147,15 @@ Gradients GradientReducer::backward(const nn::Module& model, const Tensor& loss)
       std::vector<Tensor> grads;
       for (std::size_t k : buckets_[b].params) grads.push_back(step->grads[k]);
       const std::size_t elements = buckets_[b].elements;
-      // Runs on the communication thread: waits for the gradients' values (backward goes on
-      // meanwhile), then sums them over the ranks.
+      // Runs on the communication thread: the bucket's gradients laid end to end by one kernel
+      // on their device and read once (one wait for the device, one copy to the host), while
+      // backward goes on; then summed over the ranks and averaged in place.
       step->done.push_back(group_.submit([step, b, grads = std::move(grads), elements, timeout, world](Collective& c) {
+        std::vector<Tensor> flat_parts;
+        for (const Tensor& g : grads) flat_parts.push_back(reshape(g, {-1}));
         std::vector<float>& flat = step->reduced[b];
-        flat.reserve(elements);
-        for (const Tensor& g : grads) {
-          const std::vector<float> v = g.to_vector<float>().get();
-          flat.insert(flat.end(), v.begin(), v.end());
-        }
+        flat = cat(flat_parts).to_vector<float>().get();
+        KILN_CHECK(flat.size() == elements, "dist.GradientReducer", "a bucket's gradients changed size");
         c.all_reduce(flat.data(), flat.size(), Element::f32, ReduceOp::sum, timeout);
         for (float& x : flat) x /= world;
       }));
@@ -179,14 +179,18 @@ Gradients GradientReducer::backward(const nn::Module& model, const Tensor& loss)
   launch_ready();
   for (std::future<void>& f : step->done) f.get();
 
+  // Each bucket goes back to the device in one upload (taken over without a copy on the CPU) and
+  // is cut into its parameters' gradients there.
   Gradients out;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    std::size_t at = 0;
+    const Device device = params[buckets_[b].params.front()].device();
+    const auto elements = static_cast<std::int64_t>(step->reduced[b].size());
+    const Tensor flat = from_vector(std::move(step->reduced[b]), Shape{elements}, device);
+    std::int64_t at = 0;
     for (std::size_t k : buckets_[b].params) {
-      const auto n = static_cast<std::size_t>(params[k].numel());
-      std::vector<float> part(step->reduced[b].begin() + static_cast<std::ptrdiff_t>(at),
-                              step->reduced[b].begin() + static_cast<std::ptrdiff_t>(at + n));
-      out.set(params[k], from_vector(std::move(part), params[k].shape(), params[k].device()));
+      const std::int64_t n = params[k].numel();
+      Tensor part = buckets_[b].params.size() == 1 ? flat : narrow(flat, 0, at, n);
+      out.set(params[k], reshape(std::move(part), params[k].shape().to_vector()));
       at += n;
     }
   }
