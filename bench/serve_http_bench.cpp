@@ -8,7 +8,8 @@
 // Counters: requests_per_s, p50_us, p99_us (HTTP, closed loop); in_process_requests_per_s,
 // in_process_p99_us; http_over_in_process (the ratio); paced_rate, paced_p50_us, paced_p99_us
 // (open loop at half the HTTP rate, latency from each request's scheduled time, counting the
-// requests still in flight when its window closes); mean_batch
+// requests still in flight when its window closes); in_process_paced_p99_us (the probe: the
+// same open loop into serve::Batcher in-process, no HTTP, no load client); mean_batch
 // (rows per forward pass over the whole run), paced_mean_batch (over the open-loop runs only).
 #ifdef KILN_BENCH_SERVE
 #include <algorithm>
@@ -68,6 +69,29 @@ InProcess batcher_in_process(serve::Batcher& batcher, const std::vector<std::vec
   return {static_cast<double>(all.size()) / seconds, all.empty() ? 0.0 : all[all.size() * 99 / 100]};
 }
 
+// Open loop in-process: one thread submits at begin + k / rate, each answer delivered by
+// callback; latency from each request's scheduled time, as the HTTP open loop counts it. The
+// probe of what the model and batcher give at that rate with no HTTP and no load client.
+double batcher_paced_p99_us(serve::Batcher& batcher, const std::vector<std::vector<float>>& images, double rate) {
+  using Clock = std::chrono::steady_clock;
+  const auto gap = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate));
+  const auto begin = Clock::now();
+  const auto count = static_cast<std::size_t>(rate * std::chrono::duration<double>(kHttpWindow).count());
+  std::vector<double> latency_us(count, -1.0);
+  std::atomic<std::size_t> answered{0};
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto scheduled = begin + static_cast<long>(k) * gap;
+    std::this_thread::sleep_until(scheduled);
+    batcher.submit(images[k % images.size()], [&, k, scheduled](std::vector<float>, std::exception_ptr) {
+      latency_us[k] = std::chrono::duration<double, std::micro>(Clock::now() - scheduled).count();
+      answered.fetch_add(1, std::memory_order_release);
+    });
+  }
+  while (answered.load(std::memory_order_acquire) < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::sort(latency_us.begin(), latency_us.end());
+  return latency_us.empty() ? 0.0 : latency_us[latency_us.size() * 99 / 100];
+}
+
 void serve_http(benchmark::State& state) {
   manual_seed(1);
   const SmallCNN model;
@@ -83,7 +107,7 @@ void serve_http(benchmark::State& state) {
     requests.push_back(http_post("/v1/classify", nlohmann::json{{"image", images[i]}, {"id", i}}.dump()));
 
   double http_rate = 0, p50 = 0, p99 = 0, local_rate = 0, local_p99 = 0, paced_rate = 0, paced_p50 = 0, paced_p99 = 0;
-  double paced_rows = 0, paced_batches = 0;
+  double paced_rows = 0, paced_batches = 0, local_paced_p99 = 0;
   std::size_t non_200 = 0;
   int n = 0;
   const serve::BatcherStats before = server.stats();
@@ -97,6 +121,7 @@ void serve_http(benchmark::State& state) {
     const serve::BatcherStats paced_before = server.stats();
     HttpLoadResult paced = run_http_load(port, kHttpConnections, requests, kHttpWindow, rate / 2);
     const serve::BatcherStats paced_after = server.stats();
+    local_paced_p99 += batcher_paced_p99_us(in_process, images, rate / 2);
     paced_rows += static_cast<double>(paced_after.completed - paced_before.completed);
     paced_batches += static_cast<double>(paced_after.batches - paced_before.batches);
     for (const auto& [status, count] : closed.by_status) non_200 += status == 200 ? 0 : count;
@@ -127,6 +152,7 @@ void serve_http(benchmark::State& state) {
   state.counters["paced_rate"] = paced_rate / n;
   state.counters["paced_p50_us"] = paced_p50 / n;
   state.counters["paced_p99_us"] = paced_p99 / n;
+  state.counters["in_process_paced_p99_us"] = local_paced_p99 / n;
   state.counters["paced_mean_batch"] = paced_batches > 0 ? paced_rows / paced_batches : 0.0;
   const double batches = static_cast<double>(after.batches - before.batches);
   state.counters["mean_batch"] = batches > 0 ? static_cast<double>(after.completed - before.completed) / batches : 0.0;
@@ -138,7 +164,7 @@ void serve_http(benchmark::State& state) {
 void register_serve_http(Device device) {
   if (device != Device::cpu()) return;
   // Each repetition starts a server (warm-up untimed) and times one iteration: 2 s in-process,
-  // 2 s over HTTP closed loop, 2 s paced.
+  // 2 s over HTTP closed loop, 2 s paced, 2 s paced in-process.
   apply(benchmark::RegisterBenchmark("serve_http", serve_http), {.repetitions = 3, .iterations = 1});
 }
 

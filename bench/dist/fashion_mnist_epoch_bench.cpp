@@ -7,6 +7,11 @@
 // process on all the cores. Compare with bench/ fashion_mnist_epoch (one process, no process
 // group) on the same machine for the cost of the group itself at N = 1.
 //
+// dist_fashion_mnist_epoch_no_exchange is the probe of that bound: the same processes, shards,
+// batches and cores, each rank stepping on its own gradients (no all-reduce, no bucket copies).
+// Its t1 / tN is what these cores give this workload split N ways with no communication at all;
+// the gap between the two efficiencies is what the gradient exchange costs.
+//
 //   for n in 1 2 4; do ./build/kiln-launch -n $n --split-cpus -- ./build/bench/kiln_dist_fashion_mnist_bench; done
 #include <benchmark/benchmark.h>
 #include <kiln/data.h>
@@ -26,7 +31,8 @@ using namespace kiln;
 
 dist::ProcessGroup* group = nullptr;
 
-void dist_fashion_mnist_epoch(benchmark::State& state) {
+// exchange: average the gradients over the ranks (the workload) or keep each rank's own (the probe).
+void run_epoch(benchmark::State& state, bool exchange) {
   if (!std::filesystem::exists(data::kDebianFashionMnist)) {
     state.SkipWithError("Fashion-MNIST is missing: apt-get install dataset-fashion-mnist (./dev does)");
     return;
@@ -42,7 +48,7 @@ void dist_fashion_mnist_epoch(benchmark::State& state) {
   optim::Adam opt({.lr = 1e-3});
   auto step = [&](const data::Batch& batch) {
     Tensor loss = nn::cross_entropy(model(batch.inputs), batch.labels);
-    model = opt.step(std::move(model), reducer.backward(model, loss));
+    model = opt.step(std::move(model), exchange ? reducer.backward(model, loss) : backward(loss));
     return loss;
   };
   int warm = 0;
@@ -63,7 +69,10 @@ void dist_fashion_mnist_epoch(benchmark::State& state) {
   state.counters["processes"] = n;
   state.counters["images_per_s"] = benchmark::Counter(60000.0, benchmark::Counter::kIsIterationInvariantRate);
 }
+void dist_fashion_mnist_epoch(benchmark::State& state) { run_epoch(state, true); }
+void dist_fashion_mnist_epoch_no_exchange(benchmark::State& state) { run_epoch(state, false); }
 BENCHMARK(dist_fashion_mnist_epoch)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(dist_fashion_mnist_epoch_no_exchange)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 }  // namespace
 

@@ -10,7 +10,8 @@ RESULTS_DIR holds epoch_n<N>_r<run>.json (kiln_dist_fashion_mnist_bench), allred
 
 dist_fashion_mnist_epoch: "kiln" is the median seconds per epoch over the runs ("kiln_min",
 "kiln_max" their spread), "efficiency" = t1 / tN of the medians: the same epoch on the same cores,
-so 1.0 is perfect scaling; "torch", "torch_min", "torch_max", "torch_efficiency" the same of
+so 1.0 is perfect scaling (the same of dist_fashion_mnist_epoch_no_exchange, the probe: each rank
+on its own gradients); "torch", "torch_min", "torch_max", "torch_efficiency" the same of
 PyTorch's DistributedDataParallel. allreduce: "kiln" and "torch" are the bus GB/s at 256 MiB (algorithm
 bandwidth * 2 (N - 1) / N), "kiln_<M>MiB" / "torch_<M>MiB" every size's. Needs only the standard
 library.
@@ -41,12 +42,21 @@ def seconds(run):
 
 
 def epoch_lines(out):
-    times = {}  # processes -> seconds per epoch of each run
+    times = {}  # workload -> processes -> seconds per epoch of each run
     for path in glob.glob(os.path.join(out, "epoch_n*_r*.json")):
         n = int(re.search(r"epoch_n(\d+)_r", path).group(1))
-        times.setdefault(n, []).extend(seconds(r) for r in benchmarks(path) if r["name"].startswith("dist_fashion"))
+        for r in benchmarks(path):
+            if r["name"].startswith("dist_fashion"):
+                times.setdefault(r["name"].split("/")[0], {}).setdefault(n, []).append(seconds(r))
+    lines = []
+    for workload in sorted(times):
+        lines += workload_lines(workload, times[workload], out if workload == "dist_fashion_mnist_epoch" else None)
+    return lines
+
+
+def workload_lines(workload, times, twin_dir):
     twin = {}  # the same of PyTorch's DDP
-    for path in glob.glob(os.path.join(out, "epoch_torch_n*_r*.jsonl")):
+    for path in glob.glob(os.path.join(twin_dir, "epoch_torch_n*_r*.jsonl")) if twin_dir else []:
         with open(path) as f:
             for text in f:
                 if text.strip():
@@ -57,7 +67,7 @@ def epoch_lines(out):
     lines = []
     for n in sorted(times):
         t = statistics.median(times[n])
-        line = {"id": "dist_fashion_mnist_epoch", "device": "cpu", "processes": n, "unit": "s/epoch",
+        line = {"id": workload, "device": "cpu", "processes": n, "unit": "s/epoch",
                 "better": "lower", "kiln": rounded(t), "torch": None, "kiln_min": rounded(min(times[n])),
                 "kiln_max": rounded(max(times[n])), "kiln_reps": len(times[n]),
                 "efficiency": rounded(t1 / t) if t1 else None, "cpus": os.cpu_count()}
@@ -99,9 +109,9 @@ def allreduce_lines(out):
 
 def table(lines):
     for line in lines:
-        if line["id"] == "dist_fashion_mnist_epoch":
+        if line["id"].startswith("dist_fashion_mnist_epoch"):
             eff, torch = line["efficiency"], line["torch"]
-            print(f"dist_fashion_mnist_epoch  {line['processes']} processes  {line['kiln']:.2f} s/epoch "
+            print(f"{line['id']}  {line['processes']} processes  {line['kiln']:.2f} s/epoch "
                   f"(min {line['kiln_min']:.2f}, max {line['kiln_max']:.2f}, {line['kiln_reps']} runs)  "
                   f"efficiency t1/tN {'-' if eff is None else f'{eff:.3f}'}"
                   + ("" if torch is None else f"   torch DDP {torch:.2f} s/epoch (min {line['torch_min']:.2f}, max "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kiln's data-parallel workloads (shared/WORKLOADS.md) on this machine, from prebuilt binaries (no
 # compiler needed): dist_fashion_mnist_epoch, the main job's epoch at 1, 2 and 4 processes over the
-# same cores, and allreduce, the process group's all-reduce of 1 to 256 MiB f32 at 2 and 4
+# same cores, dist_fashion_mnist_epoch_no_exchange (not run by default), the same epoch with each
+# rank stepping on its own gradients: the probe of what the cores allow with no communication, and allreduce, the process group's all-reduce of 1 to 256 MiB f32 at 2 and 4
 # processes on the loopback. --compare adds PyTorch's figures: DistributedDataParallel on the
 # same cores (fashion_mnist_ddp_twin.py) and its Gloo all-reduce (allreduce_twin.py).
 #
@@ -26,7 +27,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "run_scaling.sh: $*" >&2; exit 1; }
 
 only="dist_fashion_mnist_epoch,allreduce" compare=0
@@ -52,13 +53,13 @@ if [ "$compare" = 1 ] && ! "$python" -c 'import torch' 2>/dev/null; then
   die "--compare needs PyTorch for $python (set KILN_PYTHON, or apt-get install python3-torch)"
 fi
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || die "KILN_DIST_REPS must be a positive count, not '$reps'"
-run_epoch=0 run_allreduce=0
+run_epoch=0 run_allreduce=0 epoch_ids=()
 IFS=, read -ra ids <<<"$only"
 for id in "${ids[@]}"; do
   case "$id" in
-    dist_fashion_mnist_epoch) run_epoch=1 ;;
+    dist_fashion_mnist_epoch | dist_fashion_mnist_epoch_no_exchange) run_epoch=1; epoch_ids+=("$id") ;;
     allreduce) run_allreduce=1 ;;
-    *) die "unknown workload '$id'; known: dist_fashion_mnist_epoch,allreduce" ;;
+    *) die "unknown workload '$id'; known: dist_fashion_mnist_epoch,dist_fashion_mnist_epoch_no_exchange,allreduce" ;;
   esac
 done
 out="${KILN_DIST_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/kiln-dist-bench-XXXXXX")}"
@@ -74,9 +75,10 @@ if [ "$run_epoch" = 1 ]; then
   for ((r = 1; r <= reps; ++r)); do
     for n in "${counts[@]}"; do
       echo "run_scaling.sh: dist_fashion_mnist_epoch, $n processes, run $r of $reps" >&2
-      "$launch" -n "$n" --split-cpus --timeout 600 -- "$epoch_bench" \
+      filter="^($(IFS='|'; echo "${epoch_ids[*]}"))\$"
+      "$launch" -n "$n" --split-cpus --timeout 600 -- "$epoch_bench" --benchmark_filter="$filter" \
         --benchmark_out="$out/epoch_n${n}_r$r.json" --benchmark_out_format=json >&2
-      if [ "$compare" = 1 ]; then
+      if [ "$compare" = 1 ] && [[ " ${epoch_ids[*]} " == *" dist_fashion_mnist_epoch "* ]]; then
         "$python" "$here/fashion_mnist_ddp_twin.py" --processes "$n" >"$out/epoch_torch_n${n}_r$r.jsonl" ||
           die "the PyTorch twin failed (above)"
       fi
