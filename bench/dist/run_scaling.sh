@@ -75,7 +75,7 @@ if [ "$run_epoch" = 1 ]; then
   for ((r = 1; r <= reps; ++r)); do
     for n in "${counts[@]}"; do
       echo "run_scaling.sh: dist_fashion_mnist_epoch, $n processes, run $r of $reps" >&2
-      filter="^($(IFS='|'; echo "${epoch_ids[*]}"))\$"
+      filter="^($(IFS='|'; echo "${epoch_ids[*]}"))(/|\$)"  # names go on with /iterations:1...
       "$launch" -n "$n" --split-cpus --timeout 600 -- "$epoch_bench" --benchmark_filter="$filter" \
         --benchmark_out="$out/epoch_n${n}_r$r.json" --benchmark_out_format=json >&2
       if [ "$compare" = 1 ] && [[ " ${epoch_ids[*]} " == *" dist_fashion_mnist_epoch "* ]]; then
