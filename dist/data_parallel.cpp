@@ -147,15 +147,18 @@ Gradients GradientReducer::backward(const nn::Module& model, const Tensor& loss)
       std::vector<Tensor> grads;
       for (std::size_t k : buckets_[b].params) grads.push_back(step->grads[k]);
       const std::size_t elements = buckets_[b].elements;
-      // Runs on the communication thread: the bucket's gradients laid end to end by one kernel
-      // on their device and read once (one wait for the device, one copy to the host), while
-      // backward goes on; then summed over the ranks and averaged in place.
+      // Runs on the communication thread: waits for the gradients' values (backward goes on
+      // meanwhile), then sums them over the ranks. Each gradient is read on its own: a read waits
+      // only for the ops that gradient needs, where one kernel laying the bucket end to end would
+      // be queued behind all the backward submitted meanwhile (measured: the all-reduce then no
+      // longer overlapped backward, and 4 processes took 17.0 s an epoch instead of 13.5).
       step->done.push_back(group_.submit([step, b, grads = std::move(grads), elements, timeout, world](Collective& c) {
-        std::vector<Tensor> flat_parts;
-        for (const Tensor& g : grads) flat_parts.push_back(reshape(g, {-1}));
         std::vector<float>& flat = step->reduced[b];
-        flat = cat(flat_parts).to_vector<float>().get();
-        KILN_CHECK(flat.size() == elements, "dist.GradientReducer", "a bucket's gradients changed size");
+        flat.reserve(elements);
+        for (const Tensor& g : grads) {
+          const std::vector<float> v = g.to_vector<float>().get();
+          flat.insert(flat.end(), v.begin(), v.end());
+        }
         c.all_reduce(flat.data(), flat.size(), Element::f32, ReduceOp::sum, timeout);
         for (float& x : flat) x /= world;
       }));
