@@ -1,6 +1,7 @@
 #include "kiln/dist/data_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
@@ -44,7 +45,15 @@ std::string first_difference(const std::string& zero, const std::string& other, 
   return msg;
 }
 
+std::uint64_t nanoseconds(std::chrono::steady_clock::duration d) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
 }  // namespace
+
+GradientReducerTimes GradientReducer::times() const {
+  return {clocks_->steps.load(), clocks_->read_ns.load(), clocks_->all_reduce_ns.load(), clocks_->wait_ns.load()};
+}
 
 std::string model_signature(const nn::Module& model) {
   std::string s;
@@ -152,15 +161,21 @@ Gradients GradientReducer::backward(const nn::Module& model, const Tensor& loss)
       // only for the ops that gradient needs, where one kernel laying the bucket end to end would
       // be queued behind all the backward submitted meanwhile (measured: the all-reduce then no
       // longer overlapped backward, and 4 processes took 17.0 s an epoch instead of 13.5).
-      step->done.push_back(group_.submit([step, b, grads = std::move(grads), elements, timeout, world](Collective& c) {
+      step->done.push_back(group_.submit([step, b, grads = std::move(grads), elements, timeout, world,
+                                          clocks = clocks_](Collective& c) {
         std::vector<float>& flat = step->reduced[b];
         flat.reserve(elements);
+        const auto t0 = std::chrono::steady_clock::now();
         for (const Tensor& g : grads) {
           const std::vector<float> v = g.to_vector<float>().get();
           flat.insert(flat.end(), v.begin(), v.end());
         }
+        const auto t1 = std::chrono::steady_clock::now();
         c.all_reduce(flat.data(), flat.size(), Element::f32, ReduceOp::sum, timeout);
+        const auto t2 = std::chrono::steady_clock::now();
         for (float& x : flat) x /= world;
+        clocks->read_ns.fetch_add(nanoseconds(t1 - t0), std::memory_order_relaxed);
+        clocks->all_reduce_ns.fetch_add(nanoseconds(t2 - t1), std::memory_order_relaxed);
       }));
     }
   };
@@ -180,7 +195,10 @@ Gradients GradientReducer::backward(const nn::Module& model, const Tensor& loss)
     ++step->ready[bucket_of_[k]];
   }
   launch_ready();
+  const auto waiting = std::chrono::steady_clock::now();
   for (std::future<void>& f : step->done) f.get();
+  clocks_->wait_ns.fetch_add(nanoseconds(std::chrono::steady_clock::now() - waiting), std::memory_order_relaxed);
+  clocks_->steps.fetch_add(1, std::memory_order_relaxed);
 
   // Each bucket goes back to the device in one upload (taken over without a copy on the CPU) and
   // is cut into its parameters' gradients there.

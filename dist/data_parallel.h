@@ -15,7 +15,10 @@
 // backward produces them): a bucket is all-reduced on the group's communication thread as soon
 // as backward reported its last gradient, while backward still computes the earlier layers'.
 #pragma once
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,15 @@ struct GradientReducerOptions {
   std::size_t first_bucket_bytes = std::size_t{1} << 20;
 };
 
+// Where a data-parallel step's exchange went, summed over the steps since the reducer was made:
+// what separates a slow all-reduce (bandwidth) from ranks waiting for the slowest (stragglers).
+struct GradientReducerTimes {
+  std::uint64_t steps = 0;
+  std::uint64_t read_ns = 0;       // the communication thread waiting for gradients' values (backward computing them)
+  std::uint64_t all_reduce_ns = 0;  // inside the collective: transfers, and waiting for the other ranks
+  std::uint64_t wait_ns = 0;        // the caller's thread, after backward was submitted, until every bucket was reduced
+};
+
 class GradientReducer {
  public:
   // The bucket layout comes from `model`'s trainable parameters (f32; their order and shapes
@@ -60,6 +72,7 @@ class GradientReducer {
   // Of the last backward's buckets, how many were handed to the communication thread before
   // backward had submitted its last gradient (the overlap; the rest went after).
   std::size_t buckets_started_during_backward() const { return started_early_; }
+  GradientReducerTimes times() const;
 
  private:
   struct Bucket {
@@ -71,6 +84,10 @@ class GradientReducer {
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // parameter index -> bucket
   std::size_t started_early_ = 0;
+  struct Clocks {  // the communication thread adds to the first two
+    std::atomic<std::uint64_t> steps{0}, read_ns{0}, all_reduce_ns{0}, wait_ns{0};
+  };
+  std::shared_ptr<Clocks> clocks_ = std::make_shared<Clocks>();
 };
 
 }  // namespace kiln::dist

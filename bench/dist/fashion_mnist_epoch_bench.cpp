@@ -67,6 +67,13 @@ void run_epoch(benchmark::State& state, bool exchange) {
     ++epoch;
   }
   state.counters["processes"] = n;
+  if (exchange) {  // rank 0's view of where the exchange went, per step (warm-up steps included)
+    const dist::GradientReducerTimes t = reducer.times();
+    const double per_step_ms = t.steps ? 1e-6 / static_cast<double>(t.steps) : 0.0;
+    state.counters["read_ms_per_step"] = static_cast<double>(t.read_ns) * per_step_ms;
+    state.counters["all_reduce_ms_per_step"] = static_cast<double>(t.all_reduce_ns) * per_step_ms;
+    state.counters["wait_ms_per_step"] = static_cast<double>(t.wait_ns) * per_step_ms;
+  }
   state.counters["images_per_s"] = benchmark::Counter(60000.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 void dist_fashion_mnist_epoch(benchmark::State& state) { run_epoch(state, true); }

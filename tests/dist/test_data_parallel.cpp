@@ -37,6 +37,10 @@ TEST(DistWorker, DISABLED_TrainMlp) {
     for (int q = 1; q < n; ++q)
       EXPECT_EQ(all[static_cast<std::size_t>(q)], all[0]) << "rank " << q << " after step " << step;
   }
+  // Every step's exchange was timed: the collective's share included (it waits for the peers).
+  const dist::GradientReducerTimes times = reducer.times();
+  EXPECT_EQ(times.steps, static_cast<std::uint64_t>(test::kSteps));
+  EXPECT_GT(times.all_reduce_ns, 0u);
   if (r == 0) {
     std::ofstream out(test::report_path(0).parent_path() / "params.bin", std::ios::binary);
     out << test::as_bytes(test::flat_parameters(model));
