@@ -23,6 +23,24 @@ void simple(OpTable& t, const std::string& name, Tensor (*fn)(Tensor)) {
   unary(t, name, [fn](const OpContext&, Tensor x) { return fn(std::move(x)); });
 }
 
+// A unary op that also has a host form, for f32 values known on the host (shape arithmetic such
+// as attention's 1 / sqrt(d), which PyTorch 2's exporter computes from the input's Shape): they
+// stay on the host, so the scale reaches its Mul as a number, not as device work and a tensor.
+// Only correctly rounded ops: `on_host` in double, rounded once to f32, is then what the device
+// computes in f32.
+void simple_with_host(OpTable& t, const std::string& name, Tensor (*fn)(Tensor), double (*on_host)(double)) {
+  t[name] = [fn, on_host](OpContext& ctx, const std::vector<Value>& in) {
+    ctx.check(!in.empty() && in[0].defined(), "needs one input");
+    const Value& x = in[0];
+    if (x.on_host() && x.dtype() == DType::f32 && x.host->numel() <= kHostLimit) {
+      HostTensor r = *x.host;
+      for (float& v : r.floats) v = static_cast<float>(on_host(static_cast<double>(v)));
+      return std::vector<Value>{Value::of(std::move(r))};
+    }
+    return std::vector<Value>{Value::of(fn(ctx.tensor(x)))};
+  };
+}
+
 // A binary op with an optional host form for integer (shape) arithmetic.
 struct HostForm {
   std::function<std::int64_t(std::int64_t, std::int64_t)> ints;
@@ -155,12 +173,12 @@ void variadic(OpTable& t, const std::string& name, Tensor (*fn)(Tensor, Tensor),
 }  // namespace
 
 void add_elementwise_ops(OpTable& t) {
-  simple(t, "Abs", abs);
-  simple(t, "Neg", neg);
+  simple_with_host(t, "Abs", abs, [](double v) { return std::fabs(v); });
+  simple_with_host(t, "Neg", neg, [](double v) { return -v; });
   simple(t, "Exp", exp);
   simple(t, "Log", log);
-  simple(t, "Sqrt", sqrt);
-  simple(t, "Reciprocal", reciprocal);
+  simple_with_host(t, "Sqrt", sqrt, [](double v) { return std::sqrt(v); });
+  simple_with_host(t, "Reciprocal", reciprocal, [](double v) { return 1.0 / v; });
   simple(t, "Sin", sin);
   simple(t, "Cos", cos);
   simple(t, "Tan", tan);

@@ -86,6 +86,17 @@ class Transposes(torch.nn.Module):
         return torch.cat([t.reshape(-1) for t in moves_ones + moves_data])
 
 
+class AttentionScale(torch.nn.Module):
+    """The attention scale as PyTorch 2's exporter writes scaled_dot_product_attention's:
+    1 / sqrt(the last dim) from the input's shape, then q * sqrt(scale) (Shape, Slice, Cast, Sqrt,
+    Div, Sqrt, Mul): arithmetic on a shape that kiln keeps on the host."""
+
+    def forward(self, q):
+        e = torch._shape_as_tensor(q)[-1:].to(torch.float)
+        scale = 1.0 / torch.sqrt(e)
+        return q * torch.sqrt(scale)
+
+
 class LstmLM(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -158,6 +169,13 @@ def main():
     x = torch.randn(1, 3, 1, 4)
     export(transposes, (x,), "transposes", ["x"], ["y"], opset=14)
     refs["transposes"] = {"inputs": {"x": tensor(x)}, "outputs": [tensor(transposes(x))]}
+
+    scale = AttentionScale()
+    q = torch.randn(2, 3, 5, 8)
+    export(scale, (q,), "attention_scale", ["q"], ["y"], {"q": {0: "batch", 3: "dim"}}, opset=14)
+    q6 = torch.randn(1, 3, 5, 6)
+    refs["attention_scale"] = {"inputs": {"q": tensor(q)}, "outputs": [tensor(scale(q))],
+                               "dim6": {"inputs": {"q": tensor(q6)}, "outputs": [tensor(scale(q6))]}}
 
     with open(os.path.join(HERE, "onnx_models.json"), "w") as f:
         json.dump(refs, f)

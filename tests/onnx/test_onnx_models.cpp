@@ -79,6 +79,21 @@ TEST_P(OnnxModels, TransposesOfSizeOneDimsAreReshapesWithPyTorchsValues) {
   EXPECT_TRUE(matches(run(m, r["inputs"], GetParam())[0], r["outputs"][0], {0.0, 0.0}));
 }
 
+TEST_P(OnnxModels, AttentionScaleFromTheShapeStaysOnTheHost) {
+  // q * sqrt(1 / sqrt(q's last dim)) as PyTorch 2 exports attention's scale (Shape, Slice, Cast,
+  // Sqrt, Reciprocal, Sqrt, Mul): PyTorch's values at two last dims, and the scale computed on
+  // the host: one kernel a run (the Mul by a number), no upload of the scale, no device work for it.
+  const auto m = load_model("attention_scale").to(GetParam());
+  const auto& r = refs()["attention_scale"];
+  EXPECT_TRUE(matches(run(m, r["inputs"], GetParam())[0], r["outputs"][0], {1e-6, 0.0}));
+  std::map<std::string, Tensor> in{{"q", make_tensor(r["dim6"]["inputs"]["q"], GetParam())}};
+  sync(GetParam()).get();
+  const std::uint64_t kernels = counters(GetParam()).kernels_launched;
+  const Tensor y = m.forward(in).begin()->second;
+  EXPECT_TRUE(matches(y, r["dim6"]["outputs"][0], {1e-6, 0.0}));
+  EXPECT_EQ(counters(GetParam()).kernels_launched - kernels, 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OnnxModels, ::testing::ValuesIn(test_devices()), device_param_name);
 
 // Gradients of sum(output * seed) for every initializer, by its name, against PyTorch's.
