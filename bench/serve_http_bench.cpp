@@ -9,7 +9,8 @@
 // in_process_p99_us; http_over_in_process (the ratio); paced_rate, paced_p50_us, paced_p99_us
 // (open loop at half the HTTP rate, latency from each request's scheduled time, counting the
 // requests still in flight when its window closes); in_process_paced_p99_us (the probe: the
-// same open loop into serve::Batcher in-process, no HTTP, no load client); mean_batch
+// same open loop into serve::Batcher in-process, no HTTP, no load client); third_rate and
+// third_p99_us (the HTTP open loop at a third of the saturated rate); mean_batch
 // (rows per forward pass over the whole run), paced_mean_batch (over the open-loop runs only).
 #ifdef KILN_BENCH_SERVE
 #include <algorithm>
@@ -107,7 +108,7 @@ void serve_http(benchmark::State& state) {
     requests.push_back(http_post("/v1/classify", nlohmann::json{{"image", images[i]}, {"id", i}}.dump()));
 
   double http_rate = 0, p50 = 0, p99 = 0, local_rate = 0, local_p99 = 0, paced_rate = 0, paced_p50 = 0, paced_p99 = 0;
-  double paced_rows = 0, paced_batches = 0, local_paced_p99 = 0;
+  double paced_rows = 0, paced_batches = 0, local_paced_p99 = 0, third_rate = 0, third_p99 = 0;
   std::size_t non_200 = 0;
   int n = 0;
   const serve::BatcherStats before = server.stats();
@@ -122,6 +123,12 @@ void serve_http(benchmark::State& state) {
     HttpLoadResult paced = run_http_load(port, kHttpConnections, requests, kHttpWindow, rate / 2);
     const serve::BatcherStats paced_after = server.stats();
     local_paced_p99 += batcher_paced_p99_us(in_process, images, rate / 2);
+    // Lower on the latency-against-load curve: a third of the saturated rate.
+    HttpLoadResult third = run_http_load(port, kHttpConnections, requests, kHttpWindow, rate / 3);
+    for (const auto& [status, count] : third.by_status) non_200 += status == 200 ? 0 : count;
+    non_200 += third.unanswered;
+    third_rate += third.requests_per_s();
+    third_p99 += third.percentile(0.99);
     paced_rows += static_cast<double>(paced_after.completed - paced_before.completed);
     paced_batches += static_cast<double>(paced_after.batches - paced_before.batches);
     for (const auto& [status, count] : closed.by_status) non_200 += status == 200 ? 0 : count;
@@ -153,6 +160,8 @@ void serve_http(benchmark::State& state) {
   state.counters["paced_p50_us"] = paced_p50 / n;
   state.counters["paced_p99_us"] = paced_p99 / n;
   state.counters["in_process_paced_p99_us"] = local_paced_p99 / n;
+  state.counters["third_rate"] = third_rate / n;
+  state.counters["third_p99_us"] = third_p99 / n;
   state.counters["paced_mean_batch"] = paced_batches > 0 ? paced_rows / paced_batches : 0.0;
   const double batches = static_cast<double>(after.batches - before.batches);
   state.counters["mean_batch"] = batches > 0 ? static_cast<double>(after.completed - before.completed) / batches : 0.0;
@@ -164,7 +173,7 @@ void serve_http(benchmark::State& state) {
 void register_serve_http(Device device) {
   if (device != Device::cpu()) return;
   // Each repetition starts a server (warm-up untimed) and times one iteration: 2 s in-process,
-  // 2 s over HTTP closed loop, 2 s paced, 2 s paced in-process.
+  // 2 s over HTTP closed loop, 2 s paced, 2 s paced in-process, 2 s paced at a third.
   apply(benchmark::RegisterBenchmark("serve_http", serve_http), {.repetitions = 3, .iterations = 1});
 }
 
