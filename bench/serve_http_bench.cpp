@@ -73,22 +73,26 @@ InProcess batcher_in_process(serve::Batcher& batcher, const std::vector<std::vec
 // Open loop in-process: one thread submits at begin + k / rate, each answer delivered by
 // callback; latency from each request's scheduled time, as the HTTP open loop counts it. The
 // probe of what the model and batcher give at that rate with no HTTP and no load client.
-double batcher_paced_p99_us(serve::Batcher& batcher, const std::vector<std::vector<float>>& images, double rate) {
+// `failed` counts the requests answered with an error (the run is then reported as failed).
+double batcher_paced_p99_us(serve::Batcher& batcher, const std::vector<std::vector<float>>& images, double rate,
+                            std::size_t& failed) {
   using Clock = std::chrono::steady_clock;
   const auto gap = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate));
   const auto begin = Clock::now();
   const auto count = static_cast<std::size_t>(rate * std::chrono::duration<double>(kHttpWindow).count());
   std::vector<double> latency_us(count, -1.0);
-  std::atomic<std::size_t> answered{0};
+  std::atomic<std::size_t> answered{0}, errors{0};
   for (std::size_t k = 0; k < count; ++k) {
     const auto scheduled = begin + static_cast<long>(k) * gap;
     std::this_thread::sleep_until(scheduled);
-    batcher.submit(images[k % images.size()], [&, k, scheduled](std::vector<float>, std::exception_ptr) {
+    batcher.submit(images[k % images.size()], [&, k, scheduled](std::vector<float>, std::exception_ptr error) {
       latency_us[k] = std::chrono::duration<double, std::micro>(Clock::now() - scheduled).count();
+      if (error) errors.fetch_add(1, std::memory_order_relaxed);
       answered.fetch_add(1, std::memory_order_release);
     });
   }
   while (answered.load(std::memory_order_acquire) < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  failed += errors.load();
   std::sort(latency_us.begin(), latency_us.end());
   return latency_us.empty() ? 0.0 : latency_us[latency_us.size() * 99 / 100];
 }
@@ -122,7 +126,7 @@ void serve_http(benchmark::State& state) {
     const serve::BatcherStats paced_before = server.stats();
     HttpLoadResult paced = run_http_load(port, kHttpConnections, requests, kHttpWindow, rate / 2);
     const serve::BatcherStats paced_after = server.stats();
-    local_paced_p99 += batcher_paced_p99_us(in_process, images, rate / 2);
+    local_paced_p99 += batcher_paced_p99_us(in_process, images, rate / 2, non_200);
     // Lower on the latency-against-load curve: a third of the saturated rate.
     HttpLoadResult third = run_http_load(port, kHttpConnections, requests, kHttpWindow, rate / 3);
     for (const auto& [status, count] : third.by_status) non_200 += status == 200 ? 0 : count;
@@ -147,7 +151,9 @@ void serve_http(benchmark::State& state) {
   const serve::BatcherStats after = server.stats();
   server.stop();
   if (non_200 > 0) {
-    state.SkipWithError((std::to_string(non_200) + " requests were not answered with 200 (or not at all)").c_str());
+    state.SkipWithError(
+        (std::to_string(non_200) + " requests were not answered with 200 (or not at all, or failed in-process)")
+            .c_str());
     return;
   }
   state.counters["requests_per_s"] = http_rate / n;

@@ -69,10 +69,12 @@ void run_epoch(benchmark::State& state, bool exchange) {
   state.counters["processes"] = n;
   if (exchange) {  // rank 0's view of where the exchange went, per step (warm-up steps included)
     const dist::GradientReducerTimes t = reducer.times();
-    const double per_step_ms = t.steps ? 1e-6 / static_cast<double>(t.steps) : 0.0;
-    state.counters["read_ms_per_step"] = static_cast<double>(t.read_ns) * per_step_ms;
-    state.counters["all_reduce_ms_per_step"] = static_cast<double>(t.all_reduce_ns) * per_step_ms;
-    state.counters["wait_ms_per_step"] = static_cast<double>(t.wait_ns) * per_step_ms;
+    const auto ms_per_step = [&](std::uint64_t ns) {
+      return t.steps ? 1e-6 * static_cast<double>(ns) / static_cast<double>(t.steps) : 0.0;
+    };
+    state.counters["read_ms_per_step"] = ms_per_step(t.read_ns);
+    state.counters["all_reduce_ms_per_step"] = ms_per_step(t.all_reduce_ns);
+    state.counters["wait_ms_per_step"] = ms_per_step(t.wait_ns);
   }
   state.counters["images_per_s"] = benchmark::Counter(60000.0, benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -71,10 +71,7 @@ class DistDataParallel : public ::testing::TestWithParam<int> {};
 
 TEST_P(DistDataParallel, MatchesOneProcessWithTheWholeBatch) {
   const test::WorldResult w = test::run_world("TrainMlp", GetParam(), 180);
-  for (const test::RankResult& r : w.ranks) {
-    ASSERT_EQ(r.exit_code, 0) << test::describe(w);
-    ASSERT_EQ(r.report, "ok") << test::describe(w);
-  }
+  ASSERT_TRUE(test::every_rank_ok(w));
   test::expect_trained_like(test::read_text(w.out / "params.bin"), reference_parameters(), 0.05);
 }
 

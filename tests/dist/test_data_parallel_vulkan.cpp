@@ -63,10 +63,7 @@ TEST(DistDataParallelVulkan, TwoProcessesMatchOneProcessWithTheWholeBatch) {
 
   const test::WorldResult w =
       test::run_world("TrainMlpOnVulkan", 2, 240, {{"KILN_TEST_VULKAN_INDEX", std::to_string(d->index)}});
-  for (const test::RankResult& r : w.ranks) {
-    ASSERT_EQ(r.exit_code, 0) << test::describe(w);
-    ASSERT_EQ(r.report, "ok") << test::describe(w);
-  }
+  ASSERT_TRUE(test::every_rank_ok(w));
   test::expect_trained_like(test::read_text(w.out / "params.bin"), want, 0.01);
 }
 

@@ -73,10 +73,7 @@ class DistWorld : public ::testing::TestWithParam<int> {};
 
 TEST_P(DistWorld, CollectivesGiveEveryRankTheClosedFormValues) {
   const test::WorldResult w = test::run_world("Collectives", GetParam(), 120);
-  for (const test::RankResult& r : w.ranks) {
-    EXPECT_EQ(r.exit_code, 0) << test::describe(w);
-    EXPECT_EQ(r.report, "ok") << test::describe(w);
-  }
+  EXPECT_TRUE(test::every_rank_ok(w));
 }
 
 TEST(DistProcessGroup, MismatchedShapesAreAClearErrorOnEveryRank) {
@@ -159,10 +156,7 @@ TEST(DistProcessGroup, RanksMeetThroughRedis) {
   RedisServer redis;
   ASSERT_TRUE(redis.running());
   const test::WorldResult w = test::run_world("Collectives", 2, 120, {{"KILN_RENDEZVOUS_REDIS", redis.address()}});
-  for (const test::RankResult& r : w.ranks) {
-    EXPECT_EQ(r.exit_code, 0) << test::describe(w);
-    EXPECT_EQ(r.report, "ok") << test::describe(w);
-  }
+  EXPECT_TRUE(test::every_rank_ok(w));
   // The rendezvous left its keys in Redis, not in the directory.
   EXPECT_FALSE(std::filesystem::exists(w.out / "rendezvous") && !std::filesystem::is_empty(w.out / "rendezvous"))
       << test::describe(w);

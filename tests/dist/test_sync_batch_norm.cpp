@@ -121,18 +121,12 @@ TEST(DistWorker, DISABLED_SyncBatchNormDataParallel) {
 
 TEST(DistSyncBatchNorm, InsideDataParallelTrainingGradientsAreTheWholeBatchs) {
   const test::WorldResult w = test::run_world("SyncBatchNormDataParallel", 2, 60);
-  for (const test::RankResult& r : w.ranks) {
-    ASSERT_EQ(r.exit_code, 0) << test::describe(w);
-    ASSERT_EQ(r.report, "ok") << test::describe(w);
-  }
+  ASSERT_TRUE(test::every_rank_ok(w));
 }
 
 TEST(DistSyncBatchNorm, TwoRanksWithHalfTheBatchMatchTheWholeBatch) {
   const test::WorldResult w = test::run_world("SyncBatchNorm", 2, 60);
-  for (const test::RankResult& r : w.ranks) {
-    ASSERT_EQ(r.exit_code, 0) << test::describe(w);
-    ASSERT_EQ(r.report, "ok") << test::describe(w);
-  }
+  ASSERT_TRUE(test::every_rank_ok(w));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // finish in time is killed and reported, so a hang fails the test instead of stalling CI.
 #pragma once
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -138,6 +139,14 @@ inline std::string describe(const WorldResult& w) {
     s += "\n  rank " + std::to_string(r) + " exit " + std::to_string(w.ranks[r].exit_code) + ": " + w.ranks[r].report +
          "\n  its output:\n" + w.ranks[r].log;
   return s;
+}
+
+// Success when every rank exited 0 and reported "ok"; otherwise the whole world, described.
+inline ::testing::AssertionResult every_rank_ok(const WorldResult& w) {
+  for (const RankResult& r : w.ranks)
+    if (r.exit_code != 0 || r.report != "ok") return ::testing::AssertionFailure() << describe(w);
+  if (w.ranks.empty()) return ::testing::AssertionFailure() << "no rank ran";
+  return ::testing::AssertionSuccess();
 }
 
 inline int env_rank() {
