@@ -176,19 +176,27 @@ void PackedMatrix::multiply(std::int64_t m, const float* a, float* c, const floa
   const std::int64_t panels = (n_ + kPanelWidth - 1) / kPanelWidth;
   const float* const packed = panels_.get();
   CoreTeam& team = CoreTeam::get();
-  const std::int64_t parts = std::min<std::int64_t>(team.size(), panels);
   // Part i takes panels [p0, p1), the same ones every call: each core keeps its share of the
-  // weights in its own cache (core_team.h). In chunks of about kChunkPanels panels, so that a
-  // core whose thread the OS takes mid-part leaves the rest of it to the other.
-  const std::int64_t per_part = (panels + parts - 1) / parts;
+  // weights in its own cache (core_team.h). When there are fewer panels than cores and rows
+  // enough (a batch of a few hundred rows against a narrow weight), the rows are split too, in
+  // whole passes, over the cores the panels leave idle.
+  const std::int64_t panel_parts = std::min<std::int64_t>(team.size(), panels);
+  const std::int64_t passes = (m + kRowsPerPass - 1) / kRowsPerPass;
+  const std::int64_t row_parts = std::clamp<std::int64_t>(team.size() / panel_parts, 1, passes);
+  // In chunks of about kChunkPanels panels, so that a core whose thread the OS takes mid-part
+  // leaves the rest of it to the other.
+  const std::int64_t per_part = (panels + panel_parts - 1) / panel_parts;
   const int chunks = static_cast<int>(std::clamp<std::int64_t>(per_part / kChunkPanels, 1, CoreTeam::kMaxChunks));
   team.run_chunked(chunks, [&](int i, int chunk) {
-    if (i >= parts) return;
-    const std::int64_t p0 = panels * i / parts, p1 = panels * (i + 1) / parts;
+    if (i >= panel_parts * row_parts) return;
+    const std::int64_t pi = i % panel_parts, ri = i / panel_parts;
+    const std::int64_t p0 = panels * pi / panel_parts, p1 = panels * (pi + 1) / panel_parts;
     const std::int64_t q0 = p0 + (p1 - p0) * chunk / chunks, q1 = p0 + (p1 - p0) * (chunk + 1) / chunks;
-    for (std::int64_t r = 0; r < m; r += kRowsPerPass) {
-      simd::with_count<kRowsPerPass>(std::min<std::int64_t>(m - r, kRowsPerPass),
-                [&]<int R>() { rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1, epilogue); });
+    const std::int64_t r1 = std::min(m, passes * (ri + 1) / row_parts * kRowsPerPass);
+    for (std::int64_t r = passes * ri / row_parts * kRowsPerPass; r < r1; r += kRowsPerPass) {
+      simd::with_count<kRowsPerPass>(std::min<std::int64_t>(r1 - r, kRowsPerPass), [&]<int R>() {
+        rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1, epilogue);
+      });
     }
   });
 }

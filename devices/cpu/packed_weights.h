@@ -1,6 +1,7 @@
-// A weight matrix packed for the products of a few rows against it (a served model's requests
-// against its weights, skinny_gemm.h): B's columns in panels of kPanelWidth, each panel its k
-// rows of kPanelWidth contiguous floats. A product then reads B once, front to back, whether B
+// A weight matrix packed for the products of rows against it: a served model's few requests
+// against its weights (skinny_gemm.h), and up to a few hundred rows (a batch, a sequence's tokens
+// through an encoder's Linear layers), where OpenBLAS would pack B again on every call. B's
+// columns in panels of kPanelWidth, each panel its k rows of kPanelWidth contiguous floats. A product then reads B once, front to back, whether B
 // was stored [k, n] or [n, k]: each core reads its panels as a few sequential streams, where the
 // unpacked [k, n] kernel read 192-byte pieces of rows 2 KiB apart, which the hardware prefetcher
 // does not follow (8 x 784 x 512, one core: 1.3-1.6x; see bench/RESULTS.md).
@@ -29,9 +30,10 @@ class PackedMatrix final : public BufferDerived {
     return n == n_ && k == k_ && transposed == transposed_;
   }
   bool packed() const { return panels_ != nullptr; }
-  // C[m, n] = A[m, k] @ B (meant for a few rows: a pass over B per 8 of them), split over the
-  // core team by panels. With `bias` (n values), C = A @ B + bias, then with `relu` max(C, 0)
-  // as kiln's relu computes it: a Linear layer's epilogue, applied as each block is stored.
+  // C[m, n] = A[m, k] @ B (a pass over B per 8 rows), split over the core team by panels, and
+  // by rows too when the panels are fewer than the cores. With `bias` (n values), C = A @ B +
+  // bias, then with `relu` max(C, 0) as kiln's relu computes it: a Linear layer's epilogue,
+  // applied as each block is stored.
   void multiply(std::int64_t m, const float* a, float* c, const float* bias = nullptr, bool relu = false) const;
 
  private:

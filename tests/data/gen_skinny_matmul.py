@@ -1,6 +1,6 @@
 """Reference data for matmuls of a few rows against a large matrix (the CPU's skinny path: 1 to 8
-rows, B of at least 32k values, split over the cores) or a narrow one (at most 32 columns, on one
-thread), written to skinny_matmul.json.
+rows, B of at least 32k values, split over the cores; up to 512 rows against a kept, packed weight)
+or a narrow one (at most 32 columns, on one thread), written to skinny_matmul.json.
 
 Run with a Python that has PyTorch: /usr/bin/python3 tests/data/gen_skinny_matmul.py
 The operands are too large to store, so they are defined by formulas that the test
@@ -35,7 +35,15 @@ cases += [skinny(f"nk_rows{m}", m, 260, 130, True) for m in (1, 3, 8)]
 cases += [
     skinny("mlp_layer", 1, 784, 512, False),       # the MLP's first layer, as raw ops write it
     skinny("mlp_layer_linear", 2, 784, 512, True),  # and as nn::Linear stores its weight
-    skinny("rows9_openblas", 9, 256, 130, False),   # one row over the limit: OpenBLAS's path
+    skinny("rows9", 9, 256, 130, False),  # one row over the skinny kernels: OpenBLAS, then packed
+]
+# More rows against a kept weight (the packed product from B's second product on, in passes of 8
+# rows; the last pass part full), up to the limit of 512 rows, and one row over it (OpenBLAS always).
+cases += [
+    skinny("kn_rows37", 37, 256, 130, False),
+    skinny("nk_rows130", 130, 260, 130, True),
+    skinny("kn_rows512", 512, 64, 64, False),
+    skinny("rows513_openblas", 513, 64, 64, False),
 ]
 # Narrow B (at most two vectors of columns: a classifier's last layer), on one thread: one or two
 # vectors a row of B, B's last rows from a padded copy, column counts of 1 and of whole vectors.
@@ -85,6 +93,8 @@ cases += [
     linear("linear_relu_nk_rows3", 3, 260, 130, True, True),
     two_layers("two_layers_rows1", 1),
     two_layers("two_layers_rows4", 4),
+    linear("linear_relu_rows40", 40, 256, 130, False, True),  # more rows, on the packed product too
+    two_layers("two_layers_rows24", 24),
     linear("linear_narrow_relu_rows1", 1, 512, 10, False, True),  # narrow: on one thread
     linear("linear_narrow_nk_rows3", 3, 512, 10, True, False),
 ]

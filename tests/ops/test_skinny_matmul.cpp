@@ -1,7 +1,8 @@
-// Matmuls of 1 to 9 rows against a large B, as a served model's requests meet its weights: on
+// Matmuls of 1 to 513 rows against a large B, as a served model's requests meet its weights: on
 // the CPU these take kiln's skinny kernels split over the cores (devices/cpu/skinny_gemm.cpp),
-// with B stored [k, n] or transposed ([n, k], a Linear weight), with column and k tails; 9 rows
-// go to OpenBLAS; a B of at most two vectors of columns (a classifier's last layer) takes the
+// with B stored [k, n] or transposed ([n, k], a Linear weight), with column and k tails; 9 to
+// 512 rows go to OpenBLAS, then to the packed product once B is packed, 513 rows always to
+// OpenBLAS; a B of at most two vectors of columns (a classifier's last layer) takes the
 // narrow kernel on one thread; a Linear layer's bias and ReLU, fused after the product, are
 // applied by the packed product itself. References from PyTorch (tests/data/gen_skinny_matmul.py),
 // which defines the operands by formula; every sum is exact in f32, so results must match exactly. Also: the same
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <thread>
 #include <utility>
@@ -69,6 +71,13 @@ Tensor product(const RefCase& c, Device d) {
 
 class SkinnyMatmul : public ::testing::TestWithParam<Device> {};
 
+// Fills the pool's block that a [m, n] result would come from with NaN and gives it back, so that
+// a product which leaves part of its output unwritten is caught: without it the next round's
+// output came from the block the last round had filled with the right values.
+void scribble_over_result_block(std::int64_t m, std::int64_t n, Device d) {
+  (void)host_values(full({m, n}, std::numeric_limits<double>::quiet_NaN(), {.device = d}));
+}
+
 // Whether the CPU packs weights in this run (the ops_unfused run turns it off: KILN_PACK_WEIGHTS=0).
 bool packing_on() {
   const char* v = std::getenv("KILN_PACK_WEIGHTS");
@@ -77,7 +86,7 @@ bool packing_on() {
 
 TEST_P(SkinnyMatmul, MatchesTorchExactly) {
   const auto cases = cases_for("skinny_matmul.json", "skinny_matmul");
-  ASSERT_EQ(cases.size(), 20u);
+  ASSERT_EQ(cases.size(), 24u);
   for (const RefCase& c : cases) {
     SCOPED_TRACE(c.name);
     EXPECT_TRUE(matches(product(c, GetParam()), c.outputs[0], {.rtol = 0, .atol = 0}));
@@ -105,7 +114,7 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
   const Device d = GetParam();
   const auto cases = cases_for("skinny_matmul.json", "skinny_matmul");
   const std::uint64_t packed_before = counters(d).weights_packed;
-  std::uint64_t skinny = 0;
+  std::uint64_t packable = 0;
   for (const RefCase& c : cases) {
     SCOPED_TRACE(c.name);
     const auto [a, b] = operands(c, d);
@@ -113,12 +122,13 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
       SCOPED_TRACE("round " + std::to_string(round));
       EXPECT_TRUE(
           matches(matmul(a, b, {.transpose_b = c.attrs["transpose_b"]}), c.outputs[0], {.rtol = 0, .atol = 0}));
+      scribble_over_result_block(c.attrs["m"], c.attrs["n"], d);
     }
-    skinny += c.attrs["m"] <= 8 && c.name.rfind("narrow", 0) != 0;  // narrow products are never packed
+    // Narrow products are never packed, nor products of more than 512 rows.
+    packable += c.attrs["m"] <= 512 && c.name.rfind("narrow", 0) != 0;
   }
-  // Each B of the skinny path packed once, on its second product (on a GPU, or with packing
-  // off, never).
-  EXPECT_EQ(counters(d).weights_packed - packed_before, d.kind == DeviceKind::cpu && packing_on() ? skinny : 0u);
+  // Each other B packed once, on its second product (on a GPU, or with packing off, never).
+  EXPECT_EQ(counters(d).weights_packed - packed_before, d.kind == DeviceKind::cpu && packing_on() ? packable : 0u);
 }
 
 // A Linear layer's product, bias and ReLU: from B's second product on, the CPU adds the bias and
@@ -128,7 +138,7 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
 TEST_P(SkinnyMatmul, LinearLayersOnPackedWeightsMatchTorchExactly) {
   const Device d = GetParam();
   const auto cases = cases_for("skinny_matmul.json", "skinny_linear");
-  ASSERT_EQ(cases.size(), 7u);
+  ASSERT_EQ(cases.size(), 9u);
   for (const RefCase& c : cases) {
     SCOPED_TRACE(c.name);
     const auto [a, b] = operands(c, d);
@@ -136,6 +146,7 @@ TEST_P(SkinnyMatmul, LinearLayersOnPackedWeightsMatchTorchExactly) {
     for (int round = 0; round < 3; ++round) {
       SCOPED_TRACE("round " + std::to_string(round));
       EXPECT_TRUE(matches(linear_layers(c, a, b, bias), c.outputs[0], {.rtol = 0, .atol = 0}));
+      scribble_over_result_block(c.attrs["m"], c.attrs["n"], d);
     }
   }
 }
