@@ -166,11 +166,12 @@ RowsPath rows_path(std::int64_t rows, std::int64_t n, std::int64_t k) {
   return RowsPath::gemm;
 }
 
-// More rows than a skinny product, against a weight kiln keeps packed (packed_weights.h: a
-// served batch, an encoder's tokens through its Linear layers): on the packed panels, from B's
-// second product on, where OpenBLAS packs B again every call (the PyTorch 1.13 encoder of
-// bench/onnx on a 2-core EPYC: 8.1 -> 5.3-6.9 ms a run; matmul_512 204 -> 224 GFLOP/s). Above
-// a few hundred rows OpenBLAS's blocking of A pays off.
+// More rows than a skinny product, up to a few hundred (a served batch, an encoder's tokens
+// through its Linear layers), run on kiln's packed-panel kernels (packed_weights.h): on B kept
+// packed from its second product with the same contents, where OpenBLAS packs B again every call
+// (the PyTorch 1.13 encoder of bench/onnx on a 2-core EPYC: 8.1 -> 5.2-6.9 ms a run; matmul_512
+// 204 -> 224 GFLOP/s), else packing as they go, with the same bits. Above a few hundred rows
+// OpenBLAS's blocking of A pays off.
 bool packed_gemm_fits(std::int64_t rows, std::int64_t n, std::int64_t k) { return rows <= 512 && n >= 64 && k >= 64; }
 
 void matmul_kernel(const OpIr& op, const KernelArgs& args) {
@@ -199,9 +200,11 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
           skinny_gemm(rows, g.n, g.k, a, b, c, g.transpose_b);
         return;
       case RowsPath::gemm:
-        if (packed_gemm_fits(rows, g.n, g.k))
+        if (packed_gemm_fits(rows, g.n, g.k)) {
           if (const auto packed = packed_weights(*args.inputs[1], g.n, g.k, g.transpose_b))
             return packed->multiply(rows, a, c);
+          return packed_product(rows, g.n, g.k, a, b, c, g.transpose_b);
+        }
         return gemm(GemmOperands{a, b, c, rows, g.n, g.k, false, g.transpose_b});
     }
   }

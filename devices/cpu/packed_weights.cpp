@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <string_view>
+#include <vector>
 
 #include "kiln/devices/cpu/core_team.h"
 #include "kiln/devices/cpu/simd.h"
@@ -59,7 +60,8 @@ struct Epilogue {
   bool relu = false;
 };
 
-// Rows [0, R) of C (A's rows lda apart) over panels [q0, q0 + P) (C's columns from q0 * width).
+// Rows [0, R) of C (A's rows lda apart) over panels [q0, q0 + P) (C's columns from q0 * width),
+// the first of them at `panels`.
 template <int R, int P>
 void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
            std::int64_t q0, Epilogue epilogue) {
@@ -69,7 +71,7 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q) acc[r][q][0] = acc[r][q][1] = VF{};
   const std::int64_t panel_floats = k * kPanelWidth;
-  const float* bp = panels + q0 * panel_floats;
+  const float* bp = panels;
   for (std::int64_t p = 0; p < k; ++p, bp += kPanelWidth) {
     VF b[P][2];
 #pragma GCC unroll 4
@@ -127,15 +129,77 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
   }
 }
 
-// Panels [q0, q1) of R rows: blocks of panels_per_block, then pairs, then single panels.
+// Panels [q0, q1) of R rows, the first of them at `panels`: blocks of panels_per_block, then
+// pairs, then single panels.
 template <int R>
 void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
           std::int64_t q0, std::int64_t q1, Epilogue epilogue) {
   constexpr int P = panels_per_block<R>();
-  for (; q0 + P <= q1; q0 += P) block<R, P>(n, k, a, lda, panels, c, q0, epilogue);
+  const std::int64_t panel_floats = k * kPanelWidth;
+  auto at = [&](std::int64_t q) { return panels + (q - q0) * panel_floats; };
+  std::int64_t q = q0;
+  for (; q + P <= q1; q += P) block<R, P>(n, k, a, lda, at(q), c, q, epilogue);
   if constexpr (P > 2)
-    for (; q0 + 2 <= q1; q0 += 2) block<R, 2>(n, k, a, lda, panels, c, q0, epilogue);
-  for (; q0 < q1; ++q0) block<R, 1>(n, k, a, lda, panels, c, q0, epilogue);
+    for (; q + 2 <= q1; q += 2) block<R, 2>(n, k, a, lda, at(q), c, q, epilogue);
+  for (; q < q1; ++q) block<R, 1>(n, k, a, lda, at(q), c, q, epilogue);
+}
+
+// Panels [q0, q1) of B [k, n] (or [n, k] when transposed) into `out`, each its k rows of
+// kPanelWidth floats, the columns past n zero.
+void pack_panels(const float* b, std::int64_t n, std::int64_t k, bool transposed, std::int64_t q0, std::int64_t q1,
+                 float* out) {
+  for (std::int64_t q = q0; q < q1; ++q) {
+    const std::int64_t j0 = q * kPanelWidth, cols = std::min(kPanelWidth, n - j0);
+    for (std::int64_t p = 0; p < k; ++p, out += kPanelWidth) {
+      if (transposed) {  // B [n, k]: column j of the product is B's row j
+        for (std::int64_t j = 0; j < cols; ++j) out[j] = b[(j0 + j) * k + p];
+      } else {
+        std::memcpy(out, b + p * n + j0, static_cast<std::size_t>(cols) * sizeof(float));
+      }
+      std::fill(out + cols, out + kPanelWidth, 0.0f);
+    }
+  }
+}
+
+// C[m, n] = A[m, k] @ B over B's panels, split over the core team: by panels (each core the same
+// share every call, so that it keeps its share of kept weights in its cache, core_team.h), and by
+// rows too when the panels are fewer than the cores and the rows many (a batch of a few hundred
+// rows against a narrow weight). With `kept` null, B (at `b`) is packed as it goes: each chunk
+// packs its panels into its thread's scratch first. Either way every element of C is the same
+// chain of multiply-adds over k in order, so a product gives the same bits whether B was kept
+// packed or not (a served model's first request, or a training step's changing weights, as its
+// later ones).
+void multiply_panels(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, float* c, const float* kept,
+                     const float* b, bool transposed, Epilogue epilogue) {
+  const std::int64_t panels = (n + kPanelWidth - 1) / kPanelWidth;
+  CoreTeam& team = CoreTeam::get();
+  const std::int64_t panel_parts = std::min<std::int64_t>(team.size(), panels);
+  const std::int64_t passes = (m + kRowsPerPass - 1) / kRowsPerPass;
+  const std::int64_t row_parts = std::clamp<std::int64_t>(team.size() / panel_parts, 1, passes);
+  // In chunks of about kChunkPanels panels, so that a core whose thread the OS takes mid-part
+  // leaves the rest of it to the other.
+  const std::int64_t per_part = (panels + panel_parts - 1) / panel_parts;
+  const int chunks = static_cast<int>(std::clamp<std::int64_t>(per_part / kChunkPanels, 1, CoreTeam::kMaxChunks));
+  team.run_chunked(chunks, [&](int i, int chunk) {
+    if (i >= panel_parts * row_parts) return;
+    const std::int64_t pi = i % panel_parts, ri = i / panel_parts;
+    const std::int64_t p0 = panels * pi / panel_parts, p1 = panels * (pi + 1) / panel_parts;
+    const std::int64_t q0 = p0 + (p1 - p0) * chunk / chunks, q1 = p0 + (p1 - p0) * (chunk + 1) / chunks;
+    if (q0 == q1) return;
+    const float* first = kept ? kept + q0 * k * kPanelWidth : nullptr;
+    if (!kept) {
+      thread_local std::vector<float> scratch;
+      scratch.resize(static_cast<std::size_t>((q1 - q0) * k * kPanelWidth));
+      pack_panels(b, n, k, transposed, q0, q1, scratch.data());
+      first = scratch.data();
+    }
+    const std::int64_t r1 = std::min(m, passes * (ri + 1) / row_parts * kRowsPerPass);
+    for (std::int64_t r = passes * ri / row_parts * kRowsPerPass; r < r1; r += kRowsPerPass) {
+      simd::with_count<kRowsPerPass>(std::min<std::int64_t>(r1 - r, kRowsPerPass), [&]<int R>() {
+        rows<R>(n, k, a + r * k, k, first, c + r * n, q0, q1, epilogue);
+      });
+    }
+  });
 }
 
 // What a buffer holds for B in this layout (a packed copy, or the marker of a first product), if
@@ -157,48 +221,16 @@ PackedMatrix::PackedMatrix(const float* b, std::int64_t n, std::int64_t k, bool 
   const auto bytes = static_cast<std::size_t>(panels * k * kPanelWidth) * sizeof(float);
   panels_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
   if (!panels_) throw std::bad_alloc();
-  float* out = panels_.get();
-  for (std::int64_t q = 0; q < panels; ++q) {
-    const std::int64_t j0 = q * kPanelWidth, cols = std::min(kPanelWidth, n - j0);
-    for (std::int64_t p = 0; p < k; ++p, out += kPanelWidth) {
-      if (transposed) {  // B [n, k]: column j of the product is B's row j
-        for (std::int64_t j = 0; j < cols; ++j) out[j] = b[(j0 + j) * k + p];
-      } else {
-        std::memcpy(out, b + p * n + j0, static_cast<std::size_t>(cols) * sizeof(float));
-      }
-      std::fill(out + cols, out + kPanelWidth, 0.0f);
-    }
-  }
+  pack_panels(b, n, k, transposed, 0, panels, panels_.get());
 }
 
 void PackedMatrix::multiply(std::int64_t m, const float* a, float* c, const float* bias, bool relu) const {
-  const Epilogue epilogue{bias, relu};
-  const std::int64_t panels = (n_ + kPanelWidth - 1) / kPanelWidth;
-  const float* const packed = panels_.get();
-  CoreTeam& team = CoreTeam::get();
-  // Part i takes panels [p0, p1), the same ones every call: each core keeps its share of the
-  // weights in its own cache (core_team.h). When there are fewer panels than cores and rows
-  // enough (a batch of a few hundred rows against a narrow weight), the rows are split too, in
-  // whole passes, over the cores the panels leave idle.
-  const std::int64_t panel_parts = std::min<std::int64_t>(team.size(), panels);
-  const std::int64_t passes = (m + kRowsPerPass - 1) / kRowsPerPass;
-  const std::int64_t row_parts = std::clamp<std::int64_t>(team.size() / panel_parts, 1, passes);
-  // In chunks of about kChunkPanels panels, so that a core whose thread the OS takes mid-part
-  // leaves the rest of it to the other.
-  const std::int64_t per_part = (panels + panel_parts - 1) / panel_parts;
-  const int chunks = static_cast<int>(std::clamp<std::int64_t>(per_part / kChunkPanels, 1, CoreTeam::kMaxChunks));
-  team.run_chunked(chunks, [&](int i, int chunk) {
-    if (i >= panel_parts * row_parts) return;
-    const std::int64_t pi = i % panel_parts, ri = i / panel_parts;
-    const std::int64_t p0 = panels * pi / panel_parts, p1 = panels * (pi + 1) / panel_parts;
-    const std::int64_t q0 = p0 + (p1 - p0) * chunk / chunks, q1 = p0 + (p1 - p0) * (chunk + 1) / chunks;
-    const std::int64_t r1 = std::min(m, passes * (ri + 1) / row_parts * kRowsPerPass);
-    for (std::int64_t r = passes * ri / row_parts * kRowsPerPass; r < r1; r += kRowsPerPass) {
-      simd::with_count<kRowsPerPass>(std::min<std::int64_t>(r1 - r, kRowsPerPass), [&]<int R>() {
-        rows<R>(n_, k_, a + r * k_, k_, packed, c + r * n_, q0, q1, epilogue);
-      });
-    }
-  });
+  multiply_panels(m, n_, k_, a, c, panels_.get(), nullptr, transposed_, Epilogue{bias, relu});
+}
+
+void packed_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
+                    bool b_transposed) {
+  multiply_panels(m, n, k, a, c, nullptr, b, b_transposed, Epilogue{});
 }
 
 bool weight_packing_enabled() {

@@ -33,7 +33,7 @@ class PackedMatrix final : public BufferDerived {
   // C[m, n] = A[m, k] @ B (a pass over B per 8 rows), split over the core team by panels, and
   // by rows too when the panels are fewer than the cores. With `bias` (n values), C = A @ B +
   // bias, then with `relu` max(C, 0) as kiln's relu computes it: a Linear layer's epilogue,
-  // applied as each block is stored.
+  // applied as each block is stored. The same bits as packed_product on the unpacked B.
   void multiply(std::int64_t m, const float* a, float* c, const float* bias = nullptr, bool relu = false) const;
 
  private:
@@ -44,6 +44,14 @@ class PackedMatrix final : public BufferDerived {
   bool transposed_;
   std::unique_ptr<float[], FreeAligned> panels_;
 };
+
+// C[m, n] = A[m, k] @ B with PackedMatrix::multiply's arithmetic, for a B not kept packed (B
+// [k, n], or [n, k] with `b_transposed`): each core packs the panels it multiplies as it goes. A
+// product of 9 to 512 rows takes this path until its B is kept packed, so the first product with
+// a weight, and every product with a training step's new weights, gives the bits the kept one
+// will (results never depend on what ran before).
+void packed_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
+                    bool b_transposed);
 
 // The packed form of the matrix B in `buffer` (f32, [k, n], or [n, k] with `transposed`) when
 // it is worth it, else null (then the caller multiplies unpacked). See the top for when.

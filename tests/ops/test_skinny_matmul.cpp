@@ -197,6 +197,26 @@ TEST(SkinnyMatmulCpu, AWeightRewrittenInPlaceIsPackedAfresh) {
   EXPECT_EQ(counters(d).weights_packed, packed_before + 2 * packs);  // the new values, packed on their second product
 }
 
+// A value never depends on what ran before: the first product with a weight (unpacked), the
+// second (which packs it) and the third (on the kept copy) give the same bits, with values whose
+// sums round (random ones), for B stored either way. Without it a training step's products (new
+// weights every step, never packed) would differ from evaluation's on the same weights.
+TEST(SkinnyMatmulCpu, AProductGivesTheSameBitsBeforeAndAfterItsWeightIsPacked) {
+  Generator gen(7);
+  for (const std::int64_t m : {1, 3, 8, 9, 37, 130, 512}) {
+    for (const bool tb : {false, true}) {
+      SCOPED_TRACE(std::to_string(m) + " rows, transposed B: " + std::to_string(tb));
+      const Tensor a = randn(Shape{m, 200}, gen);
+      const Tensor b = tb ? randn(Shape{130, 200}, gen) : randn(Shape{200, 130}, gen);
+      const std::vector<double> first = host_values(matmul(a, b, {.transpose_b = tb}));
+      for (int round = 0; round < 2; ++round) {
+        scribble_over_result_block(m, 130, Device::cpu());
+        EXPECT_EQ(host_values(matmul(a, b, {.transpose_b = tb})), first) << "round " << round + 1;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, SkinnyMatmul, ::testing::ValuesIn(test_devices()), device_param_name);
 
 }  // namespace
