@@ -196,8 +196,13 @@ void matmul_kernel(const OpIr& op, const KernelArgs& args) {
       case RowsPath::skinny:
         if (const auto packed = packed_weights(*args.inputs[1], g.n, g.k, g.transpose_b))
           packed->multiply(rows, a, c);
+        else if (weight_packing_enabled())
+          // Until B is kept packed, the packed arithmetic as it goes: skinny_gemm splits the sum
+          // over k between the cores, and a served model's first request would differ in its
+          // last bits from the ones after it.
+          packed_product(rows, g.n, g.k, a, b, c, g.transpose_b);
         else
-          skinny_gemm(rows, g.n, g.k, a, b, c, g.transpose_b);
+          skinny_gemm(rows, g.n, g.k, a, b, c, g.transpose_b);  // never packed: always this sum
         return;
       case RowsPath::gemm:
         if (packed_gemm_fits(rows, g.n, g.k)) {

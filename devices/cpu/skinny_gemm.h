@@ -2,7 +2,9 @@
 // its weights): C[m, n] = A[m, k] @ B, B stored [k, n] or, with `b_transposed`, [n, k] (a Linear
 // layer's weight). Split over the cores by CoreTeam so each core reads the same share of B every
 // time and keeps it in its cache; within a part, register-blocked FMA kernels of kiln's own.
-// Bigger products stay with OpenBLAS, whose packing pays off there.
+// skinny_gemm runs where weights are never packed (KILN_PACK_WEIGHTS=0): its split of the sum
+// over k differs in the last bits from the packed product (packed_weights.h), which otherwise
+// takes these products from a weight's first on. Bigger products stay with OpenBLAS.
 #pragma once
 #include <cstdint>
 

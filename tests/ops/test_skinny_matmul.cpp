@@ -203,15 +203,20 @@ TEST(SkinnyMatmulCpu, AWeightRewrittenInPlaceIsPackedAfresh) {
 // weights every step, never packed) would differ from evaluation's on the same weights.
 TEST(SkinnyMatmulCpu, AProductGivesTheSameBitsBeforeAndAfterItsWeightIsPacked) {
   Generator gen(7);
-  for (const std::int64_t m : {1, 3, 8, 9, 37, 130, 512}) {
-    for (const bool tb : {false, true}) {
-      SCOPED_TRACE(std::to_string(m) + " rows, transposed B: " + std::to_string(tb));
-      const Tensor a = randn(Shape{m, 200}, gen);
-      const Tensor b = tb ? randn(Shape{130, 200}, gen) : randn(Shape{200, 130}, gen);
-      const std::vector<double> first = host_values(matmul(a, b, {.transpose_b = tb}));
-      for (int round = 0; round < 2; ++round) {
-        scribble_over_result_block(m, 130, Device::cpu());
-        EXPECT_EQ(host_values(matmul(a, b, {.transpose_b = tb})), first) << "round " << round + 1;
+  // k 200 against 130 columns, and the MLP's first layer (784 x 512), whose few-row products
+  // split over the cores.
+  for (const auto& [k, n] : {std::pair<std::int64_t, std::int64_t>{200, 130}, {784, 512}}) {
+    for (const std::int64_t m : {1, 3, 8, 9, 37, 130, 512}) {
+      for (const bool tb : {false, true}) {
+        SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(k) + " x " + std::to_string(n) +
+                     ", transposed B: " + std::to_string(tb));
+        const Tensor a = randn(Shape{m, k}, gen);
+        const Tensor b = tb ? randn(Shape{n, k}, gen) : randn(Shape{k, n}, gen);
+        const std::vector<double> first = host_values(matmul(a, b, {.transpose_b = tb}));
+        for (int round = 0; round < 2; ++round) {
+          scribble_over_result_block(m, n, Device::cpu());
+          EXPECT_EQ(host_values(matmul(a, b, {.transpose_b = tb})), first) << "round " << round + 1;
+        }
       }
     }
   }
