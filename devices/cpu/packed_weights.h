@@ -1,15 +1,17 @@
 // A weight matrix packed for the products of rows against it: a served model's few requests
 // against its weights (skinny_gemm.h), and up to a few hundred rows (a batch, a sequence's tokens
 // through an encoder's Linear layers), where OpenBLAS would pack B again on every call. B's
-// columns in panels of kPanelWidth, each panel its k rows of kPanelWidth contiguous floats. A product then reads B once, front to back, whether B
-// was stored [k, n] or [n, k]: each core reads its panels as a few sequential streams, where the
-// unpacked [k, n] kernel read 192-byte pieces of rows 2 KiB apart, which the hardware prefetcher
-// does not follow (8 x 784 x 512, one core: 1.3-1.6x; see bench/RESULTS.md).
+// columns in panels of kPanelWidth, each panel its k rows of kPanelWidth contiguous floats. A
+// product then reads B once, front to back, whether B was stored [k, n] or [n, k]: each core
+// reads its panels as a few sequential streams, where the unpacked [k, n] kernel read 192-byte
+// pieces of rows 2 KiB apart, which the hardware prefetcher does not follow (8 x 784 x 512, one
+// core: 1.3-1.6x; see bench/RESULTS.md).
 //
 // Packing costs about a copy of B, so a matrix is packed on its second product with the same
 // contents and layout, and kept with the buffer (Buffer::set_derived) until the buffer goes or
 // holds another tensor's values: a served model's weights are packed once, while a training step,
-// whose weights are new values each step, never packs. The packed copy is held beside the
+// whose weights are new values each step, never keeps a copy (its products pack as they go,
+// packed_product below, with the same arithmetic). The packed copy is held beside the
 // weights (a served model's weights take twice their memory on the CPU), outside the pool;
 // KILN_PACK_WEIGHTS=0 turns packing off. A B used in both layouts by turns (a tied weight) keeps
 // only the latest layout's marker and is never packed.
@@ -47,9 +49,9 @@ class PackedMatrix final : public BufferDerived {
 
 // C[m, n] = A[m, k] @ B with PackedMatrix::multiply's arithmetic, for a B not kept packed (B
 // [k, n], or [n, k] with `b_transposed`): each core packs the panels it multiplies as it goes. A
-// product of 9 to 512 rows takes this path until its B is kept packed, so the first product with
-// a weight, and every product with a training step's new weights, gives the bits the kept one
-// will (results never depend on what ran before).
+// product of 1 to 512 rows takes this path until its B is kept packed (with packing off, 9 to 512
+// rows always), so the first product with a weight, and every product with a training step's new
+// weights, gives the bits the kept one will (results never depend on what ran before).
 void packed_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
                     bool b_transposed);
 
