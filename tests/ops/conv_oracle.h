@@ -31,13 +31,15 @@ struct ConvShape {
 // What each shape reaches is in its name; every one of them runs conv, conv_input_grad and
 // conv_weight_grad. The CPU kernels' tiles are 8 (4 on AVX2) output channels by 48 (24)
 // positions; a task's planes hold up to 48K floats (longer rows are cut into blocks of
-// columns) and the rows are cut for 16 tasks; the weight gradient's blocks are 576 reduction
-// rows by 64 output channels. Stride-1 3x3 convolutions with 16 channels or more on both
-// sides run by Winograd's F(2x2, 3x3) (the input gradient too, while padding <= 2).
+// columns) and the rows are cut for 16 tasks (output planes of at most 256 positions, and
+// weights past L2, split the output channels instead); the weight gradient's blocks are 576
+// reduction rows by 64 output channels. Stride-1 3x3 convolutions with 16 channels or more on
+// both sides run by Winograd's F(2x2, 3x3) (the input gradient too, while padding <= 2).
 inline std::vector<ConvShape> conv_shapes() {
   return {
       {"rows_in_blocks_channels_in_tiles", {2, 16, 20, 23}, {21, 16, 3, 3}, {1}, {1}, {1}, 1, true},
       {"stride2_four_phases", {2, 12, 17, 15}, {20, 12, 3, 3}, {2}, {1}, {1}, 1, false},
+      {"stride2_rows_cut_for_tasks", {1, 8, 40, 38}, {12, 8, 3, 3}, {2}, {1}, {1}, 1, true},
       {"stem_7x7_stride2", {1, 3, 32, 30}, {16, 3, 7, 7}, {2}, {3}, {1}, 1, true},
       {"pointwise_stride2_two_output_blocks", {2, 40, 9, 11}, {72, 40, 1, 1}, {2}, {0}, {1}, 1, false},
       {"pointwise", {3, 24, 8, 9}, {10, 24, 1, 1}, {1}, {0}, {1}, 1, true},
