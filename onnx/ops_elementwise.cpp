@@ -271,9 +271,30 @@ void add_elementwise_ops(OpTable& t) {
   binary(t, "Or", or_t);
   binary(t, "Xor", xor_t);
   t["Mod"] = [](OpContext& ctx, const std::vector<Value>& in) {
-    ctx.check(in.size() == 2, "needs two inputs");
+    ctx.check(in.size() == 2 && in[0].defined() && in[1].defined(), "needs two inputs");
+    const bool fmod = ctx.node.i("fmod", 0) != 0;
+    if (all_on_host(in) && in[0].dtype() == in[1].dtype()) {
+      // Shape arithmetic (PyTorch 2's attention export takes a dim's index modulo the rank
+      // before a Slice of the Shape): on the host, as a device value would be read back there.
+      const auto shape = broadcast_shapes(in[0].shape(), in[1].shape());
+      ctx.check(shape.has_value(),
+                "shapes " + shape_str(in[0].shape()) + " and " + shape_str(in[1].shape()) + " do not broadcast");
+      if (shape_numel(*shape) <= kHostLimit) {
+        if (in[1].host->is_integer())
+          for (const std::int64_t d : in[1].host->ints) ctx.check(d != 0, "integer modulo by zero");
+        const auto ints = [fmod](std::int64_t a, std::int64_t b) {
+          const std::int64_t r = a % b;  // the dividend's sign (fmod)
+          return !fmod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        };
+        const auto floats = [fmod](double a, double b) {
+          const double r = std::fmod(a, b);
+          return !fmod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        };
+        return std::vector<Value>{Value::of(host_binary(*in[0].host, *in[1].host, in[0].dtype(), ints, floats))};
+      }
+    }
     const Tensor a = ctx.tensor(in[0]), b = ctx.tensor(in[1]);
-    if (ctx.node.i("fmod", 0) == 0) return std::vector<Value>{Value::of(remainder(a, b))};
+    if (!fmod) return std::vector<Value>{Value::of(remainder(a, b))};
     // fmod: the sign of the dividend, a - trunc(a / b) * b.
     const Tensor fa = cast(a, DType::f32), fb = cast(b, DType::f32);
     const Tensor q = fa / fb;

@@ -177,9 +177,37 @@ def main():
     refs["attention_scale"] = {"inputs": {"q": tensor(q)}, "outputs": [tensor(scale(q))],
                                "dim6": {"inputs": {"q": tensor(q6)}, "outputs": [tensor(scale(q6))]}}
 
+    write_shape_mod_model()
+    q = torch.randn(2, 3, 5, 8)
+    q6 = torch.randn(1, 3, 5, 6)
+    refs["shape_mod"] = {"inputs": {"q": tensor(q)}, "outputs": [tensor(q.reshape(-1, q.shape[-1]))],
+                         "dim6": {"inputs": {"q": tensor(q6)}, "outputs": [tensor(q6.reshape(-1, q6.shape[-1]))]}}
+
     with open(os.path.join(HERE, "onnx_models.json"), "w") as f:
         json.dump(refs, f)
     write_broken_models()
+
+
+def write_shape_mod_model():
+    """q.reshape(-1, q.shape[-1]) with the last dim's index as PyTorch 2.11's exporter writes it
+    inside attention: Mod(-1, 4) of two constants (Python's modulo, 3), then Slice of the Shape
+    from it to it + 1. Written by hand: PyTorch 1.13 folds the Mod away."""
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, np.int64)))
+    nodes = [
+        helper.make_node("Shape", ["q"], ["shape"]),
+        c("minus_one", -1), c("rank", 4), c("one", 1), c("as_1d", [1]), c("flat", [-1]),
+        helper.make_node("Mod", ["minus_one", "rank"], ["last"]),  # fmod 0: the divisor's sign, 3
+        helper.make_node("Add", ["last", "one"], ["after"]),
+        helper.make_node("Reshape", ["last", "as_1d"], ["starts"]),
+        helper.make_node("Reshape", ["after", "as_1d"], ["ends"]),
+        helper.make_node("Slice", ["shape", "starts", "ends"], ["dim"]),
+        helper.make_node("Concat", ["flat", "dim"], ["target"], axis=0),
+        helper.make_node("Reshape", ["q", "target"], ["y"]),
+    ]
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, ["batch", 3, 5, "dim"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", "dim"])
+    with open(os.path.join(OUT, "shape_mod.onnx"), "wb") as f:
+        f.write(model_of(nodes, [q], [y], opset=14).SerializeToString())
 
 
 def model_of(nodes, inputs, outputs, initializers=(), opset=13):
