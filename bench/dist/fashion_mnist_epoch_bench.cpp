@@ -13,7 +13,13 @@
 // the gap between the two efficiencies is what the gradient exchange costs.
 //
 //   for n in 1 2 4; do ./build/kiln-launch -n $n --split-cpus -- ./build/bench/kiln_dist_fashion_mnist_bench; done
+//
+// KILN_BENCH_BUCKET_BYTES sets the reducer's bucket_bytes (PyTorch's bucket_cap_mb; default 25
+// MiB, one bucket after the first for this model): 1048576 puts fc1's weight in a bucket of its
+// own, reduced while backward computes the convolutions.
 #include <benchmark/benchmark.h>
+
+#include <cstdlib>
 #include <kiln/data.h>
 #include <kiln/dist.h>
 
@@ -44,7 +50,10 @@ void run_epoch(benchmark::State& state, bool exchange) {
       dist::shard(data::map(data::fashion_mnist(data::Split::train), normalize), group->rank(), n, {.seed = 0});
   const data::DataLoader<> loader(shard, {.batch_size = 128 / n, .workers = 1});
   SmallCNN model = dist::replicate(*group, SmallCNN(Device::cpu()));
-  dist::GradientReducer reducer(*group, model);
+  dist::GradientReducerOptions bucket_options;
+  if (const char* bytes = std::getenv("KILN_BENCH_BUCKET_BYTES"))
+    bucket_options.bucket_bytes = static_cast<std::size_t>(std::strtoull(bytes, nullptr, 10));
+  dist::GradientReducer reducer(*group, model, bucket_options);
   optim::Adam opt({.lr = 1e-3});
   auto step = [&](const data::Batch& batch) {
     Tensor loss = nn::cross_entropy(model(batch.inputs), batch.labels);
