@@ -1,14 +1,16 @@
-// Matmuls of 1 to 513 rows against a large B, as a served model's requests meet its weights: on
-// the CPU these take kiln's skinny kernels split over the cores (devices/cpu/skinny_gemm.cpp),
-// with B stored [k, n] or transposed ([n, k], a Linear weight), with column and k tails; 9 to
-// 512 rows go to OpenBLAS, then to the packed product once B is packed, 513 rows always to
-// OpenBLAS; a B of at most two vectors of columns (a classifier's last layer) takes the
-// narrow kernel on one thread; a Linear layer's bias and ReLU, fused after the product, are
-// applied by the packed product itself. References from PyTorch (tests/data/gen_skinny_matmul.py),
-// which defines the operands by formula; every sum is exact in f32, so results must match exactly. Also: the same
-// products from many threads at once (the core team is shared; a busy team runs on the caller);
-// and products repeated with one B, which the CPU multiplies by a packed copy of B from the
-// second on (devices/cpu/packed_weights.h), dropped when B's buffer is reused in place.
+// Matmuls of 1 to 513 rows against a large B, as a served model's requests meet its weights. On
+// the CPU, with B stored [k, n] or transposed ([n, k], a Linear weight), with column and k tails:
+// 1 to 512 rows take kiln's packed-panel kernels (devices/cpu/packed_weights.h), packing B as
+// they go until B is kept packed (from its second product on), and with packing off 1 to 8 rows
+// take the skinny kernels split over the cores (devices/cpu/skinny_gemm.cpp) and 9 to 512 the
+// packed kernels as they go; 513 rows go to OpenBLAS; a B of at most two vectors of columns (a
+// classifier's last layer) takes the narrow kernel on one thread; a Linear layer's bias and
+// ReLU, fused after the product, are applied by the packed product itself. References from
+// PyTorch (tests/data/gen_skinny_matmul.py), which defines the operands by formula; every sum is
+// exact in f32, so results must match exactly. Also: the same products from many threads at
+// once (the core team is shared; a busy team runs on the caller); products repeated with one B,
+// whose packed copy is dropped when B's buffer is reused in place; and, with values that round,
+// the same bits before and after B is packed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
