@@ -35,10 +35,10 @@ cases += [skinny(f"nk_rows{m}", m, 260, 130, True) for m in (1, 3, 8)]
 cases += [
     skinny("mlp_layer", 1, 784, 512, False),       # the MLP's first layer, as raw ops write it
     skinny("mlp_layer_linear", 2, 784, 512, True),  # and as nn::Linear stores its weight
-    skinny("rows9", 9, 256, 130, False),  # one row over the skinny kernels: OpenBLAS, then packed
+    skinny("rows9", 9, 256, 130, False),  # one row over the skinny kernels' limit
 ]
-# More rows against a kept weight (the packed product from B's second product on, in passes of 8
-# rows; the last pass part full), up to the limit of 512 rows, and one row over it (OpenBLAS always).
+# More rows (the packed product, in passes of 8 rows, the last part full), up to the limit of 512
+# rows, and one row over it (OpenBLAS).
 cases += [
     skinny("kn_rows37", 37, 256, 130, False),
     skinny("nk_rows130", 130, 260, 130, True),
