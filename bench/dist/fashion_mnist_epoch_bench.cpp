@@ -17,9 +17,9 @@
 // KILN_BENCH_BUCKET_BYTES sets the reducer's bucket_bytes (PyTorch's bucket_cap_mb; default 25
 // MiB, one bucket after the first for this model): 1048576 puts fc1's weight in a bucket of its
 // own, reduced while backward computes the convolutions.
-#include <benchmark/benchmark.h>
-
 #include <cstdlib>
+
+#include <benchmark/benchmark.h>
 #include <kiln/data.h>
 #include <kiln/dist.h>
 
