@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "kiln/devices/cpu/simd.h"
 #include "kiln/ops/attrs_window.h"
@@ -168,6 +169,24 @@ TaskBlocks task_blocks(std::int64_t out_rows, std::int64_t out_columns, std::int
   t.row_blocks = (out_rows + t.rows - 1) / t.rows;
   t.column_blocks = (out_columns + t.columns - 1) / t.columns;
   return t;
+}
+
+namespace {
+std::mutex lease_mutex;
+std::vector<std::vector<float>> kept_scratch;  // returned by finished leases
+}  // namespace
+
+ScratchLease::ScratchLease() {
+  const std::lock_guard lock(lease_mutex);
+  if (!kept_scratch.empty()) {
+    storage_ = std::move(kept_scratch.back());
+    kept_scratch.pop_back();
+  }
+}
+
+ScratchLease::~ScratchLease() {
+  const std::lock_guard lock(lease_mutex);
+  kept_scratch.push_back(std::move(storage_));
 }
 
 }  // namespace kiln::cpu::conv_detail

@@ -119,6 +119,28 @@ inline BlockRange chunk_blocks(std::int64_t blocks, std::int64_t chunk, std::int
   return {blocks * chunk / chunks, blocks * (chunk + 1) / chunks};
 }
 
+// A convolution whose output planes are small (devices/cpu/conv_product.cpp): whether it runs as
+// one product of its unfolded windows with the packed weights (`winograd`: whether it could take
+// Winograd's algorithm instead), and that product, y = conv(x, the weight in `weight`) + bias.
+bool conv_product_fits(const ConvGeometry& g, bool winograd);
+void conv_product(const ConvGeometry& g, const float* x, Buffer& weight, const float* bias, float* y);
+
+// Scratch of one call that all cores share (Winograd's U and M on its chunked path, conv_product's
+// unfolded windows), lent from a few kept ones: a thread-local would be shared by a call that runs
+// nested on this thread while the cores work (the scheduler's tasks are stolen as any), and new
+// ones are fresh pages each call.
+class ScratchLease {
+ public:
+  ScratchLease();
+  ~ScratchLease();
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  std::vector<float>& storage() const { return storage_; }
+
+ private:
+  mutable std::vector<float> storage_;
+};
+
 // A stride-1 3x3 convolution (conv's, or conv_input_grad's at stride 1, which is one with the
 // kernel flipped) by Winograd's F(2x2, 3x3) (devices/cpu/conv_winograd.cpp): dst[o, u, v] = bias[o]
 // + sum over c, a, b < 3 of weights[o, c, a, b] src[c, u + a - pad_h, v + b - pad_w], per group and
@@ -130,8 +152,8 @@ struct Winograd3x3 {
   const float* weights = nullptr;  // [groups * out_channels, in_channels, 3, 3]
   // winograd_weights(*this) where the caller keeps them (conv_weights.h); null: made per call.
   const PackedWeights* transformed = nullptr;
-  const float* bias = nullptr;     // [groups * out_channels], or none
-  float* dst = nullptr;            // [batch, groups * out_channels, slices, out_h, out_w]
+  const float* bias = nullptr;  // [groups * out_channels], or none
+  float* dst = nullptr;         // [batch, groups * out_channels, slices, out_h, out_w]
   std::int64_t batch = 0, groups = 1, in_channels = 0, out_channels = 0, slices = 1;
   std::int64_t in_h = 0, in_w = 0, pad_h = 0, pad_w = 0;
   std::int64_t out_h() const { return in_h + 2 * pad_h - 2; }

@@ -58,8 +58,8 @@ void run_block(const PackedWeights& a, const WindowPlanes& p, const OutputBlock&
     const int n = tile_segments(q0, p, o, segments);
     for (std::int64_t b = channels.begin; b < last; ++b) {
       const int rows = a.rows_of(b);
-      conv_detail::kTileProducts[static_cast<std::size_t>(rows - 1)][conv_detail::kVectors - 1](a.block(b), p.data + q0, p.offsets.data(),
-                                                                      a.depth, tile, conv_detail::kTile);
+      conv_detail::kTileProducts[static_cast<std::size_t>(rows - 1)][conv_detail::kVectors - 1](
+          a.block(b), p.data + q0, p.offsets.data(), a.depth, tile, conv_detail::kTile);
       for (int i = 0; i < rows; ++i) {
         const std::int64_t channel = b * conv_detail::kRows + i;
         const float* bias = o.bias ? o.bias + channel : nullptr;
@@ -100,7 +100,9 @@ void conv_kernel(const OpIr& op, const KernelArgs& args) {
   float* out = out_ptr<float>(args, 0);
 
   const std::int64_t cg = g.group_channels(), kg = g.group_out_channels(), depth = cg * g.taps();
-  if (winograd_fits(g, g.padding[1], g.padding[2]) && conv_detail::winograd_pays(cg, kg)) {
+  const bool winograd = winograd_fits(g, g.padding[1], g.padding[2]) && conv_detail::winograd_pays(cg, kg);
+  if (conv_detail::conv_product_fits(g, winograd)) return conv_detail::conv_product(g, x, *args.inputs[1], bias, out);
+  if (winograd) {
     conv_detail::Winograd3x3 p;
     p.src = x;
     p.weights = w;
@@ -284,7 +286,8 @@ void conv_input_grad_kernel(const OpIr& op, const KernelArgs& args) {
         const bool hit = e % g.stride[0] == 0 && e >= 0 && e / g.stride[0] < g.out[0];
         src.slices[static_cast<std::size_t>(k)] = hit ? e / g.stride[0] : -1;
       }
-      conv_detail::build_planes(src, p.taps_h, p.taps_w, r, conv_detail::kTile + r.columns() + p.taps_w.halo(), storage, planes);
+      conv_detail::build_planes(src, p.taps_h, p.taps_w, r, conv_detail::kTile + r.columns() + p.taps_w.halo(), storage,
+                                planes);
       OutputBlock o;
       o.base = out + (n * g.channels + grp * cg) * g.in_volume() + (id * g.in[1] + r.u0 * g.stride[1] + p.h) * g.in[2] +
                r.w0 * g.stride[2] + p.w;

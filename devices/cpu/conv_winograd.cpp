@@ -16,7 +16,6 @@
 // block's output channels are split over tasks instead, which share its U (conv_gemm.h).
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "kiln/devices/cpu/conv_gemm.h"
@@ -64,40 +63,6 @@ Transformed transformed_buffers(std::int64_t positions, std::int64_t in_channels
   t.m = t.u + kXi * t.u_stride;
   return t;
 }
-
-// The U and M of one call that all cores share (the chunked path of winograd_conv3x3), lent
-// from a few kept ones: a thread-local would be shared by a call that runs nested on this thread
-// while the cores work (the scheduler's tasks are stolen as any), and new ones are fresh pages
-// each call.
-class ScratchLease {
- public:
-  ScratchLease() {
-    const std::lock_guard lock(mutex());
-    auto& kept = kept_storage();
-    if (!kept.empty()) {
-      storage_ = std::move(kept.back());
-      kept.pop_back();
-    }
-  }
-  ~ScratchLease() {
-    const std::lock_guard lock(mutex());
-    kept_storage().push_back(std::move(storage_));
-  }
-  ScratchLease(const ScratchLease&) = delete;
-  ScratchLease& operator=(const ScratchLease&) = delete;
-  std::vector<float>& storage() const { return storage_; }
-
- private:
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::vector<std::vector<float>>& kept_storage() {
-    static std::vector<std::vector<float>> kept;
-    return kept;
-  }
-  mutable std::vector<float> storage_;
-};
 
 void transform_input(const WindowPlanes& planes, std::int64_t in_channels, const Transformed& t) {
   for (std::int64_t c = 0; c < in_channels; ++c) {
@@ -232,9 +197,9 @@ void winograd_conv3x3(const Winograd3x3& p) {
   // past L2 split the output channels instead of the rows (conv_gemm.h: weights_outgrow_cache).
   const bool heavy = weights_outgrow_cache(kXi * out_rows * p.in_channels);
   const std::int64_t per_position = kXi * (p.in_channels + out_rows);
-  const TaskBlocks blocks = task_blocks(tile_rows, tile_columns, p.in_channels * 4, h, w, per_position,
-                                        heavy ? 1 : (16 + outer - 1) / outer,
-                                        std::max<std::int64_t>(256 << 10, per_position * 4 * kTile));
+  const TaskBlocks blocks =
+      task_blocks(tile_rows, tile_columns, p.in_channels * 4, h, w, per_position, heavy ? 1 : (16 + outer - 1) / outer,
+                  std::max<std::int64_t>(256 << 10, per_position * 4 * kTile));
   const std::int64_t chunks = heavy ? channel_chunks(outer * blocks.count(), v[0].blocks()) : 1;
   const std::int64_t in_plane = p.slices * p.in_h * p.in_w, out_plane = p.slices * p.out_h() * p.out_w();
 

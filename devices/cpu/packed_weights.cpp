@@ -20,7 +20,7 @@ namespace {
 using simd::VF;
 constexpr int L = simd::kLanes;
 using simd::kRegisters;
-constexpr std::int64_t kPanelWidth = 2 * L;     // two vectors a row of a panel
+constexpr std::int64_t kPanelWidth = 2 * L;  // two vectors a row of a panel
 
 // Matrices packed so far (counters().weights_packed; two threads packing one weight at once
 // count it twice).
@@ -42,13 +42,19 @@ constexpr int kMaxRowsWithoutPrefetch = 4;
 // preempted mid-part leaves most of it to the other, large enough for a block of two panels.
 constexpr std::int64_t kChunkPanels = 2;
 
+// A's floats a stretch of k holds at most (a core's rows of A for that stretch, kept in L2 while
+// the chunk's panels run through them), and the shortest stretch.
+constexpr std::int64_t kStretchFloats = 48 << 10;
+constexpr std::int64_t kMinStretch = 128;
+
 // A's rows per pass over the panels: 2 accumulators a row, the panel's 2 vectors and A's
 // broadcast in registers (AVX-512: 8, AVX2: 6).
 constexpr int kRowsPerPass = std::min(8, (kRegisters - 3) / 2);
 
 // Panels a block reads side by side, at most 4: enough accumulators to hide the FMA latency
 // when there are few rows (one row: 4 panels, 8 accumulators), few enough to stay in registers.
-template <int R> constexpr int panels_per_block() {
+template <int R>
+constexpr int panels_per_block() {
   int p = 4;
   while (p > 1 && R * 2 * p + 2 * p + 1 > kRegisters) --p;
   return p;
@@ -61,19 +67,42 @@ struct Epilogue {
   bool relu = false;
 };
 
-// Rows [0, R) of C (A's rows lda apart) over panels [q0, q0 + P) (C's columns from q0 * width),
-// the first of them at `panels`.
+// A stretch of the sum over k that a block runs: `count` rows of the panels, which lie
+// `panel_floats` apart. Every stretch but the first takes up the sums where C holds them, and
+// only the last applies the epilogue: each element of C is still one chain of multiply-adds in
+// k's order, stored and loaded between stretches, so the bits do not depend on where k is cut.
+struct KSlice {
+  std::int64_t count = 0, panel_floats = 0;
+  bool first = true, last = true;
+};
+
+// Rows [0, R) of C (A's element (i, p) at a[i * a.row + p * a.step]) over panels [q0, q0 + P)
+// (C's columns from q0 * width), the first of them at `panels`, for the stretch `ks` of k.
 template <int R, int P>
-void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
-           std::int64_t q0, Epilogue epilogue) {
+void block(std::int64_t n, const float* a, AStrides as, const float* panels, float* c, std::int64_t q0, KSlice ks,
+           Epilogue epilogue) {
   VF acc[R][P][2];
+  if (ks.first) {
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int q = 0; q < P; ++q) acc[r][q][0] = acc[r][q][1] = VF{};
-  const std::int64_t panel_floats = k * kPanelWidth;
+      for (int q = 0; q < P; ++q) acc[r][q][0] = acc[r][q][1] = VF{};
+  } else {
+    for (int q = 0; q < P; ++q) {
+      const std::int64_t j0 = (q0 + q) * kPanelWidth, cols = std::min(kPanelWidth, n - j0);
+      for (int r = 0; r < R; ++r) {
+        alignas(64) float row[kPanelWidth] = {};
+        const float* from = c + r * n + j0;
+        if (cols < kPanelWidth)
+          from = static_cast<const float*>(std::memcpy(row, from, static_cast<std::size_t>(cols) * sizeof(float)));
+        acc[r][q][0] = simd::load(from);
+        acc[r][q][1] = simd::load(from + L);
+      }
+    }
+  }
+  const std::int64_t panel_floats = ks.panel_floats;
   const float* bp = panels;
-  for (std::int64_t p = 0; p < k; ++p, bp += kPanelWidth) {
+  for (std::int64_t p = 0; p < ks.count; ++p, bp += kPanelWidth, a += as.step) {
     VF b[P][2];
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q) {
@@ -81,8 +110,8 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
         // Each line asked for kPrefetchRows ahead (past a panel's end it reads the next one's
         // start, or nothing: a prefetch never faults; the address is an integer until then, as
         // it may lie past the allocation).
-        const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(bp + q * panel_floats) +
-                                     kPrefetchRows * kPanelWidth * sizeof(float);
+        const std::uintptr_t ahead =
+            reinterpret_cast<std::uintptr_t>(bp + q * panel_floats) + kPrefetchRows * kPanelWidth * sizeof(float);
         _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
         if constexpr (kPanelWidth * sizeof(float) > 64)
           _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
@@ -92,7 +121,7 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const VF av = simd::splat(a[r * lda + p]);
+      const VF av = simd::splat(a[r * as.row]);
 #pragma GCC unroll 4
       for (int q = 0; q < P; ++q) {
         acc[r][q][0] = simd::fma(av, b[q][0], acc[r][q][0]);
@@ -100,6 +129,7 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
       }
     }
   }
+  if (!ks.last) epilogue = Epilogue{};
   for (int q = 0; q < P; ++q) {
     const std::int64_t j0 = (q0 + q) * kPanelWidth;
     const std::int64_t cols = std::min(kPanelWidth, n - j0);  // the last panel may be part padding
@@ -133,16 +163,15 @@ void block(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, con
 // Panels [q0, q1) of R rows, the first of them at `panels`: blocks of panels_per_block, then
 // pairs, then single panels.
 template <int R>
-void rows(std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* panels, float* c,
-          std::int64_t q0, std::int64_t q1, Epilogue epilogue) {
+void rows(std::int64_t n, const float* a, AStrides as, const float* panels, float* c, std::int64_t q0, std::int64_t q1,
+          KSlice ks, Epilogue epilogue) {
   constexpr int P = panels_per_block<R>();
-  const std::int64_t panel_floats = k * kPanelWidth;
-  auto at = [&](std::int64_t q) { return panels + (q - q0) * panel_floats; };
+  auto at = [&](std::int64_t q) { return panels + (q - q0) * ks.panel_floats; };
   std::int64_t q = q0;
-  for (; q + P <= q1; q += P) block<R, P>(n, k, a, lda, at(q), c, q, epilogue);
+  for (; q + P <= q1; q += P) block<R, P>(n, a, as, at(q), c, q, ks, epilogue);
   if constexpr (P > 2)
-    for (; q + 2 <= q1; q += 2) block<R, 2>(n, k, a, lda, at(q), c, q, epilogue);
-  for (; q < q1; ++q) block<R, 1>(n, k, a, lda, at(q), c, q, epilogue);
+    for (; q + 2 <= q1; q += 2) block<R, 2>(n, a, as, at(q), c, q, ks, epilogue);
+  for (; q < q1; ++q) block<R, 1>(n, a, as, at(q), c, q, ks, epilogue);
 }
 
 // Panels [q0, q1) of B [k, n] (or [n, k] when transposed) into `out`, each its k rows of
@@ -177,8 +206,8 @@ void pack_panels(const float* b, std::int64_t n, std::int64_t k, bool transposed
 // chain of multiply-adds over k in order, so a product gives the same bits whether B was kept
 // packed or not (a served model's first request, or a training step's changing weights, as its
 // later ones).
-void multiply_panels(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, float* c, const float* kept,
-                     const float* b, bool transposed, Epilogue epilogue) {
+void multiply_panels(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, AStrides as, float* c,
+                     const float* kept, const float* b, bool transposed, Epilogue epilogue) {
   const std::int64_t panels = (n + kPanelWidth - 1) / kPanelWidth;
   CoreTeam& team = CoreTeam::get();
   const std::int64_t panel_parts = std::min<std::int64_t>(team.size(), panels);
@@ -201,11 +230,20 @@ void multiply_panels(std::int64_t m, std::int64_t n, std::int64_t k, const float
       pack_panels(b, n, k, transposed, q0, q1, scratch.data());
       first = scratch.data();
     }
+    const std::int64_t r0 = passes * ri / row_parts * kRowsPerPass;
     const std::int64_t r1 = std::min(m, passes * (ri + 1) / row_parts * kRowsPerPass);
-    for (std::int64_t r = passes * ri / row_parts * kRowsPerPass; r < r1; r += kRowsPerPass) {
-      simd::with_count<kRowsPerPass>(std::min<std::int64_t>(r1 - r, kRowsPerPass), [&]<int R>() {
-        rows<R>(n, k, a + r * k, k, first, c + r * n, q0, q1, epilogue);
-      });
+    // k in stretches whose part of A stays in L2 while every panel of the chunk runs through it
+    // (with many rows and a long k, A and a panel outgrew L2 and came from L3 for each panel:
+    // resnet18's last convolutions as products of 49 rows and k = 4608, conv_product.cpp).
+    const std::int64_t stretch =
+        std::max<std::int64_t>(kMinStretch, kStretchFloats / std::max<std::int64_t>(1, r1 - r0));
+    for (std::int64_t p0 = 0; p0 < k; p0 += stretch) {
+      const KSlice ks{std::min(stretch, k - p0), k * kPanelWidth, p0 == 0, p0 + stretch >= k};
+      for (std::int64_t r = r0; r < r1; r += kRowsPerPass) {
+        simd::with_count<kRowsPerPass>(std::min<std::int64_t>(r1 - r, kRowsPerPass), [&]<int R>() {
+          rows<R>(n, a + r * as.row + p0 * as.step, as, first + p0 * kPanelWidth, c + r * n, q0, q1, ks, epilogue);
+        });
+      }
     }
   };
   if (kept) return team.run_chunked(chunks, task);
@@ -241,12 +279,21 @@ PackedMatrix::PackedMatrix(const float* b, std::int64_t n, std::int64_t k, bool 
 }
 
 void PackedMatrix::multiply(std::int64_t m, const float* a, float* c, const float* bias, bool relu) const {
-  multiply_panels(m, n_, k_, a, c, panels_.get(), nullptr, transposed_, Epilogue{bias, relu});
+  multiply_panels(m, n_, k_, a, AStrides{k_, 1}, c, panels_.get(), nullptr, transposed_, Epilogue{bias, relu});
+}
+
+void PackedMatrix::multiply(std::int64_t m, const float* a, AStrides a_strides, float* c, const float* bias) const {
+  multiply_panels(m, n_, k_, a, a_strides, c, panels_.get(), nullptr, transposed_, Epilogue{bias, false});
 }
 
 void packed_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
                     bool b_transposed) {
-  multiply_panels(m, n, k, a, c, nullptr, b, b_transposed, Epilogue{});
+  multiply_panels(m, n, k, a, AStrides{k, 1}, c, nullptr, b, b_transposed, Epilogue{});
+}
+
+void packed_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, AStrides a_strides, const float* b,
+                    float* c, bool b_transposed, const float* bias) {
+  multiply_panels(m, n, k, a, a_strides, c, nullptr, b, b_transposed, Epilogue{bias, false});
 }
 
 bool weight_packing_enabled() {

@@ -23,6 +23,12 @@
 
 namespace kiln::cpu {
 
+// Where A's element (i, p) lies: a[i * row + p * step]. A row-major A [m, k] is {k, 1}; an A
+// given as its transpose [k, m] (conv's unfolded windows, devices/cpu/conv_product.cpp) {1, m}.
+struct AStrides {
+  std::int64_t row = 0, step = 1;
+};
+
 class PackedMatrix final : public BufferDerived {
  public:
   // B [k, n] (or [n, k] with `transposed`) at `b`, packed now when `pack`; else a marker that
@@ -37,6 +43,8 @@ class PackedMatrix final : public BufferDerived {
   // bias, then with `relu` max(C, 0) as kiln's relu computes it: a Linear layer's epilogue,
   // applied as each block is stored. The same bits as packed_product on the unpacked B.
   void multiply(std::int64_t m, const float* a, float* c, const float* bias = nullptr, bool relu = false) const;
+  // The same with A laid out by `a_strides`.
+  void multiply(std::int64_t m, const float* a, AStrides a_strides, float* c, const float* bias) const;
 
  private:
   struct FreeAligned {
@@ -54,6 +62,9 @@ class PackedMatrix final : public BufferDerived {
 // weights, gives the bits the kept one will (results never depend on what ran before).
 void packed_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
                     bool b_transposed);
+// The same with A laid out by `a_strides`, plus `bias` (n values, or none) as multiply adds it.
+void packed_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, AStrides a_strides, const float* b,
+                    float* c, bool b_transposed, const float* bias);
 
 // The packed form of the matrix B in `buffer` (f32, [k, n], or [n, k] with `transposed`) when
 // it is worth it, else null (then the caller multiplies unpacked). See the top for when.

@@ -34,16 +34,19 @@ struct ConvShape {
 // columns) and the rows are cut for 16 tasks (output planes of at most 256 positions, and
 // weights past L2, split the output channels instead); the weight gradient's blocks are 576
 // reduction rows by 64 output channels. Stride-1 3x3 convolutions with 16 channels or more on
-// both sides run by Winograd's F(2x2, 3x3) (the input gradient too, while padding <= 2).
+// both sides run by Winograd's F(2x2, 3x3) (the input gradient too, while padding <= 2). The
+// forward of a 1-D or 2-D convolution of one group whose output planes are small (at most 1024
+// positions, 64 for Winograd's; 1024 rows in the batch) is one product of its unfolded windows
+// instead: the shapes meant for the other forward kernels are larger, or 3-D with two slices.
 inline std::vector<ConvShape> conv_shapes() {
   return {
       {"rows_in_blocks_channels_in_tiles", {2, 16, 20, 23}, {21, 16, 3, 3}, {1}, {1}, {1}, 1, true},
-      {"stride2_four_phases", {2, 12, 17, 15}, {20, 12, 3, 3}, {2}, {1}, {1}, 1, false},
-      {"stride2_rows_cut_for_tasks", {1, 8, 40, 38}, {12, 8, 3, 3}, {2}, {1}, {1}, 1, true},
+      {"stride2_four_phases", {2, 12, 2, 17, 15}, {20, 12, 1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {1}, 1, false},
+      {"stride2_rows_cut_for_tasks", {1, 8, 70, 66}, {12, 8, 3, 3}, {2}, {1}, {1}, 1, true},
       {"stem_7x7_stride2", {1, 3, 32, 30}, {16, 3, 7, 7}, {2}, {3}, {1}, 1, true},
       {"pointwise_stride2_two_output_blocks", {2, 40, 9, 11}, {72, 40, 1, 1}, {2}, {0}, {1}, 1, false},
       {"pointwise", {3, 24, 8, 9}, {10, 24, 1, 1}, {1}, {0}, {1}, 1, true},
-      {"two_channel_blocks", {1, 80, 6, 7}, {70, 80, 3, 3}, {1}, {1}, {1}, 1, true},
+      {"two_channel_blocks", {1, 80, 2, 6, 7}, {70, 80, 1, 3, 3}, {1}, {0, 1, 1}, {1}, 1, true},
       {"groups_dilation_mixed_stride", {2, 12, 13, 14}, {18, 4, 3, 2}, {1, 2}, {2, 1}, {2, 3}, 3, true},
       {"depthwise", {2, 8, 11, 12}, {8, 1, 3, 3}, {1}, {1}, {1}, 8, false},
       {"stride_above_kernel", {1, 5, 14, 16}, {6, 5, 2, 2}, {3}, {0}, {1}, 1, true},
@@ -55,12 +58,18 @@ inline std::vector<ConvShape> conv_shapes() {
       {"winograd_forward_padding3", {1, 16, 6, 6}, {16, 16, 3, 3}, {1}, {3}, {1}, 1, false},
       // Weights past a core's L2 (devices/cpu/conv_gemm.h: weights_outgrow_cache): the tasks split
       // the output channels, unevenly here, and Winograd's input transform is shared by them.
-      {"winograd_weights_past_l2_channel_chunks", {2, 160, 6, 7}, {168, 160, 3, 3}, {1}, {1}, {1}, 1, true},
-      {"direct_weights_past_l2_channel_chunks", {1, 128, 9, 9}, {264, 128, 3, 3}, {2}, {1}, {1}, 1, false},
+      {"winograd_weights_past_l2_channel_chunks", {1, 160, 2, 6, 7}, {168, 160, 1, 3, 3}, {1}, {0, 1, 1}, {1}, 1, true},
+      {"direct_weights_past_l2_chunks", {1, 128, 2, 9, 9}, {264, 128, 1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {1}, 1, false},
       {"conv1d_groups", {3, 6, 50}, {10, 3, 5}, {2}, {2}, {2}, 2, true},
-      {"conv1d_rows_in_column_blocks", {1, 64, 1000}, {96, 64, 3}, {1}, {1}, {1}, 1, true},
+      {"conv1d_rows_in_column_blocks", {1, 64, 1100}, {96, 64, 3}, {1}, {1}, {1}, 1, true},
       {"conv1d_strided_column_blocks", {1, 32, 3000}, {40, 32, 5}, {2}, {2}, {1}, 1, false},
       {"conv3d_depth_stride", {2, 4, 6, 7, 8}, {6, 4, 3, 3, 3}, {2, 1, 1}, {1}, {1}, 1, true},
+      // One product of the unfolded windows with the packed weights (devices/cpu/conv_product.cpp):
+      // 1-D and 2-D convolutions of one group whose output planes are small. Here a stride-1 3x3
+      // plane of 7 x 7 with k = 576 (the sum in two stretches per core) and 40 output channels
+      // (the last panel part padding), and strides, dilations and padding past the kernel.
+      {"product_7x7_plane_k_in_stretches", {2, 64, 7, 7}, {40, 64, 3, 3}, {1}, {1}, {1}, 1, true},
+      {"product_dilated_strided_padded", {1, 6, 19, 17}, {10, 6, 3, 3}, {2}, {3}, {2}, 1, true},
   };
 }
 

@@ -8,6 +8,7 @@
 #include "support/conv_calls.h"
 #include "support/expect_error.h"
 #include "support/fusion_scope.h"
+#include "support/weight_packing.h"
 
 namespace kiln {
 namespace {
@@ -43,12 +44,6 @@ TEST_P(Conv, MatchesTorch) {
   EXPECT_GE(count, 35);
 }
 
-// Whether the CPU keeps packed weights in this run (the ops_unfused run turns it off: KILN_PACK_WEIGHTS=0).
-bool packing_on() {
-  const char* v = std::getenv("KILN_PACK_WEIGHTS");
-  return v == nullptr || std::string(v) != "0";
-}
-
 // A served model's weights: one weight tensor convolution after convolution. From its second
 // convolution on, the CPU keeps the weight packed beside its buffer (devices/cpu/conv_weights.h)
 // instead of packing it each call; every round still gives PyTorch's values.
@@ -70,7 +65,8 @@ TEST_P(Conv, RepeatedWithOneWeightMatchTorch) {
   }
   EXPECT_GE(convolutions, 20u);
   // Each weight packed to be kept once, on its second convolution (on a GPU, or with packing off, never).
-  EXPECT_EQ(counters(d).weights_packed - packed_before, d.kind == DeviceKind::cpu && packing_on() ? convolutions : 0u);
+  EXPECT_EQ(counters(d).weights_packed - packed_before,
+            d.kind == DeviceKind::cpu && test::weight_packing_on() ? convolutions : 0u);
 }
 
 // f16 and bf16 where the device takes them: the f32 reference rounded once per product sum,

@@ -5,6 +5,7 @@
 #include "kiln/engine/submit.h"
 #include "ops/conv_oracle.h"
 #include "support/reference.h"
+#include "support/weight_packing.h"
 
 namespace kiln {
 namespace {
@@ -49,6 +50,34 @@ TEST(ConvFastPath, ResultsAreReproducible) {
     for (double v : test::host_values(test::api_conv(s, one))) by_image.push_back(v);
   }
   EXPECT_TRUE(test::same_bits(by_image, once));
+}
+
+// A convolution with a small output plane is one product with the weights packed in panels,
+// packed as it goes on its first two calls and kept packed from the second on (a served model's
+// weights; with KILN_PACK_WEIGHTS=0 never kept): every call gives the same bits, the kept weights were packed once, and
+// a batch gives its images' bits run one by one.
+TEST(ConvFastPath, ASmallPlaneGivesTheSameBitsBeforeAndAfterItsWeightIsPacked) {
+  Generator gen(14);
+  test::ConvShape s;
+  for (const test::ConvShape& shape : test::conv_shapes())
+    if (shape.name == "product_7x7_plane_k_in_stretches") s = shape;
+  ASSERT_FALSE(s.name.empty());
+  const std::vector<Tensor> in = test::conv_inputs(s, gen);
+  const std::uint64_t packed_before = counters(Device::cpu()).weights_packed;
+  const std::vector<double> first = test::host_values(test::api_conv(s, in));
+  for (int call = 2; call <= 4; ++call) {
+    SCOPED_TRACE(call);
+    EXPECT_TRUE(test::same_bits(test::host_values(test::api_conv(s, in)), first));
+  }
+  EXPECT_EQ(counters(Device::cpu()).weights_packed - packed_before, test::weight_packing_on() ? 1u : 0u);
+  EXPECT_TRUE(test::values_close(first, test::host_values(test::composite_conv(s, in)), kAgree));
+  std::vector<double> by_image;
+  for (std::int64_t n = 0; n < s.x[0]; ++n) {
+    std::vector<Tensor> one = in;
+    one[0] = slice(in[0], 0, n, n + 1);
+    for (double v : test::host_values(test::api_conv(s, one))) by_image.push_back(v);
+  }
+  EXPECT_TRUE(test::same_bits(by_image, first));
 }
 
 // The shape rules check the ints that engine/conv.cpp and autograd's conv rule build.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "support/reference.h"
+#include "support/weight_packing.h"
 
 namespace kiln::test {
 namespace {
@@ -80,12 +81,6 @@ void scribble_over_result_block(std::int64_t m, std::int64_t n, Device d) {
   (void)host_values(full({m, n}, std::numeric_limits<double>::quiet_NaN(), {.device = d}));
 }
 
-// Whether the CPU packs weights in this run (the ops_unfused run turns it off: KILN_PACK_WEIGHTS=0).
-bool packing_on() {
-  const char* v = std::getenv("KILN_PACK_WEIGHTS");
-  return v == nullptr || std::string(v) != "0";
-}
-
 TEST_P(SkinnyMatmul, MatchesTorchExactly) {
   const auto cases = cases_for("skinny_matmul.json", "skinny_matmul");
   ASSERT_EQ(cases.size(), 24u);
@@ -122,15 +117,15 @@ TEST_P(SkinnyMatmul, RepeatedProductsWithOneWeightMatchTorchExactly) {
     const auto [a, b] = operands(c, d);
     for (int round = 0; round < 3; ++round) {
       SCOPED_TRACE("round " + std::to_string(round));
-      EXPECT_TRUE(
-          matches(matmul(a, b, {.transpose_b = c.attrs["transpose_b"]}), c.outputs[0], {.rtol = 0, .atol = 0}));
+      EXPECT_TRUE(matches(matmul(a, b, {.transpose_b = c.attrs["transpose_b"]}), c.outputs[0], {.rtol = 0, .atol = 0}));
       scribble_over_result_block(c.attrs["m"], c.attrs["n"], d);
     }
     // Narrow products are never packed, nor products of more than 512 rows.
     packable += c.attrs["m"] <= 512 && c.name.rfind("narrow", 0) != 0;
   }
   // Each other B packed once, on its second product (on a GPU, or with packing off, never).
-  EXPECT_EQ(counters(d).weights_packed - packed_before, d.kind == DeviceKind::cpu && packing_on() ? packable : 0u);
+  EXPECT_EQ(counters(d).weights_packed - packed_before,
+            d.kind == DeviceKind::cpu && test::weight_packing_on() ? packable : 0u);
 }
 
 // A Linear layer's product, bias and ReLU: from B's second product on, the CPU adds the bias and
@@ -183,7 +178,7 @@ TEST(SkinnyMatmulCpu, AWeightRewrittenInPlaceIsPackedAfresh) {
   const Tensor a = a_operand(1, 784, d);
   Tensor b = b_operand(784, 512, d);
   const std::uint64_t packed_before = counters(d).weights_packed;
-  const std::uint64_t packs = packing_on() ? 1 : 0;  // with packing off, the same values unpacked
+  const std::uint64_t packs = test::weight_packing_on() ? 1 : 0;  // with packing off, the same values unpacked
   for (int round = 0; round < 2; ++round) EXPECT_TRUE(matches(matmul(a, b), c.outputs[0], {.rtol = 0, .atol = 0}));
   ASSERT_EQ(counters(d).weights_packed, packed_before + packs);
 
