@@ -8,18 +8,18 @@
 #include <string>
 #include <vector>
 
-#include "kiln/memory/memory.h"
 #include "kiln/base/error.h"
 #include "kiln/devices/capabilities.h"
+#include "kiln/memory/memory.h"
 #include "kiln/ops/fused_expr.h"
 #include "kiln/ops/ir.h"
 
 namespace kiln {
 
 struct DeviceInfo {
-  std::string name;  // "cpu", "vulkan:0 (NVIDIA H100)"
-  std::string kind;  // "cpu", "vulkan"
-  std::string type;  // "cpu"; a GPU's "discrete", "integrated", "virtual", "software" or "other"
+  std::string name;                // "cpu", "vulkan:0 (NVIDIA H100)"
+  std::string kind;                // "cpu", "vulkan"
+  std::string type;                // "cpu"; a GPU's "discrete", "integrated", "virtual", "software" or "other"
   std::uint64_t memory_bytes = 0;  // its own memory: a GPU's largest device-local heap; the host's RAM
   // Its work runs on the host's own cores (the CPU; a software GPU such as lavapipe): a thread
   // waiting for it should sleep, not poll, or it takes time from the work.
@@ -84,6 +84,14 @@ class DeviceBackend {
   virtual void run(const OpIr& op, const KernelArgs& args) = 0;
   // Compiles the structure of `expr` (its scalar values and sizes may change between runs).
   virtual std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) = 0;
+  // Whether compiling a kernel costs enough to do ahead (a GPU: GLSL to SPIR-V, then the
+  // driver's compile, milliseconds each), and that: the kernels of `exprs` (fused expressions and
+  // elementwise ops as one-node expressions, none anchored) that the next batch will ask
+  // compile_fused for, several at once, so that a new model's first step waits for the longest
+  // compile rather than the sum of them. The CPU's fused programs cost microseconds: it does
+  // neither.
+  virtual bool compiles_kernels() const { return false; }
+  virtual void precompile_fused(std::span<const FusedExpr> exprs) { (void)exprs; }
   // Runs a compiled expression: args.inputs follow expr.inputs, args.outputs expr.outputs; an
   // output may share its buffer with an input of the same shape and dtype.
   virtual void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) = 0;

@@ -11,7 +11,6 @@
 
 namespace kiln {
 
-
 // Scheduler and fusion counters of one device, since the engine started.
 struct EngineCounters {
   std::uint64_t ops_submitted = 0;
@@ -55,6 +54,9 @@ struct EngineCounters {
   // Ops the device does not run natively (a transposed operand its matmul cannot read in
   // place, an op without a kernel of its own) that ran as the ops of a decomposition rule.
   std::uint64_t ops_decomposed = 0;
+  // Kernels a GPU compiled ahead of the batch that needed them, several at once (a new model's
+  // first step, a new structure): fused expressions and elementwise ops seen for the first time.
+  std::uint64_t kernels_precompiled = 0;
   // Reads and syncs that, with small work pending on the CPU (set_reader_batch_budget), stepped
   // the stream on their own thread as they were submitted instead of waking a scheduler thread
   // (if a scheduler thread was mid-step, that thread ran their batch).

@@ -206,6 +206,7 @@ EngineCounters counters(Device device) {
   out.staged_transfers = rt.backend->staged_transfers();
   out.weights_packed = rt.backend->weights_packed();
   out.plans_replayed = c.plans_replayed.load();
+  out.kernels_precompiled = c.kernels_precompiled.load();
   out.passes_replayed = c.passes_replayed.load();
   out.ops_decomposed = c.ops_decomposed.load();
   out.batches_run_by_readers = rt.stream.batches_run_by_readers();

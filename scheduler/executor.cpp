@@ -6,9 +6,10 @@
 #include <iterator>
 
 #include "kiln/base/log.h"
-#include "kiln/ops/decompositions.h"
-#include "kiln/ops/registry.h"
 #include "kiln/base/trace.h"
+#include "kiln/ops/decompositions.h"
+#include "kiln/ops/elementwise_rules.h"
+#include "kiln/ops/registry.h"
 #include "kiln/streams/runtime_settings.h"
 
 namespace kiln {
@@ -56,7 +57,8 @@ Executor::Executor(DeviceBackend& device) : device_(device) { slots_.reserve(102
 Executor::~Executor() = default;
 
 bool Executor::overlap_batch(std::span<const OpIr> ops) const {
-  if (!device_.info().concurrent_kernels || !RuntimeSettings::get().overlap.load(std::memory_order_relaxed)) return false;
+  if (!device_.info().concurrent_kernels || !RuntimeSettings::get().overlap.load(std::memory_order_relaxed))
+    return false;
   // Only the threads that submit kernels count: drops and reads come from whichever thread lets
   // go of a handle or waits, and uploads from the threads that hand work to another (a server's
   // clients, whose requests one thread then runs as a batch).
@@ -64,14 +66,16 @@ bool Executor::overlap_batch(std::span<const OpIr> ops) const {
   for (const OpIr& op : ops) {
     if (op.kind == OpKind::drop || op.kind == OpKind::read || op.kind == OpKind::sync || op.kind == OpKind::upload)
       continue;
-    if (!first) first = &op;
-    else if (op.lane != first->lane) return true;
+    if (!first)
+      first = &op;
+    else if (op.lane != first->lane)
+      return true;
   }
   return false;
 }
 
-AsyncKernel& Executor::defer_kernel(const char* name, std::span<Slot* const> inputs,
-                                    std::span<const BufferPtr> outputs, std::function<void()> run) {
+AsyncKernel& Executor::defer_kernel(const char* name, std::span<Slot* const> inputs, std::span<const BufferPtr> outputs,
+                                    std::function<void()> run) {
   AsyncKernel& k = async_.add();
   k.name = name;
   k.run = std::move(run);
@@ -93,8 +97,10 @@ void Executor::run_deferred() {
     for (EntityId id : k.outputs) {
       Slot* s = find(id);
       if (!s || s->producer != &k) continue;  // dropped or taken over since
-      if (k.error) *s = Slot{nullptr, k.error, nullptr};
-      else s->producer = nullptr;
+      if (k.error)
+        *s = Slot{nullptr, k.error, nullptr};
+      else
+        s->producer = nullptr;
     }
   });
 }
@@ -110,10 +116,13 @@ std::span<OpIr> Executor::native_ops(std::span<OpIr> ops, std::vector<OpIr>& int
   while (first < ops.size() && caps.runs(ops[first])) ++first;
   if (first == ops.size()) return ops;
   // Moved: the caller drops the originals once the batch has run.
-  into.assign(std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.begin() + static_cast<std::ptrdiff_t>(first)));
+  into.assign(std::make_move_iterator(ops.begin()),
+              std::make_move_iterator(ops.begin() + static_cast<std::ptrdiff_t>(first)));
   for (std::size_t i = first; i < ops.size(); ++i) {
-    if (caps.runs(ops[i])) into.push_back(std::move(ops[i]));
-    else decompose_into(ops[i], into, 0);
+    if (caps.runs(ops[i]))
+      into.push_back(std::move(ops[i]));
+    else
+      decompose_into(ops[i], into, 0);
   }
   return into;
 }
@@ -133,8 +142,10 @@ void Executor::decompose_into(const OpIr& op, std::vector<OpIr>& into, int depth
     logger().debug("{}: {} (seq {}) decomposed by rule {} into {} messages", device_.info().name, op_name(op.kind),
                    op.seq, rule, parts.size());
   for (OpIr& part : parts) {
-    if (device_.capabilities().runs(part)) into.push_back(std::move(part));
-    else decompose_into(part, into, depth + 1);
+    if (device_.capabilities().runs(part))
+      into.push_back(std::move(part));
+    else
+      decompose_into(part, into, depth + 1);
   }
 }
 
@@ -150,6 +161,7 @@ void Executor::run_batch(std::span<OpIr> batch) {
   bool replayed = false;
   Plan& plan = plans_.plan(ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), planner_, replayed);
   if (replayed) counters_.plans_replayed.fetch_add(1, std::memory_order_relaxed);
+  if (!replayed && device_.compiles_kernels()) precompile(plan, ops);
   overlapping_ = overlap_batch(ops);
   if (log_enabled(spdlog::level::debug))
     logger().debug("{}: batch of {} messages -> {} steps ({} fused){}{}", device_.info().name, ops.size(),
@@ -157,10 +169,13 @@ void Executor::run_batch(std::span<OpIr> batch) {
                    overlapping_ ? ", kernels overlapped" : "");
   try {
     for (const PlanStep& step : plan.steps) {
-      if (overlapping_ && (async_.output_bytes() >= kMaxDeferredBytes || (!step.fused && waits_for_kernels(ops[step.index]))))
+      if (overlapping_ &&
+          (async_.output_bytes() >= kMaxDeferredBytes || (!step.fused && waits_for_kernels(ops[step.index]))))
         run_deferred();
-      if (step.fused) run_fused(plan.groups[step.index], ops);
-      else run_one(ops[step.index]);
+      if (step.fused)
+        run_fused(plan.groups[step.index], ops);
+      else
+        run_one(ops[step.index]);
     }
     run_deferred();
   } catch (...) {
@@ -175,6 +190,34 @@ void Executor::run_batch(std::span<OpIr> batch) {
     // The failure (a lost device) reaches the futures at the next read or sync.
     logger().error("{}: {}", device_.info().name, e.what());
   }
+}
+
+void Executor::precompile(const Plan& plan, std::span<const OpIr> ops) {
+  std::vector<FusedExpr> fresh;
+  auto consider = [&](const FusedExpr& expr) {
+    std::string key = expr.structure_key();
+    if (kernel_cache_.count(key) || !precompiled_.insert(std::move(key)).second) return;
+    fresh.push_back(expr);
+  };
+  for (const PlanStep& step : plan.steps) {
+    if (step.fused) {
+      const FusedGroup& group = plan.groups[step.index];
+      if (!group.kernel && !group.expr.anchored()) consider(group.expr);
+    } else if (is_elementwise(ops[step.index].kind)) {
+      consider(single_op_expr(ops[step.index]));
+    }
+  }
+  // One kernel gains nothing from a compile of its own ahead: it compiles where it runs.
+  if (fresh.size() < 2) return;
+  if (log_enabled(spdlog::level::debug))
+    logger().debug("{}: compiling {} new kernels of the batch at once", device_.info().name, fresh.size());
+  try {
+    device_.precompile_fused(fresh);
+  } catch (const std::exception& e) {
+    // A kernel that fails to compile fails again, with its op's name, where it runs.
+    if (log_enabled(spdlog::level::debug)) logger().debug("{}: precompiling: {}", device_.info().name, e.what());
+  }
+  counters_.kernels_precompiled.fetch_add(fresh.size(), std::memory_order_relaxed);
 }
 
 const CompiledKernel& Executor::compiled(FusedGroup& group) {
@@ -323,15 +366,9 @@ void Executor::run_fused(FusedGroup& group, std::span<OpIr> batch) {
 void Executor::run_one(OpIr& op) {
   counters_.ops_run.fetch_add(1, std::memory_order_relaxed);
   switch (op.kind) {
-    case OpKind::drop:
-      slots_.erase(op.inputs[0].id);
-      return;
-    case OpKind::read:
-      run_read(op);
-      return;
-    case OpKind::replay:
-      run_recorded(op);
-      return;
+    case OpKind::drop: slots_.erase(op.inputs[0].id); return;
+    case OpKind::read: run_read(op); return;
+    case OpKind::replay: run_recorded(op); return;
     case OpKind::sync:
       try {
         // release_cached_memory: here, in stream order, so that no recorded command still uses
@@ -343,8 +380,7 @@ void Executor::run_one(OpIr& op) {
         op.completion->fail(std::current_exception());
       }
       return;
-    default:
-      run_compute(op);
+    default: run_compute(op);
   }
 }
 
@@ -365,8 +401,10 @@ void Executor::run_read(OpIr& op) {
     std::unique_ptr<std::byte[]> staged;  // when the completion has no memory of its own
     if (!hand_over && !direct) staged = std::make_unique_for_overwrite<std::byte[]>(bytes);
     try {
-      if (hand_over) device_.synchronize();  // the buffer's writes are done before the other copies it
-      else device_.read(*slot->buffer, direct ? direct : staged.get(), bytes);
+      if (hand_over)
+        device_.synchronize();  // the buffer's writes are done before the other copies it
+      else
+        device_.read(*slot->buffer, direct ? direct : staged.get(), bytes);
     } catch (...) {
       error = std::current_exception();
     }
@@ -374,10 +412,14 @@ void Executor::run_read(OpIr& op) {
       if (std::exception_ptr failed = first_failure(*slot->checks)) error = slot->error = failed;
       if (!error) slot->checks.reset();
     }
-    if (error) op.completion->fail(error);
-    else if (hand_over) op.completion->complete_buffer(slot->buffer);
-    else if (direct) op.completion->complete_in_place();
-    else op.completion->complete(staged.get(), bytes);
+    if (error)
+      op.completion->fail(error);
+    else if (hand_over)
+      op.completion->complete_buffer(slot->buffer);
+    else if (direct)
+      op.completion->complete_in_place();
+    else
+      op.completion->complete(staged.get(), bytes);
   }
   if (op.inputs[0].status == TensorStatus::ReadWrite) slots_.erase(op.inputs[0].id);
 }
@@ -397,7 +439,8 @@ std::vector<std::size_t> reseeded_ops(const RecordedOps& pass) {
   for (EntityId id : pass.reseeded) {
     std::size_t i = 0;
     while (i < pass.ops.size() && (pass.ops[i].outputs.empty() || pass.ops[i].outputs[0].id != id)) ++i;
-    KILN_CHECK(i < pass.ops.size(), "recorded pass", "a random op whose seed each replay brings was rewritten (internal error)");
+    KILN_CHECK(i < pass.ops.size(), "recorded pass",
+               "a random op whose seed each replay brings was rewritten (internal error)");
     at.push_back(i);
   }
   return at;
@@ -442,8 +485,9 @@ void Executor::run_recorded(OpIr& op) {
   // buffer of one owner).
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     auto it = slots_.find(op.inputs[i].id);
-    Slot in = op.inputs[i].status == TensorStatus::ReadWrite ? std::move(it->second)
-                                                             : Slot{it->second.buffer, nullptr, it->second.checks, nullptr};
+    Slot in = op.inputs[i].status == TensorStatus::ReadWrite
+                  ? std::move(it->second)
+                  : Slot{it->second.buffer, nullptr, it->second.checks, nullptr};
     if (op.inputs[i].status == TensorStatus::ReadWrite) slots_.erase(it);
     slots_[pass.inputs[i]] = std::move(in);
   }
@@ -454,6 +498,7 @@ void Executor::run_recorded(OpIr& op) {
       if (native_ops(pass.ops, native).data() == native.data()) pass.ops = std::move(native);
       auto plan = std::make_shared<RecordedPlan>();
       planner_.plan(pass.ops, RuntimeSettings::get().fusion.load(std::memory_order_relaxed), plan->plan);
+      if (device_.compiles_kernels()) precompile(plan->plan, pass.ops);
       plan->reseeded = reseeded_ops(pass);
       pass.plan = std::move(plan);
     }
@@ -493,9 +538,11 @@ void Executor::run_recorded(OpIr& op) {
   // Each output takes its slot; one named twice, or an input's, is shared.
   for (std::size_t k = 0; k < op.outputs.size(); ++k) {
     const Slot* result = find(pass.outputs[k]);
-    Slot value = result ? Slot{result->buffer, result->error, result->checks, nullptr}
-                        : Slot{nullptr, std::make_exception_ptr(Error("recorded pass", "the pass left no result (internal error)")),
-                               nullptr, nullptr};
+    Slot value =
+        result
+            ? Slot{result->buffer, result->error, result->checks, nullptr}
+            : Slot{nullptr, std::make_exception_ptr(Error("recorded pass", "the pass left no result (internal error)")),
+                   nullptr, nullptr};
     slots_[op.outputs[k].id] = std::move(value);
   }
   for (EntityId id : pass.outputs) slots_.erase(id);
@@ -522,7 +569,7 @@ void Executor::run_compute(OpIr& op) {
   std::array<Slot*, kInline> in_slots_small{};
   std::vector<Slot*> in_slots_big;
   Slot** in_slots = in_slots_small.data();
-  Checks checks;  // the inputs' deferred checks, which the outputs inherit
+  Checks checks;   // the inputs' deferred checks, which the outputs inherit
   Checks failing;  // ... with the op's own, for the outputs it reaches (`reached`)
   std::uint64_t reached = 0;
   if (op.inputs.size() > kInline) in_slots = (in_slots_big.resize(op.inputs.size()), in_slots_big.data());
@@ -601,7 +648,8 @@ void Executor::run_compute(OpIr& op) {
                     outs = std::vector<Buffer*>(out, out + op.outputs.size())] {
           std::unique_ptr<DeferredCheck> deferred;
           device_.run(op, KernelArgs{ins, outs, &deferred});
-          KILN_CHECK(!deferred, op_name(op.kind), "internal error: a deferred check from a device that overlaps kernels");
+          KILN_CHECK(!deferred, op_name(op.kind),
+                     "internal error: a deferred check from a device that overlaps kernels");
           counters_.kernels_launched.fetch_add(1, std::memory_order_relaxed);
         };
         producer = &defer_kernel(info.name, std::span<Slot* const>(in_slots, op.inputs.size()),

@@ -10,13 +10,14 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/devices/device.h"
 #include "kiln/scheduler/async_kernels.h"
 #include "kiln/scheduler/fusion_planner.h"
-#include "kiln/scheduler/plan_cache.h"
 #include "kiln/scheduler/pending_checks.h"
+#include "kiln/scheduler/plan_cache.h"
 
 namespace kiln {
 
@@ -26,15 +27,16 @@ struct ExecutorCounters {
   std::atomic<std::uint64_t> inplace_reuses{0};
   std::atomic<std::uint64_t> ops_failed{0};
   std::atomic<std::uint64_t> batches{0};
-  std::atomic<std::uint64_t> ops_fused{0};         // ops that ran inside fused kernels
-  std::atomic<std::uint64_t> fused_kernels{0};     // fused kernels launched
-  std::atomic<std::uint64_t> plan_cache_hits{0};   // fused kernels found compiled
-  std::atomic<std::uint64_t> plan_cache_misses{0};  // ... and compiled first
-  std::atomic<std::uint64_t> peer_copies{0};        // uploads copied from a device of the same memory
-  std::atomic<std::uint64_t> overlapped_kernels{0};  // kernels run as tasks (AsyncKernels)
-  std::atomic<std::uint64_t> plans_replayed{0};      // batches run with a recorded plan (PlanCache)
-  std::atomic<std::uint64_t> passes_replayed{0};     // recorded passes run (RecordedPass)
-  std::atomic<std::uint64_t> ops_decomposed{0};      // ops the device lacks, rewritten (ops/decompositions.h)
+  std::atomic<std::uint64_t> ops_fused{0};            // ops that ran inside fused kernels
+  std::atomic<std::uint64_t> fused_kernels{0};        // fused kernels launched
+  std::atomic<std::uint64_t> plan_cache_hits{0};      // fused kernels found compiled
+  std::atomic<std::uint64_t> plan_cache_misses{0};    // ... and compiled first
+  std::atomic<std::uint64_t> peer_copies{0};          // uploads copied from a device of the same memory
+  std::atomic<std::uint64_t> overlapped_kernels{0};   // kernels run as tasks (AsyncKernels)
+  std::atomic<std::uint64_t> plans_replayed{0};       // batches run with a recorded plan (PlanCache)
+  std::atomic<std::uint64_t> passes_replayed{0};      // recorded passes run (RecordedPass)
+  std::atomic<std::uint64_t> ops_decomposed{0};       // ops the device lacks, rewritten (ops/decompositions.h)
+  std::atomic<std::uint64_t> kernels_precompiled{0};  // kernels compiled ahead of their batch, several at once
 };
 
 class Executor {
@@ -50,11 +52,14 @@ class Executor {
  private:
   struct Slot {
     BufferPtr buffer;
-    std::exception_ptr error;  // set when the op that makes this entity (or one before it) failed
-    Checks checks;             // deferred checks of the ops it was computed from, until read
+    std::exception_ptr error;         // set when the op that makes this entity (or one before it) failed
+    Checks checks;                    // deferred checks of the ops it was computed from, until read
     AsyncKernel* producer = nullptr;  // the task that computes `buffer`, while it is pending
   };
 
+  // A new plan's kernels that the device compiles slowly and has not compiled, compiled before
+  // the batch runs, several at once (DeviceBackend::precompile_fused).
+  void precompile(const Plan& plan, std::span<const OpIr> ops);
   void run_one(OpIr& op);
   void run_fused(FusedGroup& group, std::span<OpIr> batch);
   const CompiledKernel& compiled(FusedGroup& group);
@@ -88,8 +93,9 @@ class Executor {
   // Ids of the entities decompositions make, a range of their own: the engine counts from 1.
   EntityId next_internal_id_ = EntityId{1} << 62;
   std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernel_cache_;
-  struct FusedScratch {  // run_fused's working vectors, kept to keep their capacity
-    std::vector<TensorIr> in_meta, out_meta;  // an anchored group's buffers (fused_arg_tensors)
+  std::unordered_set<std::string> precompiled_;  // structure keys already handed to precompile_fused
+  struct FusedScratch {                          // run_fused's working vectors, kept to keep their capacity
+    std::vector<TensorIr> in_meta, out_meta;     // an anchored group's buffers (fused_arg_tensors)
     std::vector<Slot*> in_slots;
     std::vector<Buffer*> in, out;
     std::vector<BufferPtr> out_buffers;

@@ -35,6 +35,8 @@ class VulkanDevice final : public DeviceBackend {
   void read(const Buffer& src, void* dst, std::size_t bytes) override;
   void run(const OpIr& op, const KernelArgs& args) override;
   std::shared_ptr<CompiledKernel> compile_fused(const FusedExpr& expr) override;
+  bool compiles_kernels() const override { return true; }
+  void precompile_fused(std::span<const FusedExpr> exprs) override;
   void run_fused(const CompiledKernel& kernel, const FusedExpr& expr, const KernelArgs& args) override;
   void synchronize() override;
   void flush() override;

@@ -13,6 +13,7 @@
 #include "kiln/devices/vulkan/vk_anchor.h"
 #include "kiln/devices/vulkan/vk_device.h"
 #include "kiln/devices/vulkan/vk_fused_glsl.h"
+#include "kiln/devices/vulkan/vk_parallel_compile.h"
 #include "kiln/ops/elementwise_rules.h"
 #include "kiln/ops/registry.h"
 
@@ -88,7 +89,7 @@ std::string fused_source(const VulkanDevice& dev, const FusedExpr& e, bool vec4)
         const std::string v = named("v", e.output_nodes[o]) + "_" + std::to_string(u);
         s += "      " +
              glsl_store4(e.outputs[o].dtype, "arg_u64(" + p.out_word[o] + ")", at[u],
-                    "vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3)") +
+                         "vec4(" + v + "_0, " + v + "_1, " + v + "_2, " + v + "_3)") +
              "\n";
       }
     }
@@ -128,19 +129,37 @@ bool vector_aligned(const FusedExpr& e, const KernelArgs& args) {
 
 void elementwise_kernel(VulkanDevice& dev, const OpIr& op, const KernelArgs& args) { dev.run_elementwise(op, args); }
 
+// The pipelines of a plain (not anchored) fused expression: the scalar kernel, then the vec4
+// one where the expression can take it. The sources refer to `expr`.
+std::vector<KernelRequest> fused_requests(const VulkanDevice& dev, const FusedExpr& expr) {
+  const std::string key = "fused/" + expr.structure_key();
+  const char* name = expr.nodes.size() == 1 ? op_name(expr.nodes[0].kind) : "fused elementwise";
+  std::vector<KernelRequest> requests{{key, name, [&dev, &expr] { return fused_source(dev, expr, false); }}};
+  if (vectorizable(expr))
+    requests.push_back(
+        {key + "/vec4x" + std::to_string(kVecUnroll), name, [&dev, &expr] { return fused_source(dev, expr, true); }});
+  return requests;
+}
+
 }  // namespace
 
 std::shared_ptr<CompiledKernel> VulkanDevice::compile_fused(const FusedExpr& expr) {
   commands_->check_alive();
   if (expr.anchored()) return compile_anchored(*this, expr);
-  const std::string key = "fused/" + expr.structure_key();
-  const char* name = expr.nodes.size() == 1 ? op_name(expr.nodes[0].kind) : "fused elementwise";
-  const Pipeline& scalar = pipeline(key, name, [&] { return fused_source(*this, expr, false); });
-  const Pipeline* vec4 = nullptr;
-  if (vectorizable(expr))
-    vec4 =
-        &pipeline(key + "/vec4x" + std::to_string(kVecUnroll), name, [&] { return fused_source(*this, expr, true); });
+  const std::vector<KernelRequest> requests = fused_requests(*this, expr);
+  const Pipeline& scalar = pipeline(requests[0].key, requests[0].name, requests[0].source);
+  const Pipeline* vec4 =
+      requests.size() > 1 ? &pipeline(requests[1].key, requests[1].name, requests[1].source) : nullptr;
   return std::make_shared<FusedKernel>(scalar, vec4);
+}
+
+void VulkanDevice::precompile_fused(std::span<const FusedExpr> exprs) {
+  commands_->check_alive();
+  std::vector<KernelRequest> requests;
+  for (const FusedExpr& expr : exprs)
+    if (!expr.anchored())
+      for (KernelRequest& r : fused_requests(*this, expr)) requests.push_back(std::move(r));
+  compile_in_parallel(*this, requests);
 }
 
 namespace {
