@@ -35,6 +35,17 @@ TEST(ConvFastPath, TransposedMatchesTheComposite) {
   }
 }
 
+// The convolution of each image of the batch on its own, the values end to end.
+std::vector<double> image_by_image(const test::ConvShape& s, const std::vector<Tensor>& in) {
+  std::vector<double> values;
+  for (std::int64_t n = 0; n < s.x[0]; ++n) {
+    std::vector<Tensor> one = in;
+    one[0] = slice(in[0], 0, n, n + 1);
+    for (double v : test::host_values(test::api_conv(s, one))) values.push_back(v);
+  }
+  return values;
+}
+
 // Each output is one sum in a fixed order, whatever the blocks and threads: two runs agree to
 // the bit, and so do a batch and its images run one by one.
 TEST(ConvFastPath, ResultsAreReproducible) {
@@ -43,19 +54,13 @@ TEST(ConvFastPath, ResultsAreReproducible) {
   const std::vector<Tensor> in = test::conv_inputs(s, gen);
   const std::vector<double> once = test::host_values(test::api_conv(s, in));
   EXPECT_TRUE(test::same_bits(test::host_values(test::api_conv(s, in)), once));
-  std::vector<double> by_image;
-  for (std::int64_t n = 0; n < s.x[0]; ++n) {
-    std::vector<Tensor> one = in;
-    one[0] = slice(in[0], 0, n, n + 1);
-    for (double v : test::host_values(test::api_conv(s, one))) by_image.push_back(v);
-  }
-  EXPECT_TRUE(test::same_bits(by_image, once));
+  EXPECT_TRUE(test::same_bits(image_by_image(s, in), once));
 }
 
 // A convolution with a small output plane is one product with the weights packed in panels,
 // packed as it goes on its first two calls and kept packed from the second on (a served model's
-// weights; with KILN_PACK_WEIGHTS=0 never kept): every call gives the same bits, the kept weights were packed once, and
-// a batch gives its images' bits run one by one.
+// weights; with KILN_PACK_WEIGHTS=0 never kept): every call gives the same bits, the kept
+// weights were packed once, and a batch gives its images' bits run one by one.
 TEST(ConvFastPath, ASmallPlaneGivesTheSameBitsBeforeAndAfterItsWeightIsPacked) {
   Generator gen(14);
   test::ConvShape s;
@@ -71,13 +76,7 @@ TEST(ConvFastPath, ASmallPlaneGivesTheSameBitsBeforeAndAfterItsWeightIsPacked) {
   }
   EXPECT_EQ(counters(Device::cpu()).weights_packed - packed_before, test::weight_packing_on() ? 1u : 0u);
   EXPECT_TRUE(test::values_close(first, test::host_values(test::composite_conv(s, in)), kAgree));
-  std::vector<double> by_image;
-  for (std::int64_t n = 0; n < s.x[0]; ++n) {
-    std::vector<Tensor> one = in;
-    one[0] = slice(in[0], 0, n, n + 1);
-    for (double v : test::host_values(test::api_conv(s, one))) by_image.push_back(v);
-  }
-  EXPECT_TRUE(test::same_bits(by_image, first));
+  EXPECT_TRUE(test::same_bits(image_by_image(s, in), first));
 }
 
 // The shape rules check the ints that engine/conv.cpp and autograd's conv rule build.
