@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "kiln/autograd/autograd.h"
 #include "bench/bench_common.h"
-#include "kiln/data/data.h"
 #include "examples/fashion_mnist_model.h"
+#include "kiln/autograd/autograd.h"
+#include "kiln/data/data.h"
 #include "kiln/optim/optim.h"
 #include "kiln/train/learner.h"
 
@@ -149,17 +149,30 @@ void fashion_mnist_first_epoch(benchmark::State& state, Device device) {
   for (auto _ : state) {
     char dir[] = "/tmp/kiln-first-epoch-XXXXXX";
     if (!mkdtemp(dir)) return state.SkipWithError("cannot make a temporary kernel cache directory");
-    const std::string command = std::string("KILN_CACHE_DIR=") + dir + " KILN_BENCH_CHILD=1 /proc/self/exe --device=" +
-                                device.str() + " --benchmark_filter=^fashion_mnist_cold_epochs/ --benchmark_format=json";
+    const std::string command = std::string("KILN_CACHE_DIR=") + dir +
+                                " KILN_BENCH_CHILD=1 /proc/self/exe --device=" + device.str() +
+                                " --benchmark_filter=^fashion_mnist_cold_epochs/ --benchmark_format=json";
     std::string out;
+    int status = -1;
     if (FILE* child = popen(command.c_str(), "r")) {
       char buf[4096];
       for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, child)) > 0;) out.append(buf, n);
-      pclose(child);
+      status = pclose(child);
     }
     std::filesystem::remove_all(dir);
     const double first = json_number(out, "first_s"), warm = json_number(out, "warm_s");
-    if (first <= 0 || warm <= 0) return state.SkipWithError("the cold child process reported no epochs");
+    if (first <= 0 || warm <= 0) {
+      // Say why: the child's own error (its JSON's error_message), else how it ended.
+      // (Built by appending: GCC 12 warns falsely on std::string concatenations.)
+      std::string why = "the cold child process reported no epochs (exit status ";
+      why += std::to_string(status);
+      if (const std::size_t at = out.find("\"error_message\": \""); at != std::string::npos) {
+        why += ", its error: ";
+        why.append(out, at + 18, out.find('"', at + 18) - (at + 18));
+      }
+      why += ")";
+      return state.SkipWithError(why.c_str());
+    }
     state.SetIterationTime(first);
     state.counters["warm_s"] = warm;
     state.counters["first_over_warm"] = first / warm;
