@@ -192,20 +192,28 @@ void Executor::run_batch(std::span<OpIr> batch) {
   }
 }
 
-void Executor::precompile(const Plan& plan, std::span<const OpIr> ops) {
+void Executor::precompile(Plan& plan, std::span<const OpIr> ops) {
+  // Every new plan passes here (an eager step's batches are cut anew each step), so the scan
+  // does the work the run would: a group whose kernel is compiled gets it now, and compiled()
+  // finds it without building its key again.
   std::vector<FusedExpr> fresh;
-  auto consider = [&](const FusedExpr& expr) {
-    std::string key = expr.structure_key();
-    if (kernel_cache_.count(key) || !precompiled_.insert(std::move(key)).second) return;
-    fresh.push_back(expr);
-  };
-  for (const PlanStep& step : plan.steps) {
-    if (step.fused) {
-      const FusedGroup& group = plan.groups[step.index];
-      if (!group.kernel && !group.expr.anchored()) consider(group.expr);
-    } else if (is_elementwise(ops[step.index].kind)) {
-      consider(single_op_expr(ops[step.index]));
+  for (FusedGroup& group : plan.groups) {
+    if (group.kernel) continue;
+    std::string key = group.expr.structure_key();
+    if (const auto it = kernel_cache_.find(key); it != kernel_cache_.end()) {
+      group.kernel = it->second.get();
+      continue;
     }
+    if (!group.expr.anchored() && precompiled_.insert(std::move(key)).second) fresh.push_back(group.expr);
+  }
+  // A plan without a new fused chain is a structure seen before, its batches cut elsewhere: its
+  // elementwise ops compiled with it. Only a new one is worth their keys (each op's expression
+  // and key built again here, where the run builds them too).
+  if (fresh.empty()) return;
+  for (const PlanStep& step : plan.steps) {
+    if (step.fused || !is_elementwise(ops[step.index].kind)) continue;
+    FusedExpr expr = single_op_expr(ops[step.index]);
+    if (precompiled_.insert(expr.structure_key()).second) fresh.push_back(std::move(expr));
   }
   // One kernel gains nothing from a compile of its own ahead: it compiles where it runs.
   if (fresh.size() < 2) return;

@@ -58,8 +58,9 @@ class Executor {
   };
 
   // A new plan's kernels that the device compiles slowly and has not compiled, compiled before
-  // the batch runs, several at once (DeviceBackend::precompile_fused).
-  void precompile(const Plan& plan, std::span<const OpIr> ops);
+  // the batch runs, several at once (DeviceBackend::precompile_fused); its groups whose kernels
+  // are compiled get them.
+  void precompile(Plan& plan, std::span<const OpIr> ops);
   void run_one(OpIr& op);
   void run_fused(FusedGroup& group, std::span<OpIr> batch);
   const CompiledKernel& compiled(FusedGroup& group);

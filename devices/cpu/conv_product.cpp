@@ -30,24 +30,28 @@ constexpr std::int64_t kWinogradPlane = 64;
 // 7 x 7 layers, 784 rows, about as fast either way).
 constexpr std::int64_t kMaxRows = 1024;
 
+// One image's channel with its zero border: (in_h + 2 pad_h) rows of in_w + 2 pad_w.
+std::int64_t padded_floats(const ConvGeometry& g) {
+  return (g.in[1] + 2 * g.padding[1]) * (g.in[2] + 2 * g.padding[2]);
+}
+
 // The rows of A that channel c gives (one per kernel offset, kh kw of them from `dst` on, m
-// floats apart): every position of every image. Each image's channel is first copied into
-// `padded` with its zero border, so that the rows are plain strided copies.
-void unfold_channel(const ConvGeometry& g, const float* x, std::int64_t c, std::int64_t m, float* dst,
-                    std::vector<float>& padded) {
+// floats apart): every position of every image. Each image's channel is first copied into the
+// inside of `padded` (padded_floats(g) floats whose border is zero), so that the rows are plain
+// strided copies.
+void unfold_channel(const ConvGeometry& g, const float* x, std::int64_t c, std::int64_t m, float* dst, float* padded) {
   const std::int64_t in_h = g.in[1], in_w = g.in[2], out_h = g.out[1], out_w = g.out[2];
   const std::int64_t pad_h = g.padding[1], pad_w = g.padding[2], width = in_w + 2 * pad_w;
-  padded.assign(static_cast<std::size_t>((in_h + 2 * pad_h) * width), 0.0f);
   const std::int64_t plane = out_h * out_w, sy = g.stride[1], sx = g.stride[2];
   for (std::int64_t n = 0; n < g.batch; ++n) {
     const float* src = x + (n * g.channels + c) * in_h * in_w;
     for (std::int64_t iy = 0; iy < in_h; ++iy)
-      std::memcpy(padded.data() + (iy + pad_h) * width + pad_w, src + iy * in_w,
+      std::memcpy(padded + (iy + pad_h) * width + pad_w, src + iy * in_w,
                   static_cast<std::size_t>(in_w) * sizeof(float));
     float* row = dst + n * plane;
     for (std::int64_t ky = 0; ky < g.kernel[1]; ++ky) {
       for (std::int64_t kx = 0; kx < g.kernel[2]; ++kx, row += m) {
-        const float* from = padded.data() + ky * g.dilation[1] * width + kx * g.dilation[2];
+        const float* from = padded + ky * g.dilation[1] * width + kx * g.dilation[2];
         float* to = row;
         for (std::int64_t oy = 0; oy < out_h; ++oy, to += out_w) {
           const float* line = from + oy * sy * width;
@@ -76,8 +80,10 @@ void conv_product(const ConvGeometry& g, const float* x, Buffer& weight, const f
   float* c = a + k * m;       // [m, n]
   const std::int64_t taps = g.kernel[1] * g.kernel[2];
   parallel_for(g.channels, std::max<std::int64_t>(1, 4096 / (m * taps)), [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> padded;
-    for (std::int64_t ch = begin; ch < end; ++ch) unfold_channel(g, x, ch, m, a + ch * taps * m, padded);
+    // A thread's own (nothing in a task waits for other tasks), its border zeroed once a task.
+    thread_local std::vector<float> padded;
+    padded.assign(static_cast<std::size_t>(padded_floats(g)), 0.0f);
+    for (std::int64_t ch = begin; ch < end; ++ch) unfold_channel(g, x, ch, m, a + ch * taps * m, padded.data());
   });
   // The weight [K, C kh kw] is B transposed.
   if (const auto packed = packed_weights(weight, n, k, true))
